@@ -1,0 +1,58 @@
+"""bmfdsl: binary matrix factorization through QUBO models.
+
+Declare a formulation with PyQUBO, compile it once, re-weight it without recompiling, and
+solve it on any registered backend by name.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# Public name -> module that defines it. Imported lazily so that ``import bmfdsl`` stays
+# cheap and never imports a solver library.
+_EXPORTS: dict[str, str] = {
+    # errors
+    "BmfdslError": "bmfdsl.errors",
+    "InvalidMatrixError": "bmfdsl.errors",
+    "InvalidParameterError": "bmfdsl.errors",
+    "UnknownNameError": "bmfdsl.errors",
+    "ModelDefinitionError": "bmfdsl.errors",
+    "BackendUnavailableError": "bmfdsl.errors",
+    "MissingCredentialsError": "bmfdsl.errors",
+    "SolverError": "bmfdsl.errors",
+    # results
+    "DecodedSample": "bmfdsl.result",
+    "Factorization": "bmfdsl.result",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'bmfdsl' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from bmfdsl.errors import (
+        BackendUnavailableError,
+        BmfdslError,
+        InvalidMatrixError,
+        InvalidParameterError,
+        MissingCredentialsError,
+        ModelDefinitionError,
+        SolverError,
+        UnknownNameError,
+    )
+    from bmfdsl.result import DecodedSample, Factorization

@@ -1,0 +1,67 @@
+"""The bmfdsl error tree.
+
+Every error raised on purpose by bmfdsl subclasses :class:`BmfdslError` *and* the
+builtin exception a caller would expect (``ValueError``, ``KeyError``, ``ImportError``,
+...), so ``except ValueError`` keeps working while ``except BmfdslError`` catches
+everything of ours. Messages say what went wrong and how to fix it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = [
+    "BackendUnavailableError",
+    "BmfdslError",
+    "InvalidMatrixError",
+    "InvalidParameterError",
+    "MissingCredentialsError",
+    "ModelDefinitionError",
+    "SolverError",
+    "UnknownNameError",
+]
+
+
+class BmfdslError(Exception):
+    """Base class of every error bmfdsl raises on purpose."""
+
+
+class InvalidMatrixError(BmfdslError, ValueError):
+    """The data matrix is not a non-empty 2-D 0/1 array."""
+
+
+class InvalidParameterError(BmfdslError, ValueError):
+    """A parameter (rank, weight, option) has a value out of range or of the wrong kind."""
+
+
+class UnknownNameError(BmfdslError, KeyError, ValueError):
+    """A name (model, backend, weight, parameter) is not known; the message lists the valid ones."""
+
+    def __init__(self, kind: str, name: object, known: Iterable[str], hint: str = "") -> None:
+        self.kind = kind
+        self.name = name
+        self.known = sorted(known)
+        listed = ", ".join(repr(k) for k in self.known) or "(none)"
+        message = f"unknown {kind} {name!r}; known {kind}s: {listed}"
+        if hint:
+            message += f". {hint}"
+        super().__init__(message)
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the whole message
+        return str(self.args[0])
+
+
+class ModelDefinitionError(BmfdslError, TypeError):
+    """A user's model script is malformed (missing ``build``, wrong return type, ...)."""
+
+
+class BackendUnavailableError(BmfdslError, ImportError):
+    """A backend needs an optional dependency that is not installed; names the extra."""
+
+
+class MissingCredentialsError(BmfdslError, RuntimeError):
+    """A cloud backend needs a credential; the message names the environment variable."""
+
+
+class SolverError(BmfdslError, RuntimeError):
+    """A solver or remote service failed while solving."""

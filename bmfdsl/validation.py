@@ -1,0 +1,96 @@
+"""Input checks shared by every entry point; each failure says how to fix it."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
+
+__all__ = ["check_binary_matrix", "check_random_state", "check_rank"]
+
+
+def check_binary_matrix(A: Any, *, name: str = "A") -> np.ndarray:
+    """Return ``A`` as a C-contiguous 2-D ``int8`` array of zeros and ones.
+
+    Accepts array-likes and scipy sparse matrices.
+
+    >>> check_binary_matrix([[1, 0], [True, 1.0]]).tolist()
+    [[1, 0], [1, 1]]
+    >>> check_binary_matrix([[0, 2]])
+    Traceback (most recent call last):
+    ...
+    bmfdsl.errors.InvalidMatrixError: A must contain only 0 and 1; found 1 other value(s), e.g. 2. Binarize it first (e.g. (A >= threshold).astype(int)).
+    """
+    if hasattr(A, "toarray") and callable(A.toarray):  # scipy.sparse
+        A = A.toarray()
+    try:
+        array = np.asarray(A)
+    except (TypeError, ValueError) as exc:  # ragged lists and the like
+        raise InvalidMatrixError(f"{name} is not a rectangular numeric array: {exc}") from exc
+    if array.dtype == object:
+        raise InvalidMatrixError(
+            f"{name} is not a rectangular numeric array (ragged rows or non-numbers)"
+        )
+    if array.ndim != 2:
+        raise InvalidMatrixError(
+            f"{name} must be 2-D (rows x columns); got {array.ndim}-D with shape {array.shape}"
+        )
+    if array.size == 0:
+        raise InvalidMatrixError(f"{name} is empty (shape {array.shape}); give at least 1x1")
+    if not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
+        raise InvalidMatrixError(f"{name} must be numeric 0/1; got dtype {array.dtype}")
+    if np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.complexfloating):
+        finite = np.isfinite(array)
+        if not finite.all():
+            count = int((~finite).sum())
+            raise InvalidMatrixError(
+                f"{name} contains {count} NaN or infinite value(s); "
+                "fill or drop them before factorizing"
+            )
+    bad = (array != 0) & (array != 1)
+    if bad.any():
+        example = array[bad].flat[0]
+        example = example.item() if hasattr(example, "item") else example
+        raise InvalidMatrixError(
+            f"{name} must contain only 0 and 1; found {int(bad.sum())} other value(s), "
+            f"e.g. {example!r}. Binarize it first (e.g. (A >= threshold).astype(int))."
+        )
+    return np.ascontiguousarray(array, dtype=np.int8)
+
+
+def check_rank(rank: Any, shape: tuple[int, int]) -> int:
+    """Return ``rank`` as an int in ``1..min(m, n)``.
+
+    >>> check_rank(2, (3, 4))
+    2
+    """
+    if isinstance(rank, bool) or not isinstance(rank, numbers.Integral):
+        raise InvalidParameterError(f"rank must be a positive integer; got {rank!r}")
+    rank = int(rank)
+    upper = min(shape)
+    if not 1 <= rank <= upper:
+        raise InvalidParameterError(
+            f"rank must be between 1 and min(m, n) = {upper} for a {shape[0]}x{shape[1]} "
+            f"matrix; got {rank}"
+        )
+    return rank
+
+
+def check_random_state(random_state: Any) -> np.random.Generator:
+    """Turn ``None``, an int seed or a Generator into a ``numpy.random.Generator``.
+
+    >>> bool(check_random_state(0).integers(10) == check_random_state(0).integers(10))
+    True
+    """
+    if random_state is None or isinstance(random_state, numbers.Integral):
+        return np.random.default_rng(None if random_state is None else int(random_state))
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(2**31 - 1))
+    raise InvalidParameterError(
+        f"random_state must be None, an int or a numpy Generator; got {type(random_state)}"
+    )
