@@ -26,6 +26,12 @@ _EXPORTS: dict[str, str] = {
     # results
     "DecodedSample": "bmfdsl.result",
     "Factorization": "bmfdsl.result",
+    "BMFStructure": "bmfdsl.structure",
+    # modeling
+    "compile_model": "bmfdsl.compile",
+    "list_models": "bmfdsl.compile",
+    "CompiledModel": "bmfdsl.compiled",
+    "ModelBuilder": "bmfdsl.dsl",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -45,6 +51,9 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from bmfdsl.compile import compile_model, list_models
+    from bmfdsl.compiled import CompiledModel
+    from bmfdsl.dsl import ModelBuilder
     from bmfdsl.errors import (
         BackendUnavailableError,
         BmfdslError,
@@ -56,3 +65,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         UnknownNameError,
     )
     from bmfdsl.result import DecodedSample, Factorization
+    from bmfdsl.structure import BMFStructure

@@ -19,10 +19,10 @@ def check_binary_matrix(A: Any, *, name: str = "A") -> np.ndarray:
 
     >>> check_binary_matrix([[1, 0], [True, 1.0]]).tolist()
     [[1, 0], [1, 1]]
-    >>> check_binary_matrix([[0, 2]])
+    >>> check_binary_matrix([[0, 2]])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    bmfdsl.errors.InvalidMatrixError: A must contain only 0 and 1; found 1 other value(s), e.g. 2. Binarize it first (e.g. (A >= threshold).astype(int)).
+    bmfdsl.errors.InvalidMatrixError: A must contain only 0 and 1; found 1 other value(s), e.g. 2...
     """
     if hasattr(A, "toarray") and callable(A.toarray):  # scipy.sparse
         A = A.toarray()

@@ -1,0 +1,269 @@
+"""compile_model, user model scripts, re-weighting, encode/decode and bad input."""
+
+from __future__ import annotations
+
+import textwrap
+
+import dimod
+import numpy as np
+import pytest
+
+import bmfdsl
+import bmfdsl.compiled
+import bmfdsl.fastpath
+from bmfdsl import (
+    BmfdslError,
+    InvalidMatrixError,
+    InvalidParameterError,
+    ModelDefinitionError,
+    UnknownNameError,
+    compile_model,
+    list_models,
+)
+
+A = np.array([[1, 0, 1], [1, 1, 0], [0, 1, 1], [1, 1, 1]])
+
+
+def test_registered_models_are_listed_with_descriptions():
+    infos = {info.name: info for info in list_models()}
+    assert {"formulation1", "formulation2", "formulation2-reduced"} <= set(infos)
+    assert all(info.description for info in infos.values())
+    assert infos["formulation1"].fast_path
+
+
+def test_names_are_normalised():
+    assert compile_model("Formulation_1".replace("_", ""), A, 1).model_name == "formulation1"
+    assert compile_model("FORMULATION2_REDUCED", A, 2).model_name == "formulation2-reduced"
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        ("formulation1", lambda m, n, r: (m + n + m * n) * r),
+        ("formulation2", lambda m, n, r: (m + n) * (r + r * r)),
+    ],
+)
+def test_variable_counts_match_the_paper(model, expected):
+    for m, n, r in [(4, 3, 2), (30, 38, 5)]:
+        data = np.ones((m, n), dtype=int)
+        assert compile_model(model, data, r).num_variables == expected(m, n, r)
+
+
+def test_pyqubo_compiles_once_for_many_weights(monkeypatch):
+    calls = []
+    original = bmfdsl.compiled.compile_hamiltonian
+
+    def counting(hamiltonian):
+        calls.append(1)
+        return original(hamiltonian)
+
+    monkeypatch.setattr(bmfdsl.compiled, "compile_hamiltonian", counting)
+    compiled = compile_model("formulation1", A, 2, one_hot="V", fast=False)
+    energies = {compiled.to_bqm(lam=lam).offset for lam in (0.5, 1.0, 2.0, 4.0)}
+    assert len(calls) == 1
+    assert len(energies) == 4  # the one-hot constant λ n changes with the weight
+
+
+def test_fast_path_builds_once_and_is_lazy(monkeypatch):
+    calls = []
+    original = bmfdsl.fastpath.FAST_BUILDERS["formulation1"]
+
+    def counting(*args):
+        calls.append(1)
+        return original(*args)
+
+    monkeypatch.setitem(bmfdsl.fastpath.FAST_BUILDERS, "formulation1", counting)
+    compiled = compile_model("formulation1", A, 2)
+    assert calls == []  # nothing built until a QUBO is needed
+    for lam in (0.5, 1.0, 3.0):
+        bqm = compiled.to_bqm(lam=lam)
+        assert bqm.get_linear("W[0][0][0]") == pytest.approx(1 - 2 * A[0, 0] + 3 * lam)
+    assert len(calls) == 1
+
+
+def test_weights_are_checked_and_defaults_filled():
+    compiled = compile_model("formulation1", A, 2, one_hot="V")
+    assert compiled.resolve_weights(lam=3) == {"lam": 3.0, "lam_onehot": 3.0}
+    assert compiled.resolve_weights(lam=3, lam_onehot=0.5) == {"lam": 3.0, "lam_onehot": 0.5}
+    with pytest.raises(UnknownNameError, match="lam_onehot") as info:
+        compile_model("formulation1", A, 2).to_bqm(lam=1, lam_onehot=2)
+    assert "'lam'" in str(info.value)
+    with pytest.raises(InvalidParameterError, match="missing weight 'lam'"):
+        compiled.to_bqm()
+    for bad in (0, -1.0, float("nan"), "1", True):
+        with pytest.raises(InvalidParameterError):
+            compiled.to_bqm(lam=bad)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (np.ones(3), "2-D"),
+        (np.ones((2, 2, 2)), "2-D"),
+        (np.zeros((0, 3)), "empty"),
+        (np.array([[0, 2], [1, 1]]), "only 0 and 1"),
+        (np.array([[0.5, 1.0]]), "only 0 and 1"),
+        (np.array([[np.nan, 1.0]]), "NaN"),
+        (np.array([[np.inf, 1.0]]), "NaN or infinite"),
+        ([[1, 0], [1]], "rectangular"),
+        (np.array([["a", "b"]]), "numeric"),
+    ],
+)
+def test_bad_matrices_raise_one_clear_error(data, message):
+    with pytest.raises(InvalidMatrixError, match=message) as info:
+        compile_model("formulation1", data, 1)
+    assert isinstance(info.value, ValueError)
+    assert isinstance(info.value, BmfdslError)
+
+
+@pytest.mark.parametrize("rank", [0, -1, 4, 2.5, "2", None])
+def test_rank_out_of_range(rank):
+    with pytest.raises(InvalidParameterError, match="rank"):
+        compile_model("formulation1", A, rank)
+
+
+def test_unknown_model_lists_known_ones():
+    with pytest.raises(UnknownNameError, match=r"formulation1.*formulation2") as info:
+        compile_model("formulation3", A, 1)
+    assert isinstance(info.value, KeyError)
+
+
+def test_bad_one_hot_option_and_fast_path_request(tmp_path):
+    with pytest.raises(InvalidParameterError, match="one_hot"):
+        compile_model("formulation1", A, 1, one_hot="W")
+    path = tmp_path / "tiny.py"
+    path.write_text(USER_MODEL)
+    with pytest.raises(InvalidParameterError, match="fast path"):
+        compile_model(path, A, 1, fast=True)
+
+
+USER_MODEL = textwrap.dedent(
+    '''
+    """A user's model: Formulation 1 written from scratch with the DSL."""
+    from bmfdsl.dsl import squared_residual
+
+    def build(model):
+        A, r = model.A, model.rank
+        m, n = A.shape
+        U, V = model.factors()
+        W = model.binary("W", (r, m, n))
+        lam = model.weight("lam", default=2.0)
+        for k in range(r):
+            for i in range(m):
+                for j in range(n):
+                    model.constrain_product(W[k][i][j], U[i][k], V[j][k], group="W", weight=lam)
+        model.minimize(
+            squared_residual(A, [[sum(W[k][i][j] for k in range(r)) for j in range(n)]
+                                 for i in range(m)])
+        )
+        model.one_hot_constraint()
+    '''
+)
+
+
+def test_user_script_compiles_through_pyqubo(tmp_path):
+    path = tmp_path / "my_model.py"
+    path.write_text(USER_MODEL)
+    compiled = compile_model(str(path), A, 2, one_hot="V")
+    reference = compile_model("formulation1", A, 2, one_hot="V")
+    # The script's weight has a default, so no weight is required.
+    assert compiled.resolve_weights() == {"lam": 2.0, "lam_onehot": 2.0}
+    assert compiled.to_bqm().is_almost_equal(reference.to_bqm(lam=2.0))
+    assert compiled.structure is None  # it did not declare itself plain BMF
+    assert reference.structure is not None and reference.structure.one_hot == "V"
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("x = 1\n", "no function build"),
+        ("def build(model:\n", "failed to load"),
+        ("def build(model):\n    raise RuntimeError('boom')\n", "boom"),
+        ("def build(model):\n    model.factors()\n    return 3\n", "return None"),
+        ("def build(model):\n    model.binary('X', (2,))\n", "never called model.factors"),
+        (
+            "def build(model):\n    U, V = model.factors()\n    model.minimize(U[0][0])\n",
+            "does not support one_hot",
+        ),
+        (
+            "def build(model):\n    U, V = model.factors()\n"
+            "    model.constrain_product(U[0][0] * 2, U[0][0], V[0][0], group='g', weight='w')\n",
+            "single binary variable",
+        ),
+    ],
+)
+def test_malformed_scripts_are_reported(tmp_path, body, message):
+    path = tmp_path / "bad_model.py"
+    path.write_text(body)
+    with pytest.raises(ModelDefinitionError, match=message) as info:
+        compile_model(str(path), A, 1, one_hot="V" if "one_hot" in message else None)
+    assert isinstance(info.value, TypeError)
+
+
+def test_missing_script_file(tmp_path):
+    with pytest.raises(ModelDefinitionError, match="does not exist"):
+        compile_model(str(tmp_path / "nope.py"), A, 1)
+
+
+def test_encode_fills_auxiliaries_and_checks_shapes():
+    compiled = compile_model("formulation2", A, 2)
+    U = np.array([[1, 0], [1, 1], [0, 1], [1, 1]])
+    V = np.array([[1, 1], [0, 1], [1, 0]])
+    assignment = compiled.encode(U, V)
+    assert assignment["UU[1][0][1]"] == 1 and assignment["UU[0][0][1]"] == 0
+    assert assignment["VV[0][1][0]"] == 1 and assignment["VV[2][1][1]"] == 0
+    with pytest.raises(InvalidMatrixError, match=r"shape \(4, 2\)"):
+        compiled.encode(U[:3], V)
+    with pytest.raises(InvalidMatrixError, match="only 0 and 1"):
+        compiled.encode(U * 2, V)
+
+
+def test_decode_orders_best_first_and_counts_broken_constraints():
+    compiled = compile_model("formulation1", A, 1, one_hot="V")
+    bqm = compiled.to_bqm(lam=1.0)
+    good = compiled.encode([[1], [1], [1], [1]], [[1], [1], [1]])
+    broken = dict(good)
+    broken["W[0][0][0]"] = 0  # violates w = u v once
+    broken["V[2][0]"] = 0  # one-hot row 2 now empty; also breaks w for that column
+    samples = dimod.SampleSet.from_samples_bqm([broken, good], bqm)
+    decoded = compiled.decode(samples)
+    assert decoded[0].feasible and decoded[0].error == int((A == 0).sum())
+    assert decoded[1].broken["one_hot_V"] == 1
+    assert decoded[1].broken["W"] == 1 + int(A.shape[0])  # W[0][0][0] and the column of V[2]
+    assert not decoded[1].feasible
+
+
+def test_decode_handles_label_order_and_spin_samplesets():
+    compiled = compile_model("formulation1", A, 2)
+    bqm = compiled.to_bqm(lam=1.0)
+    U = np.array([[1, 0], [0, 1], [1, 1], [1, 0]])
+    V = np.array([[1, 0], [0, 1], [1, 1]])
+    assignment = compiled.encode(U, V)
+    shuffled = dict(reversed(list(assignment.items())))
+    binary = compiled.decode(dimod.SampleSet.from_samples_bqm(shuffled, bqm))[0]
+    spin_bqm = bqm.change_vartype(dimod.SPIN, inplace=False)
+    spins = {label: 2 * value - 1 for label, value in assignment.items()}
+    spin = compiled.decode(dimod.SampleSet.from_samples_bqm(spins, spin_bqm))[0]
+    for decoded in (binary, spin):
+        np.testing.assert_array_equal(decoded.U, U)
+        np.testing.assert_array_equal(decoded.V, V)
+        assert decoded.error == int(((A - U @ V.T) ** 2).sum()) == decoded.energy
+
+
+def test_decode_rejects_foreign_samplesets():
+    compiled = compile_model("formulation1", A, 1)
+    with pytest.raises(InvalidParameterError, match="lacks"):
+        compiled.decode(dimod.SampleSet.from_samples({"x": 1}, dimod.BINARY, energy=0.0))
+
+
+def test_importing_bmfdsl_is_lazy():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, bmfdsl; "
+        "print(sorted(m for m in ('pyqubo', 'openjij', 'neal', 'dwave.system', 'numba') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
