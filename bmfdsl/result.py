@@ -16,9 +16,10 @@ def squared_error(A: np.ndarray, U: np.ndarray, V: np.ndarray) -> int:
     >>> squared_error(np.eye(2, dtype=int), np.eye(2, dtype=int), np.eye(2, dtype=int))
     0
     """
-    residual = np.asarray(A, dtype=np.int64) - np.asarray(U, dtype=np.int64) @ np.asarray(
-        V, dtype=np.int64
-    ).T
+    residual = (
+        np.asarray(A, dtype=np.int64)
+        - np.asarray(U, dtype=np.int64) @ np.asarray(V, dtype=np.int64).T
+    )
     return int(np.einsum("ij,ij->", residual, residual))
 
 
