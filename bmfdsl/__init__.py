@@ -32,6 +32,17 @@ _EXPORTS: dict[str, str] = {
     "list_models": "bmfdsl.compile",
     "CompiledModel": "bmfdsl.compiled",
     "ModelBuilder": "bmfdsl.dsl",
+    "NotFittedError": "bmfdsl.errors",
+    # solving
+    "list_backends": "bmfdsl.backends.registry",
+    "get_backend": "bmfdsl.backends.registry",
+    "register_backend": "bmfdsl.backends.registry",
+    "solve": "bmfdsl.solve",
+    "sweep_weights": "bmfdsl.solve",
+    # pipeline
+    "factorize": "bmfdsl.factorize",
+    "BinaryMatrixFactorization": "bmfdsl.estimator",
+    "read_matrix": "bmfdsl.io",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -51,9 +62,13 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from bmfdsl.backends.registry import get_backend, list_backends, register_backend
     from bmfdsl.compile import compile_model, list_models
     from bmfdsl.compiled import CompiledModel
     from bmfdsl.dsl import ModelBuilder
+    from bmfdsl.estimator import BinaryMatrixFactorization
+    from bmfdsl.factorize import factorize
+    from bmfdsl.io import read_matrix
     from bmfdsl.errors import (
         BackendUnavailableError,
         BmfdslError,
@@ -61,8 +76,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         InvalidParameterError,
         MissingCredentialsError,
         ModelDefinitionError,
+        NotFittedError,
         SolverError,
         UnknownNameError,
     )
     from bmfdsl.result import DecodedSample, Factorization
+    from bmfdsl.solve import solve, sweep_weights
     from bmfdsl.structure import BMFStructure

@@ -17,6 +17,7 @@ __all__ = [
     "InvalidParameterError",
     "MissingCredentialsError",
     "ModelDefinitionError",
+    "NotFittedError",
     "SolverError",
     "UnknownNameError",
 ]
@@ -61,6 +62,10 @@ class BackendUnavailableError(BmfdslError, ImportError):
 
 class MissingCredentialsError(BmfdslError, RuntimeError):
     """A cloud backend needs a credential; the message names the environment variable."""
+
+
+class NotFittedError(BmfdslError, AttributeError, ValueError):
+    """An estimator was used before ``fit`` (like scikit-learn's NotFittedError)."""
 
 
 class SolverError(BmfdslError, RuntimeError):

@@ -1,0 +1,27 @@
+# Two commands set everything up on a fresh machine (each creates .venv on first use):
+#   make demo   - factorize a small planted matrix with a local annealer; print U, V, error
+#   make test   - lint and run the whole test suite
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $@
+
+demo: $(VENV)/.installed
+	$(BIN)/python examples/quickstart.py
+
+test: $(VENV)/.installed
+	$(BIN)/ruff check bmfdsl models backends tests examples bench
+	$(BIN)/python -m pytest
+
+bench: $(VENV)/.installed
+	$(BIN)/python bench/bench_compile.py
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

@@ -1,0 +1,241 @@
+"""The pipeline most users call: sampling → core solve → BLS for the full factor → ALS."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from bmfdsl.errors import InvalidParameterError, UnknownNameError
+from bmfdsl.result import Factorization, relative_error, squared_error
+from bmfdsl.validation import check_binary_matrix, check_random_state, check_rank
+
+__all__ = ["DEFAULT_BACKEND", "DEFAULT_WEIGHTS", "METHOD_NAMES", "factorize"]
+
+#: The best local solver: structure-aware, no account needed.
+DEFAULT_BACKEND = "native"
+#: The paper's penalty weight (λ = 1 in all its experiments).
+DEFAULT_WEIGHTS: dict[str, float] = {"lam": 1.0}
+#: ``method`` values: the QUBO pipeline and the paper's comparison methods.
+METHOD_NAMES = ("qubo", "baseline", "thresholded", "penalized")
+
+
+def _check_one_hot(one_hot: Any) -> str | None:
+    if one_hot is None:
+        return None
+    if isinstance(one_hot, str) and one_hot.upper() in ("U", "V"):
+        return one_hot.upper()
+    raise InvalidParameterError(f"one_hot must be None, 'U' or 'V'; got {one_hot!r}")
+
+
+def _sample_size(sample_rows: Any, m: int, n: int, rank: int) -> int | None:
+    """The number of rows to sample, or ``None`` to work on the full matrix."""
+    from bmfdsl.sampling import choose_sample_size
+
+    if sample_rows is None:
+        return None
+    if sample_rows == "auto":
+        s = choose_sample_size(m, n, rank)
+        return None if s >= m else s
+    if isinstance(sample_rows, bool) or not isinstance(sample_rows, int | np.integer):
+        raise InvalidParameterError(
+            f"sample_rows must be None, 'auto' or a positive integer; got {sample_rows!r}"
+        )
+    if not rank <= sample_rows:
+        raise InvalidParameterError(
+            f"sample_rows={sample_rows} is smaller than the rank {rank}; sample at least r rows"
+        )
+    return int(sample_rows)
+
+
+def _seed_from(rng: np.random.Generator) -> int:
+    return int(rng.integers(2**31 - 1))
+
+
+def factorize(
+    A: Any,
+    rank: int,
+    *,
+    method: str = "qubo",
+    model: Any = "formulation1",
+    backend: Any = None,
+    one_hot: str | None = None,
+    weights: Mapping[str, float] | None = None,
+    sample_rows: int | str | None = None,
+    als: bool = True,
+    random_state: Any = None,
+    **backend_params: Any,
+) -> Factorization:
+    """Factorize a 0/1 matrix ``A ≈ U Vᵀ`` with binary ``U`` (m x r) and ``V`` (n x r).
+
+    Args:
+        A: the 0/1 data matrix (array-like or scipy sparse).
+        rank: the target rank ``r``, ``1 <= r <= min(m, n)``.
+        method: ``"qubo"`` (compile ``model`` and solve it on ``backend``), or one of the
+            paper's comparison methods ``"baseline"``, ``"thresholded"``, ``"penalized"``.
+        model: the QUBO model (registered name or script path; ``method="qubo"`` only).
+        backend: a registered backend name or a ``dimod.Sampler``; ``None`` picks the best
+            local solver (``"native"``).
+        one_hot: ``"V"`` to put every column of A in exactly one cluster (``"U"``: rows).
+        weights: penalty weights for the model (default ``{"lam": 1.0}``, the paper's λ).
+        sample_rows: ``None`` (use all rows), an int ``s`` (the paper's leverage-score
+            sampling of ``s`` rows, then BLS for the full ``U``) or ``"auto"``.
+        als: polish with alternating BLS (at most 20 solves, stop after 2 without gain).
+        random_state: seed for every random choice (sampling, solver seeds, restarts).
+        **backend_params: passed to the backend's ``sample`` (``num_reads``, ``time_limit``...).
+
+    Returns:
+        A :class:`~bmfdsl.result.Factorization` with per-stage timings in ``info["timings"]``.
+
+    >>> import numpy as np
+    >>> A = np.array([[1, 1, 0], [1, 1, 0], [0, 1, 1]])
+    >>> result = factorize(A, 2, random_state=0)
+    >>> result.error, result.relative_error
+    (0, 0.0)
+    """
+    start = time.perf_counter()
+    A = check_binary_matrix(A)
+    rank = check_rank(rank, A.shape)
+    one_hot = _check_one_hot(one_hot)
+    method_key = str(method).strip().lower()
+    if method_key not in METHOD_NAMES:
+        raise UnknownNameError("method", method, METHOD_NAMES)
+    if method_key != "qubo" and (backend_params or weights):
+        raise InvalidParameterError(
+            f"method {method_key!r} takes no backend parameters or weights; got "
+            f"{sorted({*backend_params, *(weights or {})})}"
+        )
+    if method_key != "qubo" and one_hot is not None:
+        raise InvalidParameterError(
+            f"method {method_key!r} has no one-hot constraint; use method='qubo' with one_hot"
+        )
+    rng = check_random_state(random_state)
+    timings: dict[str, float] = {}
+    info: dict[str, Any] = {"method": method_key, "rank": rank, "shape": list(A.shape)}
+
+    # Sampling works on the long side: transpose when A is wide (n >> m).
+    m, n = A.shape
+    s = _sample_size(sample_rows, max(m, n), min(m, n), rank)
+    transposed = s is not None and n > m
+    data = A.T if transposed else A
+    side = {"U": "V", "V": "U"}.get(one_hot or "", None) if transposed else one_hot
+    core = data
+    if s is not None:
+        from bmfdsl.sampling import sample_rows as draw_rows
+
+        stage = time.perf_counter()
+        rows, _ = draw_rows(data, s, random_state=rng)
+        core = np.ascontiguousarray(data[rows])
+        rank_core = check_rank(rank, core.shape)
+        timings["sampling"] = time.perf_counter() - stage
+        info["sampled_rows"] = int(s)
+        info["transposed"] = transposed
+    else:
+        rank_core = rank
+
+    broken: dict[str, int] = {}
+    if method_key == "qubo":
+        U, V, broken = _solve_qubo(
+            core, rank_core, model, backend, side, weights, rng, backend_params, timings, info
+        )
+    else:
+        from bmfdsl.methods import get_method
+
+        stage = time.perf_counter()
+        U, V = get_method(method_key)(core, rank_core, random_state=rng)
+        timings["solve"] = time.perf_counter() - stage
+    U = np.asarray(U, dtype=np.int8)
+    V = np.asarray(V, dtype=np.int8)
+
+    if s is not None:
+        from bmfdsl.bls import solve_bls
+
+        stage = time.perf_counter()
+        U = solve_bls(data, V, one_hot=side == "U")
+        timings["bls"] = time.perf_counter() - stage
+    if transposed:
+        U, V = V, U
+    info["error_before_als"] = squared_error(A, U, V)
+
+    if als:
+        from bmfdsl.als import als as alternating
+
+        stage = time.perf_counter()
+        polished = alternating(A, U, V, one_hot=one_hot)
+        U, V = polished.U, polished.V
+        timings["als"] = time.perf_counter() - stage
+        info["als_solves"] = polished.solves
+
+    error = squared_error(A, U, V)
+    timings["total"] = time.perf_counter() - start
+    info["timings"] = timings
+    info["total_time"] = timings["total"]
+    return Factorization(
+        U=U,
+        V=V,
+        error=error,
+        relative_error=relative_error(error, A),
+        broken_constraints=broken,
+        info=info,
+    )
+
+
+def _solve_qubo(
+    core: np.ndarray,
+    rank: int,
+    model: Any,
+    backend: Any,
+    one_hot: str | None,
+    weights: Mapping[str, float] | None,
+    rng: np.random.Generator,
+    backend_params: dict[str, Any],
+    timings: dict[str, float],
+    info: dict[str, Any],
+) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+    """Compile the model on the core matrix and solve it; returns the best decoded factors."""
+    from bmfdsl.backends.registry import get_backend
+    from bmfdsl.compile import compile_model
+    from bmfdsl.solve import solve
+
+    stage = time.perf_counter()
+    compiled = compile_model(model, core, rank, one_hot=one_hot)
+    timings["compile"] = time.perf_counter() - stage
+
+    name = DEFAULT_BACKEND if backend is None else backend
+    sampler = get_backend(name) if isinstance(name, str) else name
+    params = dict(backend_params)
+    if "seed" in sampler.parameters and "seed" not in params:
+        params["seed"] = _seed_from(rng)
+    chosen = dict(DEFAULT_WEIGHTS) if weights is None else dict(weights)
+    chosen = {key: value for key, value in chosen.items() if key in compiled.weight_names}
+
+    stage = time.perf_counter()
+    decoded = solve(compiled, sampler, **chosen, **params)
+    timings["solve"] = time.perf_counter() - stage
+    best = decoded[0]
+    info.update(
+        model=compiled.model_name,
+        backend=name if isinstance(name, str) else type(name).__name__,
+        weights=decoded.info.get("weights"),
+        energy=best.energy,
+        backend_info=_jsonable(decoded.info.get("backend_info", {})),
+        structure_aware=decoded.info.get("weights") is None,
+    )
+    return best.U, best.V, dict(best.broken)
+
+
+def _jsonable(value: Any) -> Any:
+    """A JSON-friendly copy of solver info (numpy scalars and arrays become Python values)."""
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist() if value.size <= 64 else f"<array {value.shape}>"
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return repr(value)
