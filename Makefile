@@ -18,7 +18,7 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(BIN)/ruff check bmfdsl models backends tests examples bench
-	$(BIN)/python -m pytest
+	$(BIN)/pytest
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/bench_compile.py

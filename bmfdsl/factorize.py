@@ -208,8 +208,14 @@ def _solve_qubo(
     params = dict(backend_params)
     if "seed" in sampler.parameters and "seed" not in params:
         params["seed"] = _seed_from(rng)
-    chosen = dict(DEFAULT_WEIGHTS) if weights is None else dict(weights)
-    chosen = {key: value for key, value in chosen.items() if key in compiled.weight_names}
+    chosen: dict[str, Any]
+    if weights is None:  # the paper's λ for whichever of its weights the model declares
+        chosen = {k: v for k, v in DEFAULT_WEIGHTS.items() if k in compiled.weight_names}
+    else:
+        chosen = dict(weights)
+        unknown = set(chosen) - set(compiled.weight_names)
+        if unknown:
+            raise UnknownNameError("weight", sorted(unknown)[0], compiled.weight_names)
 
     stage = time.perf_counter()
     decoded = solve(compiled, sampler, **chosen, **params)

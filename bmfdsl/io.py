@@ -78,10 +78,10 @@ def _read_delimited(path: Path, delimiter: str | None) -> np.ndarray:
     if not values:
         raise InvalidMatrixError(f"{path.name!r} has a header but no data rows")
     width = len(values[0])
-    for number, row in enumerate(values, start=1):
-        if len(row) != width:
+    for number, parsed in enumerate(values, start=1):
+        if len(parsed) != width:
             raise InvalidMatrixError(
-                f"{path.name!r} is ragged: data row {number} has {len(row)} values, "
+                f"{path.name!r} is ragged: data row {number} has {len(parsed)} values, "
                 f"the first has {width}"
             )
     return np.array(values)

@@ -1,0 +1,144 @@
+"""Leverage-score row sampling (the paper's section "Handling large rectangular matrices").
+
+Let ``B`` (``m x rank(A)``) be an orthonormal basis of the column space of ``A``. The leverage
+score of row ``i`` is ``l_i = ||B_i*||²``; the scores sum to ``rank(A)``, so
+``p_i = l_i / rank(A)`` is a probability distribution that favours rows which are hard to
+express through the others. Sampling ``s`` rows with replacement from ``p`` gives a small core
+matrix to factorize; the full ``U`` then comes from binary least squares.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from bmfdsl.errors import InvalidParameterError
+from bmfdsl.validation import check_binary_matrix, check_random_state
+
+__all__ = [
+    "PAPER_SAMPLE_SIZE",
+    "SAMPLING_MIN_ROWS",
+    "choose_sample_size",
+    "leverage_scores",
+    "sample_rows",
+    "sampling_probabilities",
+]
+
+#: The paper samples this many rows ...
+PAPER_SAMPLE_SIZE = 30
+#: ... whenever the matrix has at least this many rows.
+SAMPLING_MIN_ROWS = 2000
+
+# Above this many entries the basis comes from the n x n Gram matrix, accumulated in chunks,
+# instead of a thin SVD of the whole matrix (which would need several float copies of A).
+_SVD_MAX_ENTRIES = 2**22
+
+
+def leverage_scores(A: Any) -> np.ndarray:
+    """Row leverage scores ``l_i = ||B_i*||²`` of a 0/1 matrix.
+
+    ``B`` is the orthonormal basis of ``range(A)`` given by the left singular vectors whose
+    singular values exceed ``σ_max · max(m, n) · eps`` (numpy's ``matrix_rank`` rule). For large
+    matrices (more than 4M entries) ``B = A V_k Σ_k⁻¹`` is formed from the eigenpairs of the
+    exact integer Gram matrix ``AᵀA`` in row chunks; singular values below ``σ_max · 1e-7`` count
+    as zero there (the Gram route cannot resolve smaller ones).
+
+    Args:
+        A: ``m x n`` 0/1 matrix.
+
+    Returns:
+        ``float64`` array of length ``m``; all zeros when ``A`` has no ones.
+
+    >>> leverage_scores([[1, 0], [1, 0], [0, 1]]).round(3).tolist()
+    [0.5, 0.5, 1.0]
+    """
+    A = check_binary_matrix(A)
+    m, n = A.shape
+    if not A.any():
+        return np.zeros(m)
+    if A.size <= _SVD_MAX_ENTRIES:
+        left, singular, _ = np.linalg.svd(A.astype(np.float64), full_matrices=False)
+        rank = int(np.sum(singular > singular[0] * max(m, n) * np.finfo(np.float64).eps))
+        return np.einsum("ik,ik->i", left[:, :rank], left[:, :rank])
+    return _leverage_scores_from_gram(A)
+
+
+def _leverage_scores_from_gram(A: np.ndarray) -> np.ndarray:
+    m, n = A.shape
+    step = max(1, _SVD_MAX_ENTRIES // n)
+    gram = np.zeros((n, n), dtype=np.float64)
+    for start in range(0, m, step):
+        block = A[start : start + step].astype(np.float32)  # exact: block sums < 2^24
+        gram += block.T @ block
+    eigenvalues, eigenvectors = np.linalg.eigh(gram)
+    singular = np.sqrt(np.clip(eigenvalues, 0.0, None))
+    tolerance = singular.max() * max(max(m, n) * np.finfo(np.float64).eps, 1e-7)
+    keep = singular > tolerance
+    projector = eigenvectors[:, keep] / singular[keep]  # rows of A times this = rows of B
+    scores = np.empty(m)
+    for start in range(0, m, step):
+        basis_rows = A[start : start + step].astype(np.float64) @ projector
+        scores[start : start + step] = np.einsum("ik,ik->i", basis_rows, basis_rows)
+    return scores
+
+
+def sampling_probabilities(A: Any) -> np.ndarray:
+    """The paper's row distribution ``p_i = l_i / rank(A)``; it sums to 1.
+
+    A matrix with no ones has no leverage: every row then gets ``1 / m``.
+
+    >>> sampling_probabilities([[1, 0], [1, 0], [0, 1]]).round(12).tolist()
+    [0.25, 0.25, 0.5]
+    >>> sampling_probabilities([[0, 0], [0, 0]]).tolist()
+    [0.5, 0.5]
+    """
+    scores = leverage_scores(A)
+    total = scores.sum()  # equals the numerical rank
+    if total <= 0:
+        return np.full(scores.shape, 1.0 / scores.size)
+    # Dividing by the sum (= rank up to rounding) makes the total exactly 1 for rng.choice.
+    return scores / total
+
+
+def sample_rows(A: Any, s: int, *, random_state: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """Draw ``s`` row indices with replacement from the leverage-score distribution.
+
+    Args:
+        A: ``m x n`` 0/1 matrix.
+        s: number of rows to draw (duplicates possible).
+        random_state: ``None``, an int seed or a ``numpy.random.Generator``.
+
+    Returns:
+        ``(indices, probabilities)``: the ``s`` drawn row indices in draw order and the
+        sampling probability ``p_i`` of each drawn row.
+
+    >>> indices, probabilities = sample_rows([[1, 0], [0, 1]], 4, random_state=0)
+    >>> len(indices), probabilities.tolist()
+    (4, [0.5, 0.5, 0.5, 0.5])
+    """
+    if isinstance(s, bool) or not isinstance(s, int | np.integer) or s < 1:
+        raise InvalidParameterError(f"the sample size s must be a positive integer; got {s!r}")
+    probabilities = sampling_probabilities(A)
+    rng = check_random_state(random_state)
+    indices = rng.choice(probabilities.size, size=int(s), replace=True, p=probabilities)
+    return indices, probabilities[indices]
+
+
+def choose_sample_size(m: int, n: int, rank: int) -> int:
+    """The sample size used for ``sample_rows="auto"``: the paper's rule.
+
+    Matrices with fewer than 2,000 rows are not sampled (returns ``m``). From 2,000 rows on,
+    ``s = 30`` rows are sampled as in the paper (whose matrices have ``n = 30`` columns, so the
+    core is square), raised to ``rank`` if the rank is larger so that the core can hold a
+    rank-``r`` factorization. ``n`` does not change the rule; it is validated only.
+
+    >>> [choose_sample_size(m, 30, r) for m, r in [(30, 5), (2000, 5), (50000, 40)]]
+    [30, 30, 40]
+    """
+    for name, value in (("m", m), ("n", n), ("rank", rank)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+            raise InvalidParameterError(f"{name} must be a positive integer; got {value!r}")
+    if m < SAMPLING_MIN_ROWS:
+        return int(m)
+    return int(min(m, max(PAPER_SAMPLE_SIZE, rank)))

@@ -1,0 +1,161 @@
+"""BLS: exact enumeration against brute force, one-hot codes, chunking, the QUBO path."""
+
+from __future__ import annotations
+
+import itertools
+
+import dimod
+import numpy as np
+import pytest
+
+from bmfdsl import bls as bls_module
+from bmfdsl.bls import enumerate_codes, solve_bls, solve_bls_from_stats, solve_bls_with_error
+from bmfdsl.errors import BmfdslError, InvalidMatrixError, InvalidParameterError
+
+
+@pytest.fixture(params=["compiled", "blas"])
+def route(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test through the compiled small-problem loop and through the chunked BLAS route."""
+    if request.param == "blas":
+        monkeypatch.setattr(bls_module, "_KERNEL_MAX_ENTRIES", 0)
+    return str(request.param)
+
+
+def _random_binary(rng: np.random.Generator, shape: tuple[int, int], p: float = 0.5) -> np.ndarray:
+    return (rng.random(shape) < p).astype(np.int8)
+
+
+def _error(A: np.ndarray, U: np.ndarray, V: np.ndarray) -> int:
+    residual = A.astype(np.int64) - U.astype(np.int64) @ V.T.astype(np.int64)
+    return int((residual**2).sum())
+
+
+def _brute_force_best(A: np.ndarray, V: np.ndarray, one_hot: bool = False) -> int:
+    """Minimum error over every U (all 2^(m r) matrices), independent of the row split."""
+    m, r = A.shape[0], V.shape[1]
+    rows = [c for c in itertools.product([0, 1], repeat=r) if not one_hot or sum(c) == 1]
+    best = None
+    for choice in itertools.product(rows, repeat=m):
+        error = _error(A, np.array(choice, dtype=np.int8).reshape(m, r), V)
+        best = error if best is None else min(best, error)
+    assert best is not None
+    return best
+
+
+def test_codes_cover_every_binary_vector_once() -> None:
+    codes = enumerate_codes(4)
+    assert codes.shape == (16, 4)
+    assert len({tuple(c) for c in codes}) == 16
+    assert codes[0].sum() == 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("one_hot", [False, True])
+def test_enumeration_equals_brute_force_over_all_u(seed: int, one_hot: bool, route: str) -> None:
+    rng = np.random.default_rng(seed)
+    m, n, r = 3, 4, 2 + seed % 2
+    A = _random_binary(rng, (m, n))
+    V = _random_binary(rng, (n, r))
+    U, error = solve_bls_with_error(A, V, one_hot=one_hot)
+    assert error == _error(A, U, V)
+    assert error == _brute_force_best(A, V, one_hot=one_hot)
+    if one_hot:
+        assert (U.sum(axis=1) == 1).all()
+
+
+def test_ties_go_to_lowest_code_index(route: str) -> None:
+    # Row [1, 1, 1] costs 1 with codes [1, 0], [0, 1] and [1, 1]: the lowest index, [1, 0], wins.
+    V = np.array([[1, 0], [1, 1], [0, 1]])
+    assert solve_bls([[1, 1, 1]], V).tolist() == [[1, 0]]
+    # With V = 0 every code is equally good: all-zero code wins.
+    assert solve_bls([[1, 0, 1]], np.zeros((3, 2), dtype=int)).tolist() == [[0, 0]]
+    assert solve_bls([[1, 0, 1]], np.zeros((3, 2), dtype=int), one_hot=True).tolist() == [[1, 0]]
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 7, 64])
+def test_chunking_gives_the_same_answer(chunk_rows: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(3)
+    A = _random_binary(rng, (150, 12))
+    V = _random_binary(rng, (12, 6))
+    expected = solve_bls_with_error(A, V)  # compiled loop
+    monkeypatch.setattr(bls_module, "_KERNEL_MAX_ENTRIES", 0)
+    got = solve_bls_with_error(A, V, chunk_rows=chunk_rows)
+    np.testing.assert_array_equal(got[0], expected[0])
+    assert got[1] == expected[1]
+
+
+def test_each_row_is_optimal_among_all_codes_rank_8(route: str) -> None:
+    rng = np.random.default_rng(4)
+    A = _random_binary(rng, (40, 20))
+    V = _random_binary(rng, (20, 8), p=0.3)
+    U = solve_bls(A, V)
+    codes = enumerate_codes(8).astype(np.int64)
+    per_code = ((A[:, None, :] - (codes @ V.T)[None, :, :]) ** 2).sum(axis=2)  # rows x codes
+    chosen = ((A - U.astype(np.int64) @ V.T) ** 2).sum(axis=1)
+    np.testing.assert_array_equal(chosen, per_code.min(axis=1))
+    np.testing.assert_array_equal(U, codes[per_code.argmin(axis=1)])
+
+
+def test_rank_16_is_enumerated_exactly() -> None:
+    rng = np.random.default_rng(5)
+    A = _random_binary(rng, (5, 20))
+    V = np.zeros((20, 16), dtype=np.int8)
+    V[:16] = np.eye(16, dtype=np.int8)  # U row = A row's first 16 entries is optimal
+    U, error = solve_bls_with_error(A, V)
+    np.testing.assert_array_equal(U, A[:, :16])
+    assert error == int(A[:, 16:].sum())
+
+
+def test_stats_form_matches_matrix_form() -> None:
+    rng = np.random.default_rng(6)
+    A = _random_binary(rng, (30, 9))
+    V = _random_binary(rng, (9, 3))
+    U, error = solve_bls_with_error(A, V)
+    wide_V = V.astype(np.int64)
+    codes, error_from_stats = solve_bls_from_stats(
+        A.astype(np.int64) @ wide_V, wide_V.T @ wide_V, A.sum(axis=1)
+    )
+    np.testing.assert_array_equal(codes, U)
+    assert error_from_stats == error
+
+
+def test_qubo_path_on_exact_backend_matches_enumeration() -> None:
+    rng = np.random.default_rng(7)
+    A = _random_binary(rng, (12, 10))
+    V = _random_binary(rng, (10, 4))
+    U_qubo, error_qubo = solve_bls_with_error(A, V, backend=dimod.ExactSolver())
+    _, error_enumerated = solve_bls_with_error(A, V)
+    assert error_qubo == error_enumerated == _error(A, U_qubo, V)
+
+
+def test_rank_above_16_uses_a_qubo_sampler() -> None:
+    # V = [I_17; 0]: each row's QUBO is separable, so annealing finds the optimum U = A[:, :17].
+    rng = np.random.default_rng(8)
+    A = _random_binary(rng, (3, 18))
+    V = np.zeros((18, 17), dtype=np.int8)
+    V[:17] = np.eye(17, dtype=np.int8)
+    U, error = solve_bls_with_error(A, V)
+    np.testing.assert_array_equal(U, A[:, :17])
+    assert error == int(A[:, 17].sum())
+
+
+def test_bad_inputs_raise_typed_errors() -> None:
+    with pytest.raises(InvalidMatrixError, match="one row per column"):
+        solve_bls(np.ones((2, 3)), np.ones((4, 1)))
+    with pytest.raises(InvalidMatrixError):
+        solve_bls(np.ones((2, 3)), np.full((3, 1), 2))
+    with pytest.raises(InvalidParameterError, match="chunk_rows"):
+        solve_bls(np.ones((2, 3)), np.ones((3, 1)), chunk_rows=0)
+    with pytest.raises(BmfdslError, match=r"dimod\.Sampler"):
+        solve_bls(np.ones((2, 3)), np.ones((3, 1)), backend=42)
+
+
+def test_dask_input_is_solved_blockwise() -> None:
+    da = pytest.importorskip("dask.array")
+    rng = np.random.default_rng(9)
+    A = _random_binary(rng, (70, 11))
+    V = _random_binary(rng, (11, 3))
+    expected = solve_bls_with_error(A, V, one_hot=True)
+    got = solve_bls_with_error(da.from_array(A, chunks=(16, 5)), V, one_hot=True)
+    np.testing.assert_array_equal(got[0], expected[0])
+    assert got[1] == expected[1]

@@ -1,0 +1,240 @@
+"""Classical methods: baseline by hand, thresholded against brute force, penalized, registry."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bmfdsl.errors import InvalidParameterError, UnknownNameError
+from bmfdsl.methods import METHODS, get_method
+from bmfdsl.methods.baseline import baseline
+from bmfdsl.methods.penalized import penalized, penalized_factors
+from bmfdsl.methods.thresholded import nmf, normalize_factors, threshold_search, thresholded
+
+
+def _error(A: np.ndarray, U: np.ndarray, V: np.ndarray) -> int:
+    residual = np.asarray(A, dtype=np.int64) - U.astype(np.int64) @ V.T.astype(np.int64)
+    return int((residual**2).sum())
+
+
+# ----------------------------------------------------------------------------- baseline
+# Expected factors below were worked out by hand from S1 Algorithm 2.
+
+STAIRS = np.array([[1, 1, 1, 0], [1, 0, 0, 0], [1, 0, 0, 1]])
+
+
+def test_baseline_row_elimination_by_hand() -> None:
+    # k=1: row sums (3,1,2), column sums (3,1,1,1): 3 < 3 is false, so row 0 goes.
+    U, V = baseline(STAIRS, 1)
+    assert U.tolist() == [[1], [0], [0]]
+    assert V.tolist() == [[1], [1], [1], [0]]
+    # k=2: residual rows (0,1,2), columns (2,0,0,1): 2 < 2 false, so row 2 goes.
+    U, V = baseline(STAIRS, 2)
+    assert U.tolist() == [[1, 0], [0, 0], [0, 1]]
+    assert V.tolist() == [[1, 1], [1, 0], [1, 0], [0, 1]]
+    assert _error(STAIRS, U, V) == 1
+    # k=3: rows (0,1,0), columns (1,0,0,0): tie, row 1 goes; exact.
+    U, V = baseline(STAIRS, 3)
+    assert U.tolist() == [[1, 0, 0], [0, 0, 1], [0, 1, 0]]
+    assert V[:, 2].tolist() == [1, 0, 0, 0]
+    assert _error(STAIRS, U, V) == 0
+
+
+def test_baseline_column_elimination_by_hand() -> None:
+    # Row sums (1,1,2), column sums (3,1): 2 < 3, so column 0 goes with U = E[:, 0].
+    A = np.array([[1, 0], [1, 0], [1, 1]])
+    U, V = baseline(A, 1)
+    assert U.tolist() == [[1], [1], [1]]
+    assert V.tolist() == [[1], [0]]
+    # k=2: only A[2, 1] is left; rows (0,0,1), columns (0,1): tie, row 2 goes.
+    U, V = baseline(A, 2)
+    assert U.tolist() == [[1, 0], [1, 0], [1, 1]]
+    assert V.tolist() == [[1, 0], [0, 1]]
+
+
+def test_baseline_minimum_index_ties() -> None:
+    # Identity: every row and column has one 1; row 0 (minimum index) is taken first.
+    U, V = baseline(np.eye(3, dtype=int), 2)
+    assert U.tolist() == [[1, 0], [0, 1], [0, 0]]
+    assert V.tolist() == [[1, 0], [0, 1], [0, 0]]
+
+
+def test_baseline_all_ones_check() -> None:
+    # A dense matrix with one 0: eliminating row 0 leaves 5 errors, all ones leaves 1.
+    A = np.ones((3, 3), dtype=int)
+    A[1, 1] = 0
+    U, V = baseline(A, 1)
+    assert U.tolist() == [[1], [1], [1]] and V.tolist() == [[1], [1], [1]]
+    # Rank 2: two eliminated rows leave 2 errors; all ones (1 error) still wins.
+    U, V = baseline(A, 2)
+    assert U.tolist() == [[1, 0]] * 3 and V.tolist() == [[1, 0]] * 3
+
+
+def test_baseline_never_overcovers_and_is_binary() -> None:
+    rng = np.random.default_rng(0)
+    for r in range(1, 6):
+        A = (rng.random((40, 25)) < 0.3).astype(np.int8)
+        U, V = baseline(A, r)
+        product = U.astype(int) @ V.T
+        assert set(np.unique(U)) <= {0, 1} and set(np.unique(V)) <= {0, 1}
+        assert (product <= A).all()  # eliminated rows/columns never overlap
+
+
+# ----------------------------------------------------------------------------- thresholded
+
+
+def _brute_force_thresholds(A: np.ndarray, W: np.ndarray, H: np.ndarray) -> int:
+    """Minimum error over every threshold pair whose product is binary (incl. empty ones)."""
+    best = int(A.sum())
+    for p in [*np.unique(W), np.inf]:
+        W_binary = (p <= W).astype(np.int64)
+        for q in [*np.unique(H), np.inf]:
+            X = W_binary @ (q <= H).astype(np.int64)
+            if X.max(initial=0) <= 1:
+                best = min(best, int(((A - X) ** 2).sum()))
+    return best
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_threshold_search_equals_brute_force(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    m, n, r = [(5, 7, 2), (7, 5, 2), (6, 6, 3), (4, 9, 1)][seed % 4]
+    A = (rng.random((m, n)) < 0.5).astype(np.int8)
+    W = rng.random((m, r))  # continuous: no ties
+    H = rng.random((r, n))
+    U, V = threshold_search(A, W, H)
+    assert _error(A, U, V) == _brute_force_thresholds(A, W, H)
+    # The answer is itself a thresholding of W and H.
+    p = W[U.astype(bool)].min() if U.any() else np.inf
+    q = H[V.T.astype(bool)].min() if V.any() else np.inf
+    np.testing.assert_array_equal(U, p <= W)
+    np.testing.assert_array_equal(V.T, q <= H)
+
+
+def test_threshold_search_from_an_nmf_equals_brute_force() -> None:
+    rng = np.random.default_rng(11)
+    A = (rng.random((8, 6)) < 0.5).astype(np.int8)
+    W, H = normalize_factors(*nmf(A, 3, random_state=0))
+    U, V = threshold_search(A, W, H)
+    assert _error(A, U, V) == _brute_force_thresholds(A, W, H)
+
+
+def test_normalization_keeps_the_product() -> None:
+    rng = np.random.default_rng(2)
+    W, H = rng.random((6, 3)) * 5, rng.random((3, 4))
+    W2, H2 = normalize_factors(W, H)
+    np.testing.assert_allclose(W2 @ H2, W @ H)
+    np.testing.assert_allclose(W2.max(axis=0), H2.max(axis=1))
+
+
+def test_nmf_is_seeded_and_fits_a_nonnegative_rank_r_matrix() -> None:
+    rng = np.random.default_rng(3)
+    A = (rng.random((10, 2)) @ rng.random((2, 8)) > 0.3).astype(int)
+    W1, H1 = nmf(A, 4, random_state=5)
+    W2, _ = nmf(A, 4, random_state=5)
+    np.testing.assert_array_equal(W1, W2)
+    assert (W1 >= 0).all() and (H1 >= 0).all()
+    assert np.linalg.norm(A - W1 @ H1) < np.linalg.norm(A)
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3])
+def test_thresholded_recovers_block_structure(rank: int) -> None:
+    blocks = np.kron(np.eye(rank, dtype=int), np.ones((4, 3), dtype=int))
+    U, V = thresholded(blocks, rank, random_state=0)
+    assert _error(blocks, U, V) == 0
+
+
+def test_thresholded_accepts_precomputed_factors_and_seeds_reproduce() -> None:
+    rng = np.random.default_rng(4)
+    A = (rng.random((12, 9)) < 0.5).astype(np.int8)
+    W, H = rng.random((12, 2)), rng.random((2, 9))
+    U, V = thresholded(A, 2, nmf=(W, H))
+    expected = threshold_search(A, *normalize_factors(W, H))
+    np.testing.assert_array_equal(U, expected[0])
+    np.testing.assert_array_equal(V, expected[1])
+    first, second = thresholded(A, 2, random_state=9), thresholded(A, 2, random_state=9)
+    np.testing.assert_array_equal(first[0], second[0])
+    np.testing.assert_array_equal(first[1], second[1])
+
+
+def test_threshold_search_rejects_bad_shapes() -> None:
+    with pytest.raises(InvalidParameterError, match="W must be"):
+        threshold_search(np.ones((3, 4)), np.ones((2, 2)), np.ones((2, 4)))
+
+
+# ----------------------------------------------------------------------------- penalized
+
+
+def _planted(seed: int, m: int, n: int, r: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    U = np.eye(r, dtype=int)[rng.integers(0, r, m)]  # disjoint row clusters: exactly binary
+    V = (rng.random((n, r)) < 0.6).astype(int)
+    return U @ V.T
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3])
+def test_penalized_recovers_easy_planted_cases(rank: int) -> None:
+    A = _planted(rank, 30, 30, rank)
+    U, V = penalized(A, rank, random_state=0)
+    assert set(np.unique(U)) <= {0, 1} and set(np.unique(V)) <= {0, 1}
+    assert U.shape == (30, rank) and V.shape == (30, rank)
+    assert _error(A, U, V) == 0
+
+
+def test_penalized_seeds_reproduce_and_differ() -> None:
+    rng = np.random.default_rng(5)
+    A = (rng.random((15, 10)) < 0.5).astype(np.int8)
+    W1, _ = penalized_factors(A, 3, random_state=1, max_iter=50)
+    W2, _ = penalized_factors(A, 3, random_state=1, max_iter=50)
+    W3, _ = penalized_factors(A, 3, random_state=2, max_iter=50)
+    np.testing.assert_array_equal(W1, W2)
+    assert not np.array_equal(W1, W3)
+
+
+def test_penalized_stops_on_convergence_test() -> None:
+    A = np.ones((4, 4), dtype=int)
+    # Testing every iteration on an easy matrix converges long before max_iter; the result
+    # then differs from running all iterations.
+    short = penalized_factors(A, 1, random_state=0, max_iter=1000, test_conv=None)
+    full = penalized_factors(A, 1, random_state=0, max_iter=1000, test_conv=1000)
+    assert not np.allclose(short[0], full[0])
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # nimfa uses np.matrix
+def test_penalized_matches_nimfa(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(np, "mat", np.asmatrix, raising=False)  # nimfa 1.4.0 predates numpy 2
+    nimfa = pytest.importorskip("nimfa")
+    rng = np.random.default_rng(6)
+    for m, n, r, max_iter, test_conv in [(12, 9, 3, 1000, 1000), (20, 15, 4, 300, 10)]:
+        A = (rng.random((m, n)) < 0.5).astype(np.float64)
+        W0, H0 = rng.uniform(0, 1, (m, r)), rng.uniform(0, 1, (r, n))
+        fit = nimfa.Bmf(
+            A.copy(),
+            seed="fixed",
+            W=W0.copy(),
+            H=H0.copy(),
+            rank=r,
+            max_iter=max_iter,
+            test_conv=test_conv,
+        )()
+        W, H = penalized_factors(A, r, init=(W0, H0), max_iter=max_iter, test_conv=test_conv)
+        np.testing.assert_allclose(W, np.asarray(fit.basis()), rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(H, np.asarray(fit.coef()), rtol=1e-9, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- registry
+
+
+def test_registry_lists_and_normalizes_names() -> None:
+    assert set(METHODS) == {"baseline", "thresholded", "penalized"}
+    assert get_method(" Baseline ") is baseline
+    with pytest.raises(UnknownNameError, match="known methods: 'baseline'"):
+        get_method("qubo-magic")
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_every_method_has_the_same_calling_convention(name: str) -> None:
+    A = np.kron(np.eye(2, dtype=int), np.ones((3, 2), dtype=int))
+    U, V = get_method(name)(A, 2, random_state=0)
+    assert U.shape == (6, 2) and V.shape == (4, 2)
+    assert U.dtype == np.int8 and V.dtype == np.int8

@@ -1,0 +1,86 @@
+"""Leverage-score sampling: closed forms, sums, seeds, the large-matrix route."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bmfdsl import sampling
+from bmfdsl.errors import InvalidParameterError
+from bmfdsl.sampling import (
+    choose_sample_size,
+    leverage_scores,
+    sample_rows,
+    sampling_probabilities,
+)
+
+
+def _projection_diagonal(A: np.ndarray) -> np.ndarray:
+    """Leverage scores as the diagonal of the projector A A⁺ (independent of the SVD route)."""
+    A = A.astype(np.float64)
+    return np.diag(A @ np.linalg.pinv(A))
+
+
+def test_duplicated_rows_share_leverage_and_unique_rows_have_full_leverage() -> None:
+    # Ten copies of one row and one unique row: the copies split a leverage of 1 between them.
+    A = np.array([[1, 1, 0]] * 10 + [[0, 0, 1]])
+    scores = leverage_scores(A)
+    np.testing.assert_allclose(scores, [0.1] * 10 + [1.0], atol=1e-12)
+    probabilities = sampling_probabilities(A)
+    np.testing.assert_allclose(probabilities, [0.05] * 10 + [0.5], atol=1e-12)
+    assert probabilities.argmax() == 10
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_scores_match_projector_diagonal_and_sum_to_rank(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    A = (rng.random((25, 8)) < 0.3).astype(np.int8)
+    A[:, 7] = A[:, 0]  # a rank-deficient column
+    scores = leverage_scores(A)
+    np.testing.assert_allclose(scores, _projection_diagonal(A), atol=1e-9)
+    assert scores.sum() == pytest.approx(np.linalg.matrix_rank(A))
+    probabilities = sampling_probabilities(A)
+    assert probabilities.sum() == pytest.approx(1.0, abs=1e-12)
+    assert (probabilities >= 0).all()
+
+
+def test_gram_route_matches_svd_route(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(5)
+    A = (rng.random((300, 10)) < 0.4).astype(np.int8)
+    A[:, 9] = A[:, 1]
+    expected = leverage_scores(A)
+    monkeypatch.setattr(sampling, "_SVD_MAX_ENTRIES", 64)  # forces chunked Gram accumulation
+    np.testing.assert_allclose(leverage_scores(A), expected, atol=1e-9)
+
+
+def test_matrix_without_ones_gets_uniform_probabilities() -> None:
+    A = np.zeros((4, 3), dtype=int)
+    np.testing.assert_array_equal(leverage_scores(A), np.zeros(4))
+    np.testing.assert_array_equal(sampling_probabilities(A), np.full(4, 0.25))
+    indices, _ = sample_rows(A, 5, random_state=0)
+    assert ((indices >= 0) & (indices < 4)).all()
+
+
+def test_seeds_reproduce_and_sampling_favours_high_leverage_rows() -> None:
+    A = np.array([[1, 1, 0]] * 10 + [[0, 0, 1]])
+    first = sample_rows(A, 400, random_state=42)
+    second = sample_rows(A, 400, random_state=42)
+    np.testing.assert_array_equal(first[0], second[0])
+    np.testing.assert_array_equal(first[1], second[1])
+    indices, probabilities = first
+    np.testing.assert_allclose(probabilities, sampling_probabilities(A)[indices])
+    share_of_unique_row = np.mean(indices == 10)  # expected 0.5, sd 0.025
+    assert 0.4 < share_of_unique_row < 0.6
+    assert not np.array_equal(sample_rows(A, 400, random_state=43)[0], indices)
+
+
+def test_sample_size_rule() -> None:
+    assert choose_sample_size(30, 30, 5) == 30
+    assert choose_sample_size(1999, 30, 3) == 1999
+    assert choose_sample_size(2000, 30, 5) == 30
+    assert choose_sample_size(50_000, 30, 5) == 30
+    assert choose_sample_size(2000, 30, 50) == 50
+    with pytest.raises(InvalidParameterError):
+        choose_sample_size(0, 30, 5)
+    with pytest.raises(InvalidParameterError):
+        sample_rows(np.ones((2, 2)), 0)
