@@ -23,7 +23,8 @@ CHILD = r"""
 import json, resource, sys, time
 import numpy as np
 from bmfdsl.compile import compile_model
-model, m, n, r, fast, repeats = sys.argv[1], *map(int, sys.argv[2:5]), sys.argv[5] == "1", int(sys.argv[6])
+model, (m, n, r) = sys.argv[1], map(int, sys.argv[2:5])
+fast, repeats = sys.argv[5] == "1", int(sys.argv[6])
 A = (np.random.default_rng(0).random((m, n)) < 0.5).astype(np.int8)
 if fast:  # warm the per-rank metadata probe and the imports: measure steady state
     compile_model(model, np.ones((r, r)), r).to_bqm(lam=1.0)
@@ -63,7 +64,8 @@ def measure(model: str, m: int, n: int, r: int, fast: bool, timeout: float) -> d
 
 def to_markdown(rows: list[dict]) -> str:
     lines = [
-        "| model | A | r | path | variables | compile (s) | to_bqm (s) | total (s) | re-weight (s) | peak RSS (MB) |",
+        "| model | A | r | path | variables | compile (s) | to_bqm (s) | total (s) "
+        "| re-weight (s) | peak RSS (MB) |",
         "|---|---|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
