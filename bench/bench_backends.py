@@ -124,11 +124,16 @@ def run_structure(name: str, sampler: Any, compiled: Any, budget: float, seed: i
     }
 
 
+def _cell(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
 def markdown(report: dict) -> str:
     lines = [
         "# Backends at equal wall time (Formulation 1, lam = 1)",
         "",
-        f"Machine: {report['machine']}; seed {report['seed']}. Errors are ||A - UVᵀ||²_F of the "
+        f"Machine: {report['machine']} (2 shared cores: timings are noisy); seed "
+        f"{report['seed']}. Errors are ||A - UVᵀ||²_F of the "
         "decoded lowest-energy sample; 'feasible' means no broken W = U·V constraint.",
         "",
     ]
@@ -148,7 +153,8 @@ def markdown(report: dict) -> str:
                 f"| {row['backend']} | {row['time_limit_s']:g} | {row['wall_s']:.2f} | "
                 f"{row['best_energy']:g} | {row['error_at_best_energy']} | "
                 f"{'yes' if row['feasible_at_best_energy'] else 'no'} | "
-                f"{row['best_feasible_error']} | {row['total_reads']} | {row['num_sweeps']} | "
+                f"{_cell(row['best_feasible_error'])} | {row['total_reads']} | "
+                f"{_cell(row['num_sweeps'])} | "
                 f"{'n/a' if flips is None else f'{flips:.3g}'} |"
             )
         lines.append("")
@@ -178,8 +184,16 @@ def main(argv: list[str] | None = None) -> dict:
         samplers[name] = sampler
 
     report: dict[str, Any] = {
-        "machine": f"{platform.machine()} {platform.processor() or ''} "
-        f"python {platform.python_version()}".strip(),
+        "machine": " ".join(
+            part
+            for part in (
+                platform.machine(),
+                platform.processor(),
+                "python",
+                platform.python_version(),
+            )
+            if part
+        ),
         "seed": args.seed,
         "times_s": args.times,
         "instances": {},

@@ -1,0 +1,179 @@
+"""``dwave-qpu`` and ``dwave-hybrid``: D-Wave's Leap cloud through the Ocean SDK.
+
+Credentials come from Ocean's own configuration (the ``DWAVE_API_TOKEN`` environment
+variable or ``dwave config create``) or an explicit ``token=`` option. Constructing a
+backend only reads that configuration; the cloud is contacted on the first ``sample`` call.
+A child sampler can be injected (``child=``) to run offline, e.g.
+``dwave.system.testing.MockDWaveSampler``. Tokens never appear in reprs or messages.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, ClassVar
+
+import dimod
+import numpy as np
+from bmfdsl.backends._common import BackendSampler, check_num_reads, check_seed, check_time_limit
+
+from bmfdsl.errors import BackendUnavailableError, MissingCredentialsError
+
+__all__ = ["DWaveHybridBackend", "DWaveQPUBackend"]
+
+TOKEN_VARIABLE = "DWAVE_API_TOKEN"
+
+
+def _import_dwave_system() -> Any:
+    try:
+        import dwave.system
+    except ImportError as exc:
+        raise BackendUnavailableError(
+            "D-Wave backends need dwave-system: pip install 'bmfdsl[dwave]'"
+        ) from exc
+    return dwave.system
+
+
+def _check_credentials(token: str | None) -> None:
+    """Raise :class:`MissingCredentialsError` unless a Leap token is configured (no network)."""
+    if token:
+        return
+    try:
+        from dwave.cloud.config import load_config
+
+        configured = load_config().get("token")
+    except ImportError as exc:
+        raise BackendUnavailableError(
+            "D-Wave backends need dwave-system: pip install 'bmfdsl[dwave]'"
+        ) from exc
+    except Exception:  # an unreadable config file counts as no token
+        configured = None
+    if not configured:
+        raise MissingCredentialsError(
+            f"no D-Wave Leap token found: set the {TOKEN_VARIABLE} environment variable, run "
+            "'dwave config create', or pass token=... to get_backend()"
+        )
+
+
+class _LeapBackend(BackendSampler):
+    def __init__(
+        self, child: dimod.Sampler | None = None, *, token: str | None = None, solver: Any = None
+    ) -> None:
+        if child is None:
+            _check_credentials(token)
+        self._child = child
+        self._token = token
+        self._solver = solver
+
+    def __repr__(self) -> str:  # never shows the token
+        child = "injected" if self._child is not None else "Leap"
+        return f"{type(self).__name__}(child={child}, solver={self._solver!r})"
+
+    def _connection(self) -> dict[str, Any]:
+        options: dict[str, Any] = {}
+        if self._token:
+            options["token"] = self._token
+        if self._solver is not None:
+            options["solver"] = self._solver
+        return options
+
+
+class DWaveQPUBackend(_LeapBackend):
+    """A D-Wave quantum annealer through ``EmbeddingComposite(DWaveSampler())``.
+
+    QPU samples are physical and never reproducible, so there is no ``seed``;
+    ``embedding_seed`` fixes minorminer's embedding heuristic.
+
+    >>> from dwave.system.testing import MockDWaveSampler
+    >>> qpu = DWaveQPUBackend(child=MockDWaveSampler())
+    >>> bqm = dimod.BinaryQuadraticModel({"x": 1.0, "y": -1.0}, {("x", "y"): -3.0}, 0, "BINARY")
+    >>> float(qpu.sample(bqm, num_reads=10, embedding_seed=1).first.energy)
+    -3.0
+    """
+
+    name: ClassVar[str] = "dwave-qpu"
+    accepted_parameters: ClassVar[dict[str, str]] = {
+        "num_reads": "number of anneals (default 1)",
+        "embedding_seed": "random seed of the minor-embedding heuristic",
+        "chain_strength": "coupling of embedded chains (default: Ocean's uniform torque)",
+        "annealing_time": "microseconds per anneal",
+        "auto_scale": "rescale biases to the QPU's ranges (default True)",
+        "label": "problem label shown in the Leap dashboard",
+        "return_embedding": "put the embedding in info['embedding_context']",
+    }
+
+    def __init__(
+        self, child: dimod.Sampler | None = None, *, token: str | None = None, solver: Any = None
+    ) -> None:
+        super().__init__(child, token=token, solver=solver)
+        self._composite: dimod.Sampler | None = None
+
+    @property
+    def properties(self) -> dict[str, Any]:
+        """Adds the child's properties once connected (or injected)."""
+        properties = super().properties
+        if self._child is not None:
+            properties["child_properties"] = dict(self._child.properties)
+        return properties
+
+    def _embedding_sampler(self) -> dimod.Sampler:
+        if self._composite is None:
+            system = _import_dwave_system()
+            child = self._child
+            if child is None:  # the first network access happens here
+                child = system.DWaveSampler(**self._connection())
+            self._composite = system.EmbeddingComposite(child)
+        return self._composite
+
+    def _sample(self, bqm: dimod.BinaryQuadraticModel, **params: Any) -> dimod.SampleSet:
+        sampler = self._embedding_sampler()
+        params["num_reads"] = check_num_reads(params.get("num_reads", 1))
+        embedding_seed = check_seed(params.pop("embedding_seed", None))
+        if embedding_seed is not None:
+            params["embedding_parameters"] = {"random_seed": embedding_seed}
+        return sampler.sample(bqm, **params)
+
+
+class DWaveHybridBackend(_LeapBackend):
+    """D-Wave's Leap hybrid BQM solver (``LeapHybridSampler``), one sample per call.
+
+    ``time_limit`` is raised to the solver's minimum for the model's size (with a warning);
+    the default is that minimum. ``info`` records ``time_limit_s`` and
+    ``minimum_time_limit_s``.
+    """
+
+    name: ClassVar[str] = "dwave-hybrid"
+    accepted_parameters: ClassVar[dict[str, str]] = {
+        "time_limit": "seconds of solver run time; at least the solver's minimum for the model",
+        "label": "problem label shown in the Leap dashboard",
+    }
+
+    def _hybrid_sampler(self) -> dimod.Sampler:
+        if self._child is None:  # the first network access happens here
+            self._child = _import_dwave_system().LeapHybridSampler(**self._connection())
+        return self._child
+
+    @staticmethod
+    def minimum_time_limit(sampler: Any, bqm: dimod.BinaryQuadraticModel) -> float:
+        """The solver's minimum ``time_limit`` for ``bqm`` (piecewise linear in its size)."""
+        if hasattr(sampler, "min_time_limit"):
+            return float(sampler.min_time_limit(bqm))
+        sizes, seconds = zip(*sampler.properties["minimum_time_limit"], strict=True)
+        return float(np.interp(bqm.num_variables, sizes, seconds))
+
+    def _sample(self, bqm: dimod.BinaryQuadraticModel, **params: Any) -> dimod.SampleSet:
+        sampler = self._hybrid_sampler()
+        minimum = self.minimum_time_limit(sampler, bqm)
+        time_limit = params.pop("time_limit", None)
+        time_limit = minimum if time_limit is None else check_time_limit(time_limit)
+        if time_limit < minimum:
+            warnings.warn(
+                f"time_limit={time_limit} s is below the hybrid solver's minimum of {minimum} s "
+                f"for {bqm.num_variables} variables; using {minimum} s",
+                UserWarning,
+                stacklevel=3,
+            )
+            time_limit = minimum
+        sampleset = sampler.sample(bqm, time_limit=time_limit, **params)
+        sampleset.info["time_limit_s"] = time_limit
+        sampleset.info["minimum_time_limit_s"] = minimum
+        return sampleset
