@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 
 import dimod
 import numpy as np
-from bmfdsl.backends._common import BackendSampler, check_num_reads, check_seed, check_time_limit
 
+from bmfdsl.backends._common import BackendSampler, check_num_reads, check_seed, check_time_limit
 from bmfdsl.errors import BackendUnavailableError, MissingCredentialsError
 
 __all__ = ["DWaveHybridBackend", "DWaveQPUBackend"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import dimod
-from bmfdsl.backends._common import BackendSampler
 
+from bmfdsl.backends._common import BackendSampler
 from bmfdsl.errors import InvalidParameterError
 
 __all__ = ["ExactBackend"]

@@ -28,8 +28,8 @@ from typing import Any, ClassVar
 
 import dimod
 import numpy as np
-from bmfdsl.backends._common import BackendSampler, check_num_reads, parse_initial_states
 
+from bmfdsl.backends._common import BackendSampler, check_num_reads, parse_initial_states
 from bmfdsl.errors import InvalidParameterError, MissingCredentialsError, SolverError
 
 __all__ = [

@@ -9,6 +9,7 @@ import time
 from typing import Any, ClassVar
 
 import dimod
+
 from bmfdsl.backends._common import (
     BackendSampler,
     check_num_reads,
@@ -16,7 +17,6 @@ from bmfdsl.backends._common import (
     check_time_limit,
     run_rounds,
 )
-
 from bmfdsl.errors import BackendUnavailableError
 
 __all__ = ["NealBackend", "SteepestBackend", "TabuBackend"]

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 import dimod
 import numpy as np
+
 from bmfdsl.backends._common import (
     BackendSampler,
     check_num_reads,
@@ -19,7 +20,6 @@ from bmfdsl.backends._common import (
     round_seeds,
     run_rounds,
 )
-
 from bmfdsl.errors import BackendUnavailableError
 
 __all__ = ["OpenJijSABackend", "OpenJijSQABackend"]

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bmfdsl.backends.registry import get_backend
 
+from bmfdsl.backends.registry import get_backend
 from bmfdsl.compile import compile_model
 from bmfdsl.datasets import make_bernoulli, make_exact_rank
 

@@ -91,10 +91,15 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--sizes", type=int, nargs="+", default=[30, 2000, 50000])
     parser.add_argument("--ranks", type=int, nargs="+", default=[1, 2, 3, 4, 5])
-    parser.add_argument("--tables", type=int, nargs="+", default=[1, 2, 3, 4])
+    parser.add_argument("--tables", type=int, nargs="*", default=[1, 2, 3, 4])
     parser.add_argument("--data-dir", default=None, help="folder with mnist/ for Table 5")
     parser.add_argument("--mnist-images", type=int, default=100, help="Table 5 images to use")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
+    parser.add_argument(
+        "--append",
+        action="store_true",
+        help="merge into an existing native.json (cells of this run replace equal cells)",
+    )
     args = parser.parse_args()
 
     settings = NativeSettings()
@@ -158,14 +163,41 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     meta = {
-        "command": "bench/bench_native.py "
-        + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "out"),
+        "command": "bench/bench_native.py " + command_line(args),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}; shared 2 cores",
         "settings": vars(settings),
     }
+    commands = [meta["command"]]
+    if args.append and (out / "native.json").exists():
+        previous = json.loads((out / "native.json").read_text())
+        fresh = {(c["table"], c["dataset"], c["m"], c["rank"]) for c in cells}
+        kept = [
+            c
+            for c in previous["cells"]
+            if (c["table"], c["dataset"], c["m"], c["rank"]) not in fresh
+        ]
+        cells = sorted(kept + cells, key=lambda c: (c["table"], c["dataset"], c["m"], c["rank"]))
+        commands = previous["meta"].get("commands", [previous["meta"]["command"]]) + commands
+    meta["commands"] = commands
+    meta["command"] = "; ".join(commands)
     (out / "native.json").write_text(json.dumps({"meta": meta, "cells": cells}, indent=1))
     (out / "native.md").write_text(render_markdown(meta, cells))
+
+
+def command_line(args: argparse.Namespace) -> str:
+    parts = []
+    for key, value in vars(args).items():
+        if key in ("out",) or value is None or value is False:
+            continue
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            parts.append(flag)
+        elif isinstance(value, list):
+            parts.append(f"{flag} {' '.join(map(str, value))}".rstrip())
+        else:
+            parts.append(f"{flag} {value}")
+    return " ".join(parts)
 
 
 def render_markdown(meta: dict, cells: list[dict]) -> str:

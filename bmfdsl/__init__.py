@@ -66,9 +66,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from bmfdsl.compile import compile_model, list_models
     from bmfdsl.compiled import CompiledModel
     from bmfdsl.dsl import ModelBuilder
-    from bmfdsl.estimator import BinaryMatrixFactorization
-    from bmfdsl.factorize import factorize
-    from bmfdsl.io import read_matrix
     from bmfdsl.errors import (
         BackendUnavailableError,
         BmfdslError,
@@ -80,6 +77,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         SolverError,
         UnknownNameError,
     )
+    from bmfdsl.estimator import BinaryMatrixFactorization
+    from bmfdsl.factorize import factorize
+    from bmfdsl.io import read_matrix
     from bmfdsl.result import DecodedSample, Factorization
     from bmfdsl.solve import solve, sweep_weights
     from bmfdsl.structure import BMFStructure

@@ -9,8 +9,8 @@ import unittest
 import dimod
 import numpy as np
 import pytest
-from bmfdsl.backends.registry import get_backend
 
+from bmfdsl.backends.registry import get_backend
 from bmfdsl.errors import InvalidParameterError, UnknownNameError
 from bmfdsl.testing import (
     ConformanceError,

@@ -8,11 +8,11 @@ import warnings
 
 import dimod
 import pytest
-from bmfdsl.backends.dwave import DWaveHybridBackend, DWaveQPUBackend
-from bmfdsl.backends.registry import get_backend
 from dwave.system import LeapHybridSampler
 from dwave.system.testing import MockDWaveSampler
 
+from bmfdsl.backends.dwave import DWaveHybridBackend, DWaveQPUBackend
+from bmfdsl.backends.registry import get_backend
 from bmfdsl.errors import MissingCredentialsError, UnknownNameError
 from bmfdsl.testing import (
     check_decode,

@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import dimod
 import numpy as np
 import pytest
+
 from bmfdsl.backends.fujitsu_da import (
     DAAuthenticationError,
     DAJobError,
@@ -26,7 +27,6 @@ from bmfdsl.backends.fujitsu_da import (
     FujitsuDABackend,
 )
 from bmfdsl.backends.registry import get_backend
-
 from bmfdsl.errors import BmfdslError, MissingCredentialsError, SolverError, UnknownNameError
 from bmfdsl.testing import (
     check_decode,

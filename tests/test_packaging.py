@@ -31,7 +31,17 @@ def test_py_typed_marker_is_shipped():
 @pytest.mark.slow
 def test_wheel_contains_only_bmfdsl(tmp_path):
     out = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path), str(REPO)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--quiet",
+            "-w",
+            str(tmp_path),
+            str(REPO),
+        ],
         capture_output=True,
         text=True,
         timeout=300,

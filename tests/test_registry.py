@@ -10,6 +10,7 @@ import textwrap
 
 import dimod
 import pytest
+
 from bmfdsl.backends import registry
 from bmfdsl.backends.registry import (
     BackendInfo,
@@ -19,7 +20,6 @@ from bmfdsl.backends.registry import (
     register_backend,
     unregister_backend,
 )
-
 from bmfdsl.errors import (
     BackendUnavailableError,
     BmfdslError,
