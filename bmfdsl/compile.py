@@ -121,6 +121,20 @@ def _declare(module: ModuleType, name: str, A: np.ndarray, rank: int, one_hot: A
     return builder
 
 
+_PROBES: dict[tuple[str, int, int, str | None], ModelBuilder] = {}
+
+
+def _probe(module: ModuleType, name: str, rank: int, one_hot: Any) -> ModelBuilder:
+    """The declaration of a ``rank x rank`` instance: the model's weights, groups and flags.
+
+    The fast path takes its metadata from here, so it can never drift from the script.
+    """
+    key = (name, id(module), rank, one_hot)
+    if key not in _PROBES:
+        _PROBES[key] = _declare(module, name, np.ones((rank, rank), dtype=np.int8), rank, one_hot)
+    return _PROBES[key]
+
+
 def compile_model(
     model: str | os.PathLike[str] | ModuleType,
     A: Any,
@@ -162,9 +176,7 @@ def compile_model(
             f"model {name!r} has no fast path; fast paths exist for {sorted(FAST_BUILDERS)}"
         )
     if use_fast:
-        # The declaration of a tiny instance of the same rank gives the weights, groups and
-        # structure flags, so the fast path can never drift from the script's metadata.
-        metadata = _declare(module, name, np.ones((rank, rank), dtype=np.int8), rank, one_hot)
+        metadata = _probe(module, name, rank, one_hot)
         build = FAST_BUILDERS[name]
         source: QuboSource = VectorSource(
             lambda: build(A, rank, one_hot)  # type: ignore[arg-type]
