@@ -20,7 +20,6 @@ from pathlib import Path
 
 from bmfdsl.backends.da import DASampler
 from bmfdsl.backends.neal import NealBackend
-
 from bmfdsl.compile import compile_model
 from bmfdsl.datasets import make_bernoulli, make_exact_rank
 

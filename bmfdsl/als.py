@@ -100,7 +100,10 @@ def als(
     max_solves = _check_count(max_solves, "max_solves", minimum=0)
     patience = _check_count(patience, "patience", minimum=1)
     chunk_rows = _check_chunk_rows(chunk_rows)
-    data = _DaskData(A) if _is_dask_array(A) else _NumpyData(A, chunk_rows)
+    if isinstance(A, _DaskData):  # already validated (the factorize pipeline)
+        data: _DaskData | _NumpyData = A
+    else:
+        data = _DaskData(A) if _is_dask_array(A) else _NumpyData(A, chunk_rows)
     m, n = data.shape
     U = check_binary_matrix(U, name="U")
     V = check_binary_matrix(V, name="V")
@@ -227,6 +230,12 @@ class _DaskData:
         self.column_norms = np.asarray(self.column_norms, dtype=np.int64)
         self.total = int(self.column_norms.sum())
 
+    def take_rows(self, indices: np.ndarray) -> np.ndarray:
+        """Rows ``indices`` (repeats allowed, any order) gathered as an ``int8`` numpy array."""
+        unique, inverse = np.unique(np.asarray(indices, dtype=np.int64), return_inverse=True)
+        rows = check_binary_matrix(np.asarray(self.A[unique].compute()))
+        return np.ascontiguousarray(rows[np.ravel(inverse)])
+
     def _row_chunked(self, factor: np.ndarray) -> Any:
         import dask.array as da
 
@@ -237,16 +246,20 @@ class _DaskData:
         return np.asarray(product.compute(), dtype=np.int64)
 
     def solve_rows(self, V: np.ndarray, **options: Any) -> tuple[np.ndarray, int]:
+        import dask
+
         rank = V.shape[1]
         # One int64 block per row block: the codes and, in the last column, the row errors.
+        # Only the int8 codes and one summed error are gathered (no m x (r + 1) int64 result).
         solved = self.A.map_blocks(
             _solve_block,
             V,
             options,
             dtype=np.int64,
             chunks=(self.A.chunks[0], (rank + 1,)),
-        ).compute()
-        return np.ascontiguousarray(solved[:, :rank], dtype=np.int8), int(solved[:, rank].sum())
+        )
+        codes, error = dask.compute(solved[:, :rank].astype(np.int8), solved[:, rank].sum())
+        return np.ascontiguousarray(codes, dtype=np.int8), int(error)
 
 
 def _solve_block(block: np.ndarray, V: np.ndarray, options: dict[str, Any]) -> np.ndarray:

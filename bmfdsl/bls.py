@@ -145,10 +145,10 @@ def solve_bls_with_error(
     ([[1], [0]], 1)
     """
     V = check_binary_matrix(V, name="V")
-    if type(A).__module__.split(".")[0] == "dask":  # blockwise over row blocks
-        from bmfdsl.als import _DaskData
+    if type(A).__module__.split(".")[0] == "dask" or type(A).__name__ == "_DaskData":
+        from bmfdsl.als import _DaskData  # blockwise over row blocks
 
-        data = _DaskData(A)
+        data = A if isinstance(A, _DaskData) else _DaskData(A)
         if V.shape[0] != data.shape[1]:
             raise InvalidMatrixError(f"V must have {data.shape[1]} rows; got {V.shape[0]}")
         return data.solve_rows(

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from bmfdsl.errors import InvalidParameterError, UnknownNameError
+from bmfdsl.errors import InvalidMatrixError, InvalidParameterError, UnknownNameError
 from bmfdsl.result import Factorization, relative_error, squared_error
 from bmfdsl.validation import check_binary_matrix, check_random_state, check_rank
 
@@ -71,7 +71,7 @@ def factorize(
     """Factorize a 0/1 matrix ``A ≈ U Vᵀ`` with binary ``U`` (m x r) and ``V`` (n x r).
 
     Args:
-        A: the 0/1 data matrix (array-like or scipy sparse).
+        A: the 0/1 data matrix: array-like, scipy sparse, or a ``dask.array`` (see below).
         rank: the target rank ``r``, ``1 <= r <= min(m, n)``.
         method: ``"qubo"`` (compile ``model`` and solve it on ``backend``), or one of the
             paper's comparison methods ``"baseline"``, ``"thresholded"``, ``"penalized"``.
@@ -81,13 +81,26 @@ def factorize(
         one_hot: ``"V"`` to put every column of A in exactly one cluster (``"U"``: rows).
         weights: penalty weights for the model (default ``{"lam": 1.0}``, the paper's λ).
         sample_rows: ``None`` (use all rows), an int ``s`` (the paper's leverage-score
-            sampling of ``s`` rows, then BLS for the full ``U``) or ``"auto"``.
+            sampling of ``s`` rows, then BLS for the full ``U``) or ``"auto"`` (sample
+            ``s = max(30, r)`` rows when the long side has at least 2,000 rows, else use all).
+            For a ``dask.array`` input ``None`` means ``"auto"``.
         als: polish with alternating BLS (at most 20 solves, stop after 2 without gain).
         random_state: seed for every random choice (sampling, solver seeds, restarts).
         **backend_params: passed to the backend's ``sample`` (``num_reads``, ``time_limit``...).
 
     Returns:
         A :class:`~bmfdsl.result.Factorization` with per-stage timings in ``info["timings"]``.
+
+    Memory: with sampling, every pass over ``A`` (leverage scores, BLS, ALS, errors) works in
+    row chunks, so beyond ``A`` itself only ``O(m r)`` results and fixed-size chunk buffers are
+    held. A ``dask.array`` ``A`` (any scheduler, including a distributed cluster) is never
+    loaded whole: its row blocks are widened to span all columns (``n`` must be small, or
+    ``m`` when ``A`` is wide), leverage scores come from ``AᵀA`` summed over the blocks, only
+    the ``s`` sampled rows are gathered for the core solve, and BLS and ALS run blockwise; the
+    factors come back as numpy arrays. A dask input is always sampled (``"auto"`` unless
+    ``sample_rows`` says otherwise), except one whose long side has fewer than 2,000 rows:
+    that one is small and is loaded and factorized in memory. Wide dask inputs are polished
+    by ALS on ``Aᵀ`` (the first solve is then for ``U``).
 
     >>> import numpy as np
     >>> A = np.array([[1, 1, 0], [1, 1, 0], [0, 1, 1]])
@@ -96,7 +109,12 @@ def factorize(
     (0, 0.0)
     """
     start = time.perf_counter()
-    A = check_binary_matrix(A)
+    blockwise = _is_dask_array(A)
+    if blockwise:
+        A, sample_rows = _prepare_dask(A, rank, sample_rows)
+        blockwise = not isinstance(A, np.ndarray)
+    else:
+        A = check_binary_matrix(A)
     rank = check_rank(rank, A.shape)
     one_hot = _check_one_hot(one_hot)
     method_key = str(method).strip().lower()
@@ -119,15 +137,20 @@ def factorize(
     m, n = A.shape
     s = _sample_size(sample_rows, max(m, n), min(m, n), rank)
     transposed = s is not None and n > m
-    data = A.T if transposed else A
-    side = {"U": "V", "V": "U"}.get(one_hot or "", None) if transposed else one_hot
+    data: Any = A.T if transposed else A
+    if blockwise:
+        from bmfdsl.als import _DaskData
+
+        data = _DaskData(data)  # validated once; every later pass reuses it
+        info["dask_blocks"] = len(data.A.chunks[0])
+    side = {"U": "V", "V": "U"}.get(one_hot or "") if transposed else one_hot
     core = data
     if s is not None:
         from bmfdsl.sampling import sample_rows as draw_rows
 
         stage = time.perf_counter()
         rows, _ = draw_rows(data, s, random_state=rng)
-        core = np.ascontiguousarray(data[rows])
+        core = data.take_rows(rows) if blockwise else np.ascontiguousarray(data[rows])
         rank_core = check_rank(rank, core.shape)
         timings["sampling"] = time.perf_counter() - stage
         info["sampled_rows"] = int(s)
@@ -149,37 +172,62 @@ def factorize(
     U = np.asarray(U, dtype=np.int8)
     V = np.asarray(V, dtype=np.int8)
 
+    # Errors come from the BLS/ALS solves themselves (exact integer statistics): no m x n
+    # temporaries on the hot path.
     if s is not None:
-        from bmfdsl.bls import solve_bls
+        from bmfdsl.bls import solve_bls_with_error
 
         stage = time.perf_counter()
-        U = solve_bls(data, V, one_hot=side == "U")
+        U, error = solve_bls_with_error(data, V, one_hot=side == "U")
         timings["bls"] = time.perf_counter() - stage
-    if transposed:
+    else:
+        error = squared_error(A, U, V)
+    if transposed and not blockwise:
         U, V = V, U
-    info["error_before_als"] = squared_error(A, U, V)
+    info["error_before_als"] = error
 
     if als:
         from bmfdsl.als import als as alternating
 
         stage = time.perf_counter()
-        polished = alternating(A, U, V, one_hot=one_hot)
-        U, V = polished.U, polished.V
+        if blockwise:  # ALS on the tall orientation: the row blocks span every column
+            polished = alternating(data, U, V, one_hot=side)
+        else:
+            polished = alternating(A, U, V, one_hot=one_hot)
+        U, V, error = polished.U, polished.V, polished.error
         timings["als"] = time.perf_counter() - stage
         info["als_solves"] = polished.solves
+    if transposed and blockwise:
+        U, V = V, U
 
-    error = squared_error(A, U, V)
     timings["total"] = time.perf_counter() - start
     info["timings"] = timings
     info["total_time"] = timings["total"]
     return Factorization(
         U=U,
         V=V,
-        error=error,
-        relative_error=relative_error(error, A),
+        error=int(error),
+        relative_error=relative_error(int(error), data.total if blockwise else A),
         broken_constraints=broken,
         info=info,
     )
+
+
+def _is_dask_array(A: Any) -> bool:
+    return type(A).__module__.split(".")[0] == "dask" and hasattr(A, "map_blocks")
+
+
+def _prepare_dask(A: Any, rank: Any, sample_rows: Any) -> tuple[Any, Any]:
+    """A dask input samples with ``"auto"`` by default; one too small to sample is loaded."""
+    if A.ndim != 2 or 0 in A.shape:
+        raise InvalidMatrixError(f"A must be a non-empty 2-D array; got shape {A.shape}")
+    if sample_rows is None:
+        sample_rows = "auto"
+    m, n = (int(size) for size in A.shape)
+    if _sample_size(sample_rows, max(m, n), min(m, n), check_rank(rank, (m, n))) is None:
+        # Fewer than 2,000 rows on the long side: at most 4M entries, cheap to hold in memory.
+        return check_binary_matrix(np.asarray(A.compute())), sample_rows
+    return A, sample_rows
 
 
 def _solve_qubo(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,31 +11,82 @@ import numpy as np
 __all__ = ["DecodedSample", "Factorization", "relative_error", "squared_error"]
 
 
-def squared_error(A: np.ndarray, U: np.ndarray, V: np.ndarray) -> int:
+# Entries of A handled per chunk by squared_error: its temporaries stay a few MB for any m.
+_ERROR_CHUNK_ENTRIES = 2**20
+_FLOAT64_EXACT = 2**53  # integers below this are exact in float64
+
+
+def squared_error(A: Any, U: np.ndarray, V: np.ndarray) -> int:
     """``||A - U Vᵀ||²_F`` for 0/1 matrices (the number of wrong entries when UVᵀ is 0/1).
+
+    Computed in row chunks, so the temporaries stay small whatever the size of ``A`` (no
+    ``m x n`` integer copy is made); a ``dask.array`` ``A`` is summed block by block.
 
     >>> squared_error(np.eye(2, dtype=int), np.eye(2, dtype=int), np.eye(2, dtype=int))
     0
+    >>> squared_error([[1, 1], [0, 1]], [[1], [1]], [[1], [0]])  # UVᵀ = [[1, 0], [1, 0]]
+    3
     """
-    residual = (
-        np.asarray(A, dtype=np.int64)
-        - np.asarray(U, dtype=np.int64) @ np.asarray(V, dtype=np.int64).T
+    U = np.asarray(U)
+    V = np.asarray(V)
+    if type(A).__module__.split(".")[0] == "dask":
+        return _dask_squared_error(A, U, V)
+    A = np.asarray(A)
+    m, n = A.shape
+    step = max(1, _ERROR_CHUNK_ENTRIES // max(n, 1))
+    # Exact in float64 (BLAS speed) while every chunk's sum of squares stays below 2^53.
+    largest = float(np.abs(A).max(initial=0)) + U.shape[1] * float(
+        np.abs(U).max(initial=0)
+    ) * float(np.abs(V).max(initial=0))
+    dtype = np.float64 if largest**2 * min(m, step) * n < _FLOAT64_EXACT else np.int64
+    V_t = V.astype(dtype).T
+    total = 0
+    for start in range(0, m, step):
+        residual = (
+            A[start : start + step].astype(dtype) - U[start : start + step].astype(dtype) @ V_t
+        )
+        total += int(np.rint(np.einsum("ij,ij->", residual, residual)))
+    return total
+
+
+def _dask_squared_error(A: Any, U: np.ndarray, V: np.ndarray) -> int:
+    import dask.array as da
+
+    A = A.rechunk({1: -1})
+    U_blocks = da.from_array(U, chunks=(A.chunks[0], U.shape[1]))
+    per_block = da.map_blocks(
+        _block_squared_error,
+        A,
+        U_blocks,
+        V,
+        dtype=np.int64,
+        drop_axis=1,
+        chunks=((1,) * len(A.chunks[0]),),
     )
-    return int(np.einsum("ij,ij->", residual, residual))
+    return int(per_block.sum().compute())
 
 
-def relative_error(error: float, A: np.ndarray) -> float:
+def _block_squared_error(block: np.ndarray, U: np.ndarray, V: np.ndarray) -> np.ndarray:
+    return np.array([squared_error(block, U, V)], dtype=np.int64)
+
+
+def relative_error(error: float, A: Any) -> float:
     """The paper's measure ``||A - UVᵀ||²_F / ||A||²_F``.
+
+    ``A`` is the 0/1 matrix, or directly its number of ones ``||A||²_F`` (an int: what large
+    and distributed pipelines keep instead of the matrix).
 
     A matrix with no ones has ``||A||²_F = 0``: its relative error is defined as 0 when the
     factorization is exact and ``inf`` otherwise (never a division by zero).
 
     >>> relative_error(3, np.ones((2, 3)))
     0.5
+    >>> relative_error(3, 6)
+    0.5
     >>> relative_error(0, np.zeros((2, 2)))
     0.0
     """
-    norm = float(np.count_nonzero(A))
+    norm = float(A) if isinstance(A, numbers.Integral) else float(np.count_nonzero(A))
     if norm == 0.0:
         return 0.0 if error == 0 else float("inf")
     return float(error) / norm

@@ -33,6 +33,8 @@ SAMPLING_MIN_ROWS = 2000
 # Above this many entries the basis comes from the n x n Gram matrix, accumulated in chunks,
 # instead of a thin SVD of the whole matrix (which would need several float copies of A).
 _SVD_MAX_ENTRIES = 2**22
+# Rows converted to float at a time on the Gram route: at most this many entries (8 MB).
+_CHUNK_ENTRIES = 2**20
 
 
 def leverage_scores(A: Any) -> np.ndarray:
@@ -40,12 +42,14 @@ def leverage_scores(A: Any) -> np.ndarray:
 
     ``B`` is the orthonormal basis of ``range(A)`` given by the left singular vectors whose
     singular values exceed ``σ_max · max(m, n) · eps`` (numpy's ``matrix_rank`` rule). For large
-    matrices (more than 4M entries) ``B = A V_k Σ_k⁻¹`` is formed from the eigenpairs of the
-    exact integer Gram matrix ``AᵀA`` in row chunks; singular values below ``σ_max · 1e-7`` count
-    as zero there (the Gram route cannot resolve smaller ones).
+    matrices (more than 4M entries) and for ``dask.array`` input, ``B = A V_k Σ_k⁻¹`` is formed
+    from the eigenpairs of the exact integer Gram matrix ``AᵀA``, summed over row blocks (only
+    ``n x n`` numbers travel, ``A`` is never loaded whole); singular values below
+    ``σ_max · 1e-7`` count as zero there (the Gram route cannot resolve smaller ones).
 
     Args:
-        A: ``m x n`` 0/1 matrix.
+        A: ``m x n`` 0/1 matrix (array-like, scipy sparse or ``dask.array``; a dask array must
+            have few columns, its row blocks are widened to span all of them).
 
     Returns:
         ``float64`` array of length ``m``; all zeros when ``A`` has no ones.
@@ -53,6 +57,9 @@ def leverage_scores(A: Any) -> np.ndarray:
     >>> leverage_scores([[1, 0], [1, 0], [0, 1]]).round(3).tolist()
     [0.5, 0.5, 1.0]
     """
+    blockwise = _blockwise_view(A)
+    if blockwise is not None:
+        return _blockwise_leverage_scores(blockwise)
     A = check_binary_matrix(A)
     m, n = A.shape
     if not A.any():
@@ -61,26 +68,67 @@ def leverage_scores(A: Any) -> np.ndarray:
         left, singular, _ = np.linalg.svd(A.astype(np.float64), full_matrices=False)
         rank = int(np.sum(singular > singular[0] * max(m, n) * np.finfo(np.float64).eps))
         return np.einsum("ik,ik->i", left[:, :rank], left[:, :rank])
-    return _leverage_scores_from_gram(A)
+    return _block_scores(A, _gram_projector(_block_gram(A), m))
 
 
-def _leverage_scores_from_gram(A: np.ndarray) -> np.ndarray:
-    m, n = A.shape
-    step = max(1, _SVD_MAX_ENTRIES // n)
+def _blockwise_view(A: Any) -> Any:
+    """The validated row-block view (``bmfdsl.als._DaskData``) of a dask array, else ``None``."""
+    module = type(A).__module__
+    if module.split(".")[0] != "dask" and module != "bmfdsl.als":
+        return None  # plain arrays never pay for importing the dask code path
+    from bmfdsl.als import _DaskData, _is_dask_array
+
+    if isinstance(A, _DaskData):
+        return A
+    return _DaskData(A) if _is_dask_array(A) else None
+
+
+def _block_gram(block: np.ndarray) -> np.ndarray:
+    """The exact integer ``blockᵀ block`` as float64, accumulated over row chunks."""
+    n = block.shape[1]
+    step = max(1, min(_SVD_MAX_ENTRIES, _CHUNK_ENTRIES) // n)
     gram = np.zeros((n, n), dtype=np.float64)
-    for start in range(0, m, step):
-        block = A[start : start + step].astype(np.float32)  # exact: block sums < 2^24
-        gram += block.T @ block
+    for start in range(0, block.shape[0], step):
+        chunk = block[start : start + step].astype(np.float32)  # exact: chunk sums < 2^24
+        gram += chunk.T @ chunk
+    return gram
+
+
+def _gram_projector(gram: np.ndarray, m: int) -> np.ndarray:
+    """``V_k Σ_k⁻¹`` from ``AᵀA``: rows of ``A`` times it are rows of the basis ``B``."""
+    n = gram.shape[0]
     eigenvalues, eigenvectors = np.linalg.eigh(gram)
     singular = np.sqrt(np.clip(eigenvalues, 0.0, None))
+    if singular.max() <= 0:  # A has no ones: no basis, every score is 0
+        return np.zeros((n, 0))
     tolerance = singular.max() * max(max(m, n) * np.finfo(np.float64).eps, 1e-7)
     keep = singular > tolerance
-    projector = eigenvectors[:, keep] / singular[keep]  # rows of A times this = rows of B
-    scores = np.empty(m)
-    for start in range(0, m, step):
-        basis_rows = A[start : start + step].astype(np.float64) @ projector
+    return eigenvectors[:, keep] / singular[keep]
+
+
+def _block_scores(block: np.ndarray, projector: np.ndarray) -> np.ndarray:
+    """Leverage scores of the rows of ``block`` (row chunks keep the float copy small)."""
+    step = max(1, min(_SVD_MAX_ENTRIES, _CHUNK_ENTRIES) // block.shape[1])
+    scores = np.empty(block.shape[0])
+    for start in range(0, block.shape[0], step):
+        basis_rows = block[start : start + step].astype(np.float64) @ projector
         scores[start : start + step] = np.einsum("ik,ik->i", basis_rows, basis_rows)
     return scores
+
+
+def _blockwise_leverage_scores(data: Any) -> np.ndarray:
+    """Leverage scores of a dask array in two passes: ``AᵀA`` per block, then scores per block."""
+    m, n = data.shape
+    if data.total == 0:
+        return np.zeros(m)
+    blocks = data.A.blocks.size
+    grams = data.A.map_blocks(_block_gram, dtype=np.float64, chunks=((n,) * blocks, (n,)))
+    gram = np.asarray(grams.compute()).reshape(blocks, n, n).sum(axis=0)
+    projector = _gram_projector(gram, m)
+    scores = data.A.map_blocks(
+        _block_scores, projector, dtype=np.float64, drop_axis=1, chunks=(data.A.chunks[0],)
+    )
+    return np.asarray(scores.compute(), dtype=np.float64)
 
 
 def sampling_probabilities(A: Any) -> np.ndarray:
@@ -105,7 +153,8 @@ def sample_rows(A: Any, s: int, *, random_state: Any = None) -> tuple[np.ndarray
     """Draw ``s`` row indices with replacement from the leverage-score distribution.
 
     Args:
-        A: ``m x n`` 0/1 matrix.
+        A: ``m x n`` 0/1 matrix (also a ``dask.array``: see :func:`leverage_scores`; only the
+            ``m`` probabilities are gathered, never ``A``).
         s: number of rows to draw (duplicates possible).
         random_state: ``None``, an int seed or a ``numpy.random.Generator``.
 

@@ -1,0 +1,270 @@
+"""``da``: the Digital Annealer's parallel-trial algorithm for any BQM, on the CPU (numba).
+
+An open emulation of the algorithm of Aramon et al. (2019) described in
+:mod:`bmfdsl.native.da_kernel`: every iteration tries all N single flips "in parallel", applies
+one accepted flip chosen uniformly, and raises an escape offset while nothing is accepted.
+One iteration makes as many flip trials as one sweep of simulated annealing, so ``num_sweeps``
+counts iterations. A replica-exchange mode runs a temperature ladder instead of a schedule.
+
+There is no GPU path: the CPU kernel is the only implementation.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from typing import Any, ClassVar
+
+import dimod
+import numpy as np
+import scipy.sparse
+
+from bmfdsl.backends._common import (
+    BackendSampler,
+    check_num_reads,
+    check_seed,
+    check_time_limit,
+    parse_initial_states,
+    round_seeds,
+)
+from bmfdsl.errors import InvalidParameterError
+from bmfdsl.native.da_kernel import (
+    da_anneal,
+    da_chunk,
+    da_replica_exchange,
+    da_start,
+    seed_generator,
+)
+
+__all__ = ["DASampler", "prepare_bqm"]
+
+_MODES = ("anneal", "replica-exchange")
+
+
+def prepare_bqm(
+    bqm: dimod.BinaryQuadraticModel,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[Any]]:
+    """BINARY biases of ``bqm`` as ``(h, indptr, indices, data, labels)`` with symmetric CSR
+    couplings (the offset is not needed: energies are recomputed from ``bqm``)."""
+    binary = bqm.change_vartype(dimod.BINARY, inplace=False) if bqm.vartype is dimod.SPIN else bqm
+    labels = list(binary.variables)
+    vectors = binary.to_numpy_vectors(variable_order=labels)
+    h = vectors.linear_biases
+    row, col, quad = (
+        vectors.quadratic.row_indices,
+        vectors.quadratic.col_indices,
+        vectors.quadratic.biases,
+    )
+    n = len(labels)
+    coupling = scipy.sparse.coo_matrix(
+        (np.concatenate([quad, quad]), (np.concatenate([row, col]), np.concatenate([col, row]))),
+        shape=(n, n),
+    ).tocsr()
+    coupling.sum_duplicates()
+    return (
+        np.ascontiguousarray(h, dtype=np.float64),
+        coupling.indptr.astype(np.int64),
+        coupling.indices.astype(np.int64),
+        coupling.data.astype(np.float64),
+        labels,
+    )
+
+
+def default_temperatures(
+    h: np.ndarray, indptr: np.ndarray, data: np.ndarray
+) -> tuple[float, float]:
+    """A hot and a cold temperature from the bias scale of the model.
+
+    Cold: the smallest nonzero bias is accepted with probability ``exp(-20)``. Hot: the median
+    variable's largest flip energy is accepted with probability 1/2, but at most ``20 x cold``:
+    the DA flips one variable per iteration, so a hotter start only randomises the state
+    (measured on Formulation 1 at 30x38, rank 5).
+    """
+    row_abs = np.add.reduceat(np.abs(data), indptr[:-1]) if data.size else np.zeros_like(h)
+    row_abs = np.where(np.diff(indptr) > 0, row_abs, 0.0)
+    scale = np.abs(h) + row_abs
+    positive = scale[scale > 0]
+    magnitudes = np.concatenate([np.abs(h), np.abs(data)])
+    magnitudes = magnitudes[magnitudes > 1e-12]
+    cold = float(magnitudes.min()) / 20 if magnitudes.size else 0.05
+    hot = float(np.median(positive)) / math.log(2) if positive.size else 1.0
+    hot = min(hot, 20 * cold)
+    return max(hot, cold), cold
+
+
+def _check_positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise InvalidParameterError(f"{name} must be a positive integer; got {value!r}")
+    return int(value)
+
+
+def _check_positive_float(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not float(value) > 0:
+        raise InvalidParameterError(f"{name} must be a positive number; got {value!r}")
+    return float(value)
+
+
+class DASampler(BackendSampler):
+    """The Digital Annealer algorithm on the CPU, for any binary quadratic model.
+
+    >>> bqm = dimod.BinaryQuadraticModel({"a": 1.0, "b": -1.0}, {("a", "b"): -3.0}, 0, "BINARY")
+    >>> best = DASampler().sample(bqm, num_reads=4, num_sweeps=200, seed=1).first
+    >>> {v: int(x) for v, x in best.sample.items()}, float(best.energy)
+    ({'a': 1, 'b': 1}, -3.0)
+    """
+
+    name: ClassVar[str] = "da"
+    accepted_parameters: ClassVar[dict[str, str]] = {
+        "num_reads": "independent runs (default 10); the best state of each run is returned",
+        "seed": "seed in [0, 2**31); the same seed gives the same samples",
+        "num_sweeps": "iterations per run (default 1000); each tries all N flips in parallel",
+        "time_limit": "seconds for all runs; the schedule follows the clock (num_sweeps unused)",
+        "initial_states": "warm starts (one or more full states); missing reads start random",
+        "temperature_range": "(hot, cold) temperatures; default from the model's bias scale",
+        "temperature_interval": "iterations per temperature step (default 1)",
+        "offset_increase": "escape-offset increment per rejected iteration (default: cold T)",
+        "mode": "'anneal' (default) or 'replica-exchange'",
+        "num_replicas": "replicas per run in replica-exchange mode (default 8)",
+        "swap_interval": "iterations between replica swaps (default 10)",
+    }
+
+    @property
+    def properties(self) -> dict[str, Any]:
+        """Name, parameter descriptions, the modes and the device (always the CPU)."""
+        return {**super().properties, "modes": list(_MODES), "device": "cpu"}
+
+    def _sample(self, bqm: dimod.BinaryQuadraticModel, **params: Any) -> dimod.SampleSet:
+        num_reads = check_num_reads(params.get("num_reads", 10))
+        seed = check_seed(params.get("seed"))
+        mode = params.get("mode", "anneal")
+        if mode not in _MODES:
+            raise InvalidParameterError(f"mode must be one of {list(_MODES)}; got {mode!r}")
+        h, indptr, indices, data, labels = prepare_bqm(bqm)
+        hot, cold = default_temperatures(h, indptr, data)
+        if "temperature_range" in params:
+            hot, cold = _check_range(params["temperature_range"])
+        interval = _check_positive_int(
+            "temperature_interval", params.get("temperature_interval", 1)
+        )
+        increase = _check_positive_float("offset_increase", params.get("offset_increase", cold))
+        replicas = _check_positive_int("num_replicas", params.get("num_replicas", 8))
+        swap_interval = _check_positive_int("swap_interval", params.get("swap_interval", 10))
+        states = self._initial_states(bqm, params.get("initial_states"), num_reads, seed)
+        run_seeds = round_seeds(seed, num_reads)
+
+        def run(sweeps: int, reads: int, first: int) -> np.ndarray:
+            if mode == "anneal":
+                steps = max(1, sweeps // interval)
+                schedule = np.geomspace(hot, cold, steps)
+                out = states[first : first + reads].copy()
+                run_seed = run_seeds[first]
+                da_anneal(h, indptr, indices, data, out, schedule, interval, increase, run_seed)
+                return out
+            ladder = np.geomspace(cold, hot, replicas)
+            out = np.empty((reads, len(labels)), dtype=np.int8)
+            for read in range(first, first + reads):
+                replica_states = np.repeat(states[read : read + 1], replicas, axis=0)
+                da_replica_exchange(
+                    h, indptr, indices, data, replica_states, ladder,
+                    sweeps, swap_interval, increase, run_seeds[read],
+                )  # fmt: skip
+                out[read - first] = replica_states[0]
+            return out
+
+        started = time.perf_counter()
+        if "time_limit" in params and mode == "anneal":
+            limit = check_time_limit(params["time_limit"])
+            binary_samples, sweeps = self._anneal_for(
+                limit, states, (h, indptr, indices, data), (hot, cold), interval, increase,
+                run_seeds,
+            )  # fmt: skip
+        elif "time_limit" in params:
+            # replica exchange: calibrate on a short run, then size the runs to fit
+            limit = check_time_limit(params["time_limit"])
+            probe = 50
+            run(probe, 1, 0)
+            per_sweep = (time.perf_counter() - started) / probe
+            sweeps = max(1, int((limit - (time.perf_counter() - started)) / per_sweep / num_reads))
+            if "num_sweeps" in params:
+                sweeps = min(sweeps, _check_positive_int("num_sweeps", params["num_sweeps"]))
+            binary_samples = run(sweeps, num_reads, 0)
+        else:
+            sweeps = _check_positive_int("num_sweeps", params.get("num_sweeps", 1000))
+            binary_samples = run(sweeps, num_reads, 0)
+        anneal_time = time.perf_counter() - started
+        samples = binary_samples if bqm.vartype is dimod.BINARY else 2 * binary_samples - 1
+        sampleset = dimod.SampleSet.from_samples_bqm((samples, labels), bqm)
+        sampleset.info.update(
+            algorithm="digital-annealer (parallel trial, escape offset)",
+            mode=mode,
+            device="cpu",
+            num_sweeps=sweeps,
+            temperature_range=(hot, cold),
+            offset_increase=increase,
+            anneal_time_s=anneal_time,
+        )
+        return sampleset
+
+    @staticmethod
+    def _anneal_for(
+        limit: float,
+        states: np.ndarray,
+        model: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+        temperature_range: tuple[float, float],
+        interval: int,
+        increase: float,
+        run_seeds: list[int],
+    ) -> tuple[np.ndarray, int]:
+        """Anneal each read for ``limit / num_reads`` seconds of wall clock: the temperature
+        follows the elapsed fraction of the read's time (geometric from hot to cold)."""
+        hot, cold = temperature_range
+        chunk = 256
+        out = states.copy()
+        iterations = []
+        for read in range(len(states)):
+            seed_generator(run_seeds[read])
+            x = states[read].copy()
+            g, scalars = da_start(*model, x)
+            best_x = x.copy()
+            budget = limit / len(states)
+            start = time.perf_counter()
+            done = 0
+            while True:
+                fraction = (time.perf_counter() - start) / budget
+                if fraction >= 1.0:
+                    break
+                temperature = hot * (cold / hot) ** fraction
+                steps = max(1, chunk // interval)
+                schedule = np.full(steps, temperature)
+                da_chunk(*model, x, g, best_x, scalars, schedule, interval, increase)
+                done += steps * interval
+            out[read] = best_x
+            iterations.append(done)
+        return out, int(np.mean(iterations))
+
+    @staticmethod
+    def _initial_states(
+        bqm: dimod.BinaryQuadraticModel, initial_states: Any, num_reads: int, seed: int | None
+    ) -> np.ndarray:
+        rng = np.random.default_rng(seed)
+        states = rng.integers(0, 2, size=(num_reads, bqm.num_variables), dtype=np.int8)
+        if initial_states is not None:
+            given, _ = parse_initial_states(bqm, initial_states)
+            if bqm.vartype is dimod.SPIN:
+                given = ((given + 1) // 2).astype(np.int8)
+            count = min(len(given), num_reads)
+            states[:count] = given[:count]
+        return states
+
+
+def _check_range(value: Any) -> tuple[float, float]:
+    try:
+        hot, cold = (float(v) for v in value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidParameterError(
+            f"temperature_range must be a pair (hot, cold) of positive numbers; got {value!r}"
+        ) from exc
+    if not (hot >= cold > 0):
+        raise InvalidParameterError(f"temperature_range needs hot >= cold > 0; got ({hot}, {cold})")
+    return hot, cold

@@ -1,0 +1,286 @@
+"""Markdown tables in the paper's layout, our results beside the published values.
+
+For each table and block (``m = 30``, ..., a data set), one row per method we ran and one
+row per method of the paper. A cell of ours reads ``mean ± std / paper (difference)``, where
+"paper" is the paper's row we compare with (``DA+ALS`` for ``bmfdsl`` and ``qubo:*+als``,
+``DA`` for ``qubo:*``, and the same name for the comparison methods).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bmfdsl.experiments.runner import load_records
+from bmfdsl.experiments.tables import EXPERIMENTS, paper_method_for
+
+__all__ = [
+    "PAPER_METHODS",
+    "group_order",
+    "load_paper_tables",
+    "order_methods",
+    "render_report",
+    "summarize",
+    "write_report",
+]
+
+PAPER_METHODS: tuple[str, ...] = ("DA", "DA+ALS", "Penalized", "Thresholded", "Baseline")
+"""The paper's rows, in its order."""
+
+# Paper values are printed with 4 decimals: a mean within half a unit of the last digit ties.
+_TIE = 5e-5
+
+
+def load_paper_tables() -> dict[tuple[int, str, str, int], float]:
+    """The paper's published mean relative errors, from the copy shipped in the package.
+
+    Returns:
+        ``{(table, dataset, method, rank): value}``, e.g. ``(5, "mnist", "DA+ALS", 1)``.
+
+    >>> load_paper_tables()[(5, "mnist", "DA+ALS", 1)]
+    0.5796
+    """
+    text = resources.files("bmfdsl").joinpath("data", "paper_tables.csv").read_text("utf-8")
+    values = {}
+    for row in csv.DictReader(io.StringIO(text)):
+        group = f"m={row['m']}" if row["dataset"].startswith(("exact", "bern")) else row["dataset"]
+        key = (int(row["table"]), group, row["method"], int(row["rank"]))
+        values[key] = float(row["mean_relative_error"])
+    return values
+
+
+def summarize(records: Iterable[Mapping[str, Any]]) -> dict[tuple[int, str, str, int], dict]:
+    """Mean, std, count and mean time per ``(table, group, method, rank)`` of ok records."""
+    buckets: dict[tuple[int, str, str, int], list[Mapping[str, Any]]] = defaultdict(list)
+    for record in records:
+        if record.get("status") == "ok":
+            key = (int(record["table"]), record["group"], record["method"], int(record["rank"]))
+            buckets[key].append(record)
+    summary = {}
+    for key, items in buckets.items():
+        errors = np.array([r["relative_error"] for r in items], dtype=float)
+        times = np.array([r.get("time", np.nan) for r in items], dtype=float)
+        entry: dict[str, Any] = {
+            "mean": float(errors.mean()),
+            "std": float(errors.std(ddof=1)) if len(errors) > 1 else 0.0,
+            "count": len(errors),
+            "time": float(np.nanmean(times)) if np.isfinite(times).any() else float("nan"),
+        }
+        ari: dict[str, list[float]] = defaultdict(list)
+        for record in items:
+            for name, value in (record.get("ari") or {}).items():
+                ari[name].append(float(value))
+        entry["ari"] = {name: (float(np.mean(v)), float(np.std(v))) for name, v in ari.items()}
+        summary[key] = entry
+    return summary
+
+
+def order_methods(methods: Iterable[str]) -> list[str]:
+    """Our default first, then QUBO pipelines, the paper's comparison methods, the rest.
+
+    >>> order_methods(["baseline", "zeta", "qubo:neal", "bmfdsl", "penalized"])
+    ['bmfdsl', 'qubo:neal', 'penalized', 'baseline', 'zeta']
+    """
+    fixed = ["bmfdsl", "penalized", "thresholded", "baseline"]
+
+    def key(method: str) -> tuple[int, str]:
+        if method == "bmfdsl":
+            return (0, "")
+        if method.startswith("qubo:"):
+            return (1, method)
+        if method in fixed:
+            return (2, str(fixed.index(method)))
+        return (3, method)
+
+    return sorted(set(methods), key=key)
+
+
+def group_order(groups: Iterable[str]) -> list[str]:
+    """Blocks in the paper's order: by m, then data sets by name."""
+
+    def key(group: str) -> tuple[int, Any]:
+        return (0, int(group[2:])) if group.startswith("m=") else (1, group)
+
+    return sorted(set(groups), key=key)
+
+
+def _group_title(group: str) -> str:
+    return f"m = {group[2:]}" if group.startswith("m=") else group
+
+
+def _best(values: Sequence[float | None]) -> float:
+    """The smallest value present (``inf`` when none is)."""
+    return min((v for v in values if v is not None), default=float("inf"))
+
+
+def _render_group(
+    table: int,
+    group: str,
+    summary: Mapping[tuple[int, str, str, int], dict],
+    paper: Mapping[tuple[int, str, str, int], float],
+    methods: Sequence[str],
+) -> list[str]:
+    ranks = sorted({k[3] for k in summary if k[0] == table and k[1] == group})
+    paper_ranks = sorted({k[3] for k in paper if k[0] == table and k[1] == group})
+    ranks = ranks or paper_ranks
+    header = "| Method | compared with | " + " | ".join(f"r = {r}" for r in ranks) + " | time (s) |"
+    lines = [header, "|" + "---|" * (len(ranks) + 3)]
+    ours_best = {
+        r: _best(
+            [
+                summary[(table, group, m, r)]["mean"]
+                for m in methods
+                if (table, group, m, r) in summary
+            ]
+        )
+        for r in ranks
+    }
+    paper_best = {r: _best([paper.get((table, group, m, r)) for m in PAPER_METHODS]) for r in ranks}
+    for method in methods:
+        reference = paper_method_for(method)
+        cells, times = [], []
+        for rank in ranks:
+            entry = summary.get((table, group, method, rank))
+            if entry is None:
+                cells.append("—")
+                continue
+            mean = f"{entry['mean']:.4f}"
+            if entry["mean"] <= ours_best[rank] + 1e-12:
+                mean = f"**{mean}**"
+            cell = f"{mean} ± {entry['std']:.4f}"
+            published = paper.get((table, group, reference, rank)) if reference else None
+            if published is not None:
+                cell += f" / {published:.4f} ({entry['mean'] - published:+.4f})"
+            cells.append(cell)
+            times.append(entry["time"])
+        mean_time = f"{np.nanmean(times):.3g}" if times else "—"
+        lines.append(
+            f"| {method} | {reference or '—'} | " + " | ".join(cells) + f" | {mean_time} |"
+        )
+    for method in PAPER_METHODS:
+        cells = []
+        for rank in ranks:
+            value = paper.get((table, group, method, rank))
+            if value is None:
+                cells.append("—")
+            elif value <= paper_best[rank] + 1e-12:
+                cells.append(f"_{value:.4f}_")
+            else:
+                cells.append(f"{value:.4f}")
+        lines.append(f"| {method} (paper) | | " + " | ".join(cells) + " | |")
+    verdicts = []
+    for method in methods:
+        columns = [
+            r for r in ranks if (table, group, method, r) in summary and np.isfinite(paper_best[r])
+        ]
+        if columns:
+            wins = sum(
+                summary[(table, group, method, r)]["mean"] <= paper_best[r] + _TIE for r in columns
+            )
+            verdicts.append(f"{method} {wins}/{len(columns)}")
+    if verdicts:
+        lines.append("")
+        lines.append(
+            "At or below the paper's best value of the column: " + ", ".join(verdicts) + "."
+        )
+    return lines
+
+
+def _render_ari(
+    table: int,
+    group: str,
+    summary: Mapping[tuple[int, str, str, int], dict],
+    methods: Sequence[str],
+) -> list[str]:
+    keys = [k for k in summary if k[0] == table and k[1] == group and summary[k]["ari"]]
+    if not keys:
+        return []
+    ranks = sorted({k[3] for k in keys})
+    labelings = sorted({name for k in keys for name in summary[k]["ari"]})
+    lines = []
+    for labeling in labelings:
+        lines += [
+            "",
+            f"Adjusted Rand index of the clusters read off V against {labeling} "
+            "(mean ± std; 1 = the known classes exactly):",
+            "",
+            "| Method | " + " | ".join(f"r = {r}" for r in ranks) + " |",
+            "|" + "---|" * (len(ranks) + 1),
+        ]
+        for method in methods:
+            cells = []
+            for rank in ranks:
+                entry = summary.get((table, group, method, rank))
+                value = entry["ari"].get(labeling) if entry else None
+                cells.append("—" if value is None else f"{value[0]:.3f} ± {value[1]:.3f}")
+            lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _meta_lines(directory: Path, experiment: str) -> list[str]:
+    path = directory / f"{experiment}.meta.json"
+    if not path.exists():
+        return []
+    meta = json.loads(path.read_text(encoding="utf-8"))
+    versions = ", ".join(f"{k} {v}" for k, v in sorted(meta.get("versions", {}).items()))
+    machine = meta.get("machine", {})
+    return [
+        f"Command: `{meta.get('command', '?')}`  ",
+        f"Date: {meta.get('date', '?')}; {machine.get('cpu_count', '?')} CPUs; {versions}",
+        "",
+    ]
+
+
+def render_report(results_dir: str | os.PathLike[str]) -> str:
+    """Markdown for every ``<table>.jsonl`` in ``results_dir``, paper values alongside."""
+    directory = Path(results_dir)
+    paper = load_paper_tables()
+    parts = [
+        "# Reproduction of Malik et al. (2021), Tables 1-6",
+        "",
+        "Each cell of ours: mean ± std of the relative error ||A - UVᵀ||²/||A||² over the runs / "
+        "the paper's value of the row named under *compared with* (our mean − paper). **Bold**: "
+        "the best of our methods in the column. Rows *(paper)* are the published values; "
+        "_italics_: the paper's best (underlined in the paper). time: mean seconds per run.",
+    ]
+    found = False
+    for name, experiment in EXPERIMENTS.items():
+        records = load_records(directory / f"{name}.jsonl")
+        if not records:
+            continue
+        found = True
+        # One record per run: the last successful one (two overlapping runs may both write).
+        ok = list({r["run_id"]: r for r in records if r.get("status") == "ok"}.values())
+        failed = {r["run_id"] for r in records if r.get("status") != "ok"}
+        failed -= {r["run_id"] for r in ok}
+        summary = summarize(ok)
+        methods = order_methods(r["method"] for r in ok)
+        parts += ["", f"## Table {experiment.number}: {experiment.title}", ""]
+        parts += _meta_lines(directory, name)
+        counts = sorted({e["count"] for e in summary.values()})
+        parts.append(f"Runs: {len(ok)} ok, {len(failed)} failed; runs per cell: {counts}.")
+        for group in group_order(r["group"] for r in ok):
+            parts += ["", f"### {_group_title(group)}", ""]
+            parts += _render_group(experiment.number, group, summary, paper, methods)
+            parts += _render_ari(experiment.number, group, summary, methods)
+    if not found:
+        parts += ["", f"No results found in {directory} (expected files like table1.jsonl)."]
+    return "\n".join(parts) + "\n"
+
+
+def write_report(
+    results_dir: str | os.PathLike[str], output: str | os.PathLike[str] | None = None
+) -> Path:
+    """Render the report and write it to ``output`` (default ``results_dir/report.md``)."""
+    path = Path(output) if output is not None else Path(results_dir) / "report.md"
+    path.write_text(render_report(results_dir), encoding="utf-8")
+    return path

@@ -1,0 +1,407 @@
+"""The native BMF solver: a time-budgeted portfolio of seeds, annealing and ALS polish.
+
+Strategy (one set of defaults for every input):
+
+1. Certificates first: rank 1 is solved exactly by enumeration when the smaller side is small
+   (:func:`bmfdsl.native.certify.exact_rank1`); error 0 is optimal by definition.
+2. Seeds: the caller's ``initial_factors``, and the greedy densest row/column cover (the
+   paper's baseline, S1 Algorithm 2), each polished by ALS (ALS never worsens a start; on sparse
+   data these seeds are hard to beat).
+3. Restarts until the time budget is spent, cycling through simulated annealing from random
+   states, parallel tempering, and annealing re-heated from the best state so far, each over
+   heat-bath row moves (:mod:`bmfdsl.native.anneal`) and finished by ALS on the full matrix.
+   Tall matrices are annealed on a uniform sample of rows (alternately ``n`` rows, like the
+   paper's square core, and ``core_rows`` rows); the full ``U`` then follows by exact BLS and
+   ALS.
+
+All-zero rows and columns are dropped (their factor rows are zero in every optimum, unless
+that factor is one-hot) and wide inputs are transposed internally so that ``m >= n``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from bmfdsl.errors import InvalidParameterError
+from bmfdsl.native.anneal import (
+    als_polish,
+    anneal_replicas,
+    rank1_anneal,
+    row_codes,
+    total_error,
+)
+from bmfdsl.native.certify import DEFAULT_MAX_ENUMERATION, exact_rank1
+from bmfdsl.validation import check_binary_matrix, check_random_state, check_rank
+
+__all__ = ["NativeResult", "NativeSettings", "auto_time_limit", "solve_bmf"]
+
+# Seconds per matrix cell per sweep for one replica at rank 5, refined by measurement.
+_PRIOR_SECONDS_PER_CELL = 2.5e-8
+
+
+@dataclass(frozen=True)
+class NativeSettings:
+    """Settings of :func:`solve_bmf`; the defaults are used for every table of the paper.
+
+    Attributes:
+        time_limit: seconds for the whole solve (certificates, seeds, restarts); the solver
+            stops early once the error is 0. ``None``: :func:`auto_time_limit` (1 s up to
+            300,000 matrix cells, growing linearly to at most 4.8 s).
+        num_reads: maximum number of annealing restarts (``None``: as many as fit in
+            ``time_limit``).
+        sweeps: maximum sweeps per annealing run (fewer on big inputs so a run takes at most a
+            quarter of the budget).
+        replicas: chains per run (independent for annealing, a temperature ladder for
+            parallel tempering).
+        t_hot, t_cold: temperature range in units of squared error per row.
+        core_rows: tall matrices are annealed on row samples of this size (every other run)
+            and of ``n`` rows (the others).
+        max_solves: cap on exact BLS solves per ALS polish.
+        max_enumeration: cost cap of the rank-1 certificate (``2**lines * rows``).
+        num_solutions: how many distinct solutions to return (best first).
+    """
+
+    time_limit: float | None = None
+    num_reads: int | None = None
+    sweeps: int = 500
+    replicas: int = 4
+    t_hot: float = 3.0
+    t_cold: float = 0.05
+    core_rows: int = 120
+    max_solves: int = 100
+    max_enumeration: int = DEFAULT_MAX_ENUMERATION
+    num_solutions: int = 1
+
+    def __post_init__(self) -> None:
+        checks = {
+            "time_limit": self.time_limit is None or self.time_limit >= 0,
+            "sweeps": self.sweeps >= 1,
+            "replicas": self.replicas >= 1,
+            "t_hot": self.t_hot > 0,
+            "t_cold": 0 < self.t_cold <= self.t_hot,
+            "core_rows": self.core_rows >= 1,
+            "max_solves": self.max_solves >= 1,
+            "max_enumeration": self.max_enumeration >= 0,
+            "num_solutions": self.num_solutions >= 1,
+        }
+        if self.num_reads is not None:
+            checks["num_reads"] = self.num_reads >= 0
+        bad = [name for name, ok in checks.items() if not ok]
+        if bad:
+            values = ", ".join(f"{name}={getattr(self, name)!r}" for name in bad)
+            raise InvalidParameterError(
+                f"invalid native solver setting(s): {values}; time_limit, max_enumeration and "
+                "num_reads must be >= 0, 0 < t_cold <= t_hot, the rest >= 1"
+            )
+
+
+@dataclass
+class NativeResult:
+    """Solutions best first as ``(U, V, error)`` plus an info dict (timings, certificate)."""
+
+    solutions: list[tuple[np.ndarray, np.ndarray, int]]
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class _Pool:
+    """The best distinct solutions seen so far."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.items: list[tuple[int, np.ndarray, np.ndarray]] = []
+
+    @property
+    def best_error(self) -> int | None:
+        return self.items[0][0] if self.items else None
+
+    def add(self, error: int, U: np.ndarray, V: np.ndarray) -> None:
+        for known_error, known_U, known_V in self.items:
+            if known_error == error and np.array_equal(known_U, U) and np.array_equal(known_V, V):
+                return
+        self.items.append((int(error), U.copy(), V.copy()))
+        self.items.sort(key=lambda item: item[0])
+        del self.items[self.size :]
+
+
+def _random_factor(rng: np.random.Generator, shape: tuple[int, ...], one_hot: bool) -> np.ndarray:
+    if not one_hot:
+        return (rng.random(shape) < 0.5).astype(np.int8)
+    out = np.zeros(shape, dtype=np.int8)
+    picks = rng.integers(shape[-1], size=shape[:-1])
+    np.put_along_axis(out, picks[..., None], 1, axis=-1)
+    return out
+
+
+def _project_one_hot(F: np.ndarray) -> np.ndarray:
+    """Rows with exactly one 1 stay; others keep their first 1 (or get column 0)."""
+    out = np.zeros_like(F, dtype=np.int8)
+    out[np.arange(F.shape[0]), np.argmax(F, axis=1)] = 1
+    return out
+
+
+def _greedy_cover(A: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray]:
+    """The paper's baseline (S1 Algorithm 2): eliminate the densest residual row or column."""
+    m, n = A.shape
+    U = np.zeros((m, rank), dtype=np.int8)
+    V = np.zeros((n, rank), dtype=np.int8)
+    for k in range(rank):
+        E = A.astype(np.int64) - U.astype(np.int64) @ V.T.astype(np.int64)
+        row_sums, col_sums = E.sum(axis=1), E.sum(axis=0)
+        i, j = int(np.argmax(row_sums)), int(np.argmax(col_sums))
+        if row_sums[i] < col_sums[j]:
+            U[:, k] = E[:, j] == 1
+            V[j, k] = 1
+        else:
+            U[i, k] = 1
+            V[:, k] = E[i, :] == 1
+    if np.count_nonzero(A == 0) < total_error(A, U, V):
+        U[:] = 0
+        V[:] = 0
+        U[:, 0] = 1
+        V[:, 0] = 1
+    return U, V
+
+
+class _Solver:
+    def __init__(
+        self,
+        A: np.ndarray,
+        rank: int,
+        one_hot: str | None,
+        settings: NativeSettings,
+        rng: np.random.Generator,
+    ) -> None:
+        self.A = A
+        self.rank = rank
+        self.one_hot_u = one_hot == "U"
+        self.one_hot_v = one_hot == "V"
+        self.settings = settings
+        self.rng = rng
+        self.codes_u = row_codes(rank, self.one_hot_u)
+        self.codes_v = row_codes(rank, self.one_hot_v)
+        self.pool = _Pool(settings.num_solutions)
+        self.seconds_per_cell = _PRIOR_SECONDS_PER_CELL * (2**rank + 8) / 40
+        self.counts: dict[str, int] = {"seeds": 0, "anneal": 0, "tempering": 0, "reheat": 0}
+
+    def feasible(self, U: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        U = np.ascontiguousarray(U, dtype=np.int8)
+        V = np.ascontiguousarray(V, dtype=np.int8)
+        if self.one_hot_u:
+            U = _project_one_hot(U)
+        if self.one_hot_v:
+            V = _project_one_hot(V)
+        return U, V
+
+    def polish(self, U: np.ndarray, V: np.ndarray) -> int:
+        U, V = self.feasible(U, V)
+        error, _ = als_polish(self.A, U, V, *self.codes_u, *self.codes_v, self.settings.max_solves)
+        self.pool.add(int(error), U, V)
+        return int(error)
+
+    def anneal_rank1(self, deadline: float) -> None:
+        """Rank 1 without one-hot: anneal ``v`` on the exact objective of the full matrix."""
+        A, settings, rng = self.A, self.settings, self.rng
+        m, n = A.shape
+        budget = max(deadline - time.perf_counter(), 0.0) / 4
+        per_sweep = self.seconds_per_cell * A.size
+        sweeps = int(min(settings.sweeps, max(20, budget / per_sweep)))
+        scale = max(1.0, m / n)  # gains span m rows
+        temperatures = np.geomspace(settings.t_hot * scale, settings.t_cold * scale, sweeps)
+        v = np.asarray(rng.random(n) < 0.5, dtype=np.int8)
+        started = time.perf_counter()
+        best_v, _ = rank1_anneal(A, v, temperatures, int(rng.integers(2**31 - 1)))
+        self.seconds_per_cell = (time.perf_counter() - started) / (sweeps * A.size)
+        self.counts["rank1"] = self.counts.get("rank1", 0) + 1
+        self.polish(np.zeros((m, 1), np.int8), best_v[:, None].copy())
+
+    def anneal(self, mode: str, core_rows: int, deadline: float) -> None:
+        A, settings, rng = self.A, self.settings, self.rng
+        m, n = A.shape
+        if mode == "rank1":
+            self.anneal_rank1(deadline)
+            return
+        if m > core_rows:
+            rows = np.sort(rng.choice(m, size=core_rows, replace=False))
+            core = np.ascontiguousarray(A[rows])
+        else:
+            rows, core = None, A
+        R = settings.replicas
+        budget = max(deadline - time.perf_counter(), 0.0) / 4
+        per_sweep = self.seconds_per_cell * core.size * R
+        sweeps = int(min(settings.sweeps, max(50, budget / per_sweep)))
+        v_scale = max(1.0, core.shape[0] / n)
+        if mode == "tempering":
+            ladder = np.geomspace(settings.t_cold, settings.t_hot, R)
+            temperatures = np.repeat(ladder[None, :], sweeps, axis=0)
+        else:
+            t_hot = settings.t_hot / 3 if mode == "reheat" else settings.t_hot
+            column = np.geomspace(t_hot, settings.t_cold, sweeps)
+            temperatures = np.repeat(column[:, None], R, axis=1)
+        U = _random_factor(rng, (R, core.shape[0], self.rank), self.one_hot_u)
+        V = _random_factor(rng, (R, n, self.rank), self.one_hot_v)
+        if mode == "reheat" and self.pool.items:
+            _, best_U, best_V = self.pool.items[0]
+            U[:] = best_U if rows is None else best_U[rows]
+            V[:] = best_V
+        best_U = np.zeros((core.shape[0], self.rank), dtype=np.int8)
+        best_V = np.zeros((n, self.rank), dtype=np.int8)
+        started = time.perf_counter()
+        anneal_replicas(
+            core,
+            U,
+            V,
+            np.ascontiguousarray(temperatures),
+            mode == "tempering",
+            *self.codes_u,
+            *self.codes_v,
+            int(rng.integers(2**31 - 1)),
+            best_U,
+            best_V,
+            v_scale,
+        )
+        elapsed = time.perf_counter() - started
+        self.seconds_per_cell = elapsed / (sweeps * R * core.size)
+        self.counts[mode] += 1
+        if rows is not None:  # U for the full matrix follows from V by exact BLS (in ALS)
+            best_U = _random_factor(rng, (m, self.rank), self.one_hot_u)
+        self.polish(best_U, best_V)
+
+
+def auto_time_limit(shape: tuple[int, int]) -> float:
+    """The default budget in seconds: 1 s up to 300,000 cells, then linear, at most 4.8 s
+    (the last restart may overrun the budget by a few hundredths of a second).
+
+    >>> auto_time_limit((30, 30)), auto_time_limit((2000, 30)), auto_time_limit((50000, 30))
+    (1.0, 1.0, 4.8)
+    """
+    return float(min(4.8, max(1.0, shape[0] * shape[1] / 300_000)))
+
+
+def _validate_one_hot(one_hot: Any) -> str | None:
+    if one_hot in (None, "U", "V"):
+        return one_hot
+    raise InvalidParameterError(f"one_hot must be None, 'U' or 'V'; got {one_hot!r}")
+
+
+def solve_bmf(
+    A: Any,
+    rank: int,
+    *,
+    one_hot: str | None = None,
+    initial_factors: Any = (),
+    seed: Any = None,
+    settings: NativeSettings | None = None,
+) -> NativeResult:
+    """Minimise ``||A - U Vᵀ||²_F`` over 0/1 ``U`` (``m x rank``) and ``V`` (``n x rank``).
+
+    Args:
+        A: 0/1 matrix (array-like or scipy sparse).
+        rank: number of columns of ``U`` and ``V``.
+        one_hot: ``"V"`` (or ``"U"``) to require exactly one 1 in every row of that factor.
+        initial_factors: warm starts, an iterable of ``(U, V)`` pairs.
+        seed: ``None``, an int or a numpy Generator; equal seeds give equal results when the
+            run is bounded by ``num_reads`` rather than by time.
+        settings: :class:`NativeSettings` (defaults when ``None``).
+
+    Returns:
+        :class:`NativeResult` with solutions best first and ``info`` holding the timings,
+        the strategy counts and ``certificate`` (``{"optimal": bool, "reason": str | None}``).
+
+    >>> A = np.kron(np.eye(2, dtype=int), np.ones((2, 3), dtype=int))
+    >>> result = solve_bmf(A, 2, seed=0)
+    >>> U, V, error = result.solutions[0]
+    >>> error, result.info["certificate"]["optimal"]
+    (0, True)
+    """
+    started = time.perf_counter()
+    settings = settings or NativeSettings()
+    A = check_binary_matrix(A)
+    rank = check_rank(rank, A.shape)
+    one_hot = _validate_one_hot(one_hot)
+    rng = check_random_state(seed)
+    time_limit = auto_time_limit(A.shape) if settings.time_limit is None else settings.time_limit
+    deadline = started + time_limit
+    warm = [(np.asarray(U), np.asarray(V)) for U, V in initial_factors]
+    for U, V in warm:
+        if U.shape != (A.shape[0], rank) or V.shape != (A.shape[1], rank):
+            raise InvalidParameterError(
+                f"initial factors must have shapes {(A.shape[0], rank)} and "
+                f"{(A.shape[1], rank)}; got {U.shape} and {V.shape}"
+            )
+    # all-zero rows / columns of A take all-zero factor rows in every optimum (unless one-hot)
+    full_shape = A.shape
+    keep_rows = A.any(axis=1) | (one_hot == "U")
+    keep_cols = A.any(axis=0) | (one_hot == "V")
+    if not keep_rows.any() or not keep_cols.any():
+        keep_rows[:1] = keep_cols[:1] = True  # solve a 1x1 zero problem instead of nothing
+    A = np.ascontiguousarray(A[np.ix_(keep_rows, keep_cols)])
+    warm = [(U[keep_rows], V[keep_cols]) for U, V in warm]
+    transposed = A.shape[1] > A.shape[0]
+    if transposed:
+        A = np.ascontiguousarray(A.T)
+        one_hot = {"U": "V", "V": "U", None: None}[one_hot]
+        warm = [(V, U) for U, V in warm]
+    solver = _Solver(A, rank, one_hot, settings, rng)
+    certificate: dict[str, Any] = {"optimal": False, "reason": None}
+
+    if rank == 1 and one_hot is None:
+        exact = exact_rank1(A, max_enumeration=settings.max_enumeration)
+        if exact is not None:
+            solver.pool.add(exact[2], exact[0], exact[1])
+            certificate = {"optimal": True, "reason": "rank-1 enumeration"}
+    elif rank == 1:  # the one-hot factor is all ones; the other follows by exact BLS
+        solver.polish(np.ones((A.shape[0], 1), np.int8), np.ones((A.shape[1], 1), np.int8))
+        certificate = {"optimal": True, "reason": "rank-1 one-hot: the factor is all ones"}
+    seeded = time.perf_counter()
+    if not certificate["optimal"]:
+        for U, V in [*warm, _greedy_cover(A, rank)]:
+            solver.polish(U, V)
+            solver.counts["seeds"] += 1
+    # (mode, core size): a square core (as in the paper's row sampling) suits planted
+    # structure, a bigger one suits noisy data; both are cheap.
+    small, large = A.shape[1], max(settings.core_rows, A.shape[1])
+    modes = (("anneal", small), ("tempering", large), ("anneal", large), ("reheat", large))
+    if rank == 1 and one_hot is None:
+        modes = (("rank1", 0), ("anneal", small), ("rank1", 0), ("tempering", large))
+    restarts = 0
+    while not certificate["optimal"] and solver.pool.best_error != 0:
+        if settings.num_reads is not None and restarts >= settings.num_reads:
+            break
+        if settings.num_reads is None and restarts and time.perf_counter() >= deadline:
+            break
+        mode, core_rows = modes[restarts % len(modes)]
+        solver.anneal(mode, core_rows, deadline)
+        restarts += 1
+    if solver.pool.best_error == 0:
+        certificate = {"optimal": True, "reason": "zero error"}
+    for U, V in warm:  # warm starts are kept among the answers even when certified
+        solver.polish(U, V)
+    solutions = []
+    for error, U, V in solver.pool.items:
+        if transposed:
+            U, V = V, U
+        full_U = np.zeros((full_shape[0], rank), dtype=np.int8)
+        full_V = np.zeros((full_shape[1], rank), dtype=np.int8)
+        full_U[keep_rows], full_V[keep_cols] = U, V
+        solutions.append((full_U, full_V, error))
+    finished = time.perf_counter()
+    info = {
+        "solver": "native",
+        "certificate": certificate,
+        "restarts": restarts,
+        "strategies": dict(solver.counts),
+        "transposed": transposed,
+        "reduced_shape": A.T.shape if transposed else A.shape,
+        "time_limit": time_limit,
+        "timing": {
+            "certificate_and_setup": seeded - started,
+            "search": finished - seeded,
+            "total": finished - started,
+        },
+        "settings": {name: getattr(settings, name) for name in NativeSettings.__dataclass_fields__},
+    }
+    return NativeResult(solutions=solutions, info=info)

@@ -1,0 +1,258 @@
+"""The native structure-aware BMF solver: kernels, certificates, portfolio and backend."""
+
+from __future__ import annotations
+
+import itertools
+import time
+import unittest
+import warnings
+
+import dimod
+import dimod.testing
+import numpy as np
+import pytest
+
+from bmfdsl.backends.native import NativeFallbackWarning, NativeSampler
+from bmfdsl.datasets import make_bernoulli, make_exact_rank
+from bmfdsl.errors import InvalidParameterError, UnknownNameError
+from bmfdsl.native.anneal import als_polish, anneal_replicas, row_codes, total_error
+from bmfdsl.native.certify import exact_rank1
+from bmfdsl.native.portfolio import NativeSettings, solve_bmf
+from bmfdsl.result import squared_error
+from bmfdsl.structure import BMFStructure
+
+
+def _all_factors(rows: int, rank: int, one_hot: bool = False):
+    for bits in itertools.product((0, 1), repeat=rows * rank):
+        F = np.array(bits, dtype=np.int8).reshape(rows, rank)
+        if one_hot and not (F.sum(axis=1) == 1).all():
+            continue
+        yield F
+
+
+def _brute_force(A: np.ndarray, rank: int, one_hot: str | None = None) -> int:
+    m, n = A.shape
+    best = None
+    for U in _all_factors(m, rank, one_hot == "U"):
+        for V in _all_factors(n, rank, one_hot == "V"):
+            error = squared_error(A, U, V)
+            best = error if best is None else min(best, error)
+    return best
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3, 5])
+def test_row_codes_are_a_gray_sequence_of_every_code(rank):
+    codes, flips = row_codes(rank, one_hot=False)
+    assert len({tuple(c) for c in codes.tolist()}) == 2**rank
+    for t in range(1, 2**rank):
+        differ = np.flatnonzero(codes[t] != codes[t - 1])
+        assert differ.tolist() == [flips[t]]
+    one_hot, _ = row_codes(rank, one_hot=True)
+    assert (one_hot.sum(axis=1) == 1).all() and len(one_hot) == rank
+
+
+def _bls_reference(A, V, one_hot=False):
+    """Independent exact BLS: try every code for every row."""
+    codes = np.array(list(_all_factors(1, V.shape[1], one_hot))).reshape(-1, V.shape[1])
+    errors = ((A[:, None, :] - (codes @ V.T)[None, :, :]) ** 2).sum(axis=2)
+    return errors.min(axis=1).sum()
+
+
+@pytest.mark.parametrize("one_hot", [False, True])
+def test_first_als_solve_is_an_exact_bls(one_hot):
+    rng = np.random.default_rng(3)
+    A = (rng.random((12, 7)) < 0.5).astype(np.int8)
+    V = (rng.random((7, 3)) < 0.5).astype(np.int8)
+    U = np.zeros((12, 3), np.int8)
+    U[:, 0] = 1  # feasible for both variants
+    codes_u = row_codes(3, one_hot)
+    error, solves = als_polish(A, U, V.copy(), *codes_u, *row_codes(3, False), 1)
+    assert solves == 1
+    assert error == _bls_reference(A.astype(int), V.astype(int), one_hot)
+    assert error == squared_error(A, U, V)
+
+
+def test_als_never_worsens_and_reports_the_true_error():
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        A = (rng.random((15, 9)) < 0.4).astype(np.int8)
+        U = (rng.random((15, 3)) < 0.5).astype(np.int8)
+        V = (rng.random((9, 3)) < 0.5).astype(np.int8)
+        before = squared_error(A, U, V)
+        error, _ = als_polish(A, U, V, *row_codes(3, False), *row_codes(3, False), 100)
+        assert error <= before
+        assert error == squared_error(A, U, V)
+
+
+@pytest.mark.parametrize("swap", [False, True])
+def test_anneal_replicas_tracks_exact_errors(swap):
+    rng = np.random.default_rng(1)
+    A = (rng.random((10, 8)) < 0.5).astype(np.int8)
+    R, r, S = 3, 2, 40
+    U = (rng.random((R, 10, r)) < 0.5).astype(np.int8)
+    V = (rng.random((R, 8, r)) < 0.5).astype(np.int8)
+    temperatures = np.repeat(np.geomspace(2.0, 0.1, S)[:, None], R, axis=1)
+    best_U, best_V = np.zeros((10, r), np.int8), np.zeros((8, r), np.int8)
+    codes = row_codes(r, False)
+    out = anneal_replicas(A, U, V, temperatures, swap, *codes, *codes, 5, best_U, best_V)
+    for rep in range(R):
+        assert out[rep] == squared_error(A, U[rep], V[rep])
+    assert out[R] == squared_error(A, best_U, best_V) <= out[:R].min()
+    assert total_error(A, best_U, best_V) == out[R]
+
+
+def test_exact_rank1_matches_brute_force():
+    rng = np.random.default_rng(7)
+    for trial in range(25):
+        m, n = rng.integers(1, 6, size=2)
+        A = (rng.random((m, n)) < rng.random()).astype(np.int8)
+        if trial % 4 == 0 and n > 1:
+            A[:, -1] = A[:, 0]  # duplicate columns are merged
+        u, v, error = exact_rank1(A)
+        assert error == squared_error(A, u, v) == _brute_force(A, 1)
+
+
+def test_exact_rank1_refuses_when_too_costly():
+    A = make_bernoulli(30, 30, 0.5, random_state=0)
+    assert exact_rank1(A, max_enumeration=1000) is None
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3, 4, 5])
+def test_planted_30x30_recovered_and_certified(rank):
+    A = make_exact_rank(30, 30, rank, random_state=100 + rank)
+    result = solve_bmf(A, rank, seed=rank, settings=NativeSettings(time_limit=5.0))
+    U, V, error = result.solutions[0]
+    assert error == 0 == squared_error(A, U, V)
+    assert result.info["certificate"]["optimal"]
+
+
+@pytest.mark.parametrize(("shape", "rank", "one_hot"), [((4, 3), 2, None), ((3, 4), 2, "V")])
+def test_tiny_instances_reach_the_brute_force_optimum(shape, rank, one_hot):
+    rng = np.random.default_rng(11)
+    for _ in range(3):
+        A = (rng.random(shape) < 0.5).astype(np.int8)
+        result = solve_bmf(A, rank, one_hot=one_hot, seed=0, settings=NativeSettings(num_reads=4))
+        assert result.solutions[0][2] == _brute_force(A, rank, one_hot)
+
+
+@pytest.mark.parametrize("side", ["U", "V"])
+def test_one_hot_rows_stay_one_hot(side):
+    A = make_bernoulli(25, 12, 0.5, random_state=2)
+    result = solve_bmf(
+        A, 3, one_hot=side, seed=0, settings=NativeSettings(num_reads=4, num_solutions=3)
+    )
+    for U, V, error in result.solutions:
+        factor = U if side == "U" else V
+        assert (factor.sum(axis=1) == 1).all()
+        assert error == squared_error(A, U, V)
+
+
+def test_rank1_one_hot_is_certified():
+    A = make_bernoulli(10, 6, 0.5, random_state=4)
+    result = solve_bmf(A, 1, one_hot="V")
+    assert result.info["certificate"]["optimal"]
+    assert result.solutions[0][2] == _brute_force(A, 1, "V")
+
+
+def test_same_seed_same_result():
+    A = make_bernoulli(30, 30, 0.5, random_state=5)
+    settings = NativeSettings(num_reads=3, time_limit=60.0)
+    first = solve_bmf(A, 4, seed=9, settings=settings).solutions[0]
+    second = solve_bmf(A, 4, seed=9, settings=settings).solutions[0]
+    assert first[2] == second[2]
+    assert np.array_equal(first[0], second[0]) and np.array_equal(first[1], second[1])
+
+
+def test_time_limit_is_honoured_roughly():
+    A = make_bernoulli(30, 30, 0.5, random_state=6)
+    solve_bmf(A, 5, seed=0, settings=NativeSettings(num_reads=1))  # warm the JIT cache
+    started = time.perf_counter()
+    result = solve_bmf(A, 5, seed=0, settings=NativeSettings(time_limit=0.3))
+    elapsed = time.perf_counter() - started
+    assert 0.25 <= elapsed < 1.0
+    assert result.info["restarts"] >= 1
+
+
+def test_tall_and_wide_planted_matrices():
+    A = make_exact_rank(3000, 20, 3, random_state=8)
+    for data in (A, A.T):
+        result = solve_bmf(data, 3, seed=1, settings=NativeSettings(time_limit=5.0))
+        U, V, error = result.solutions[0]
+        assert error == 0 == squared_error(data, U, V)
+        assert U.shape == (data.shape[0], 3) and V.shape == (data.shape[1], 3)
+
+
+def test_warm_start_is_used_and_validated():
+    A, U0, V0 = make_exact_rank(20, 15, 3, random_state=3, return_factors=True)
+    result = solve_bmf(A, 3, initial_factors=[(U0, V0)], settings=NativeSettings(num_reads=0))
+    assert result.solutions[0][2] == 0
+    with pytest.raises(InvalidParameterError, match="shapes"):
+        solve_bmf(A, 3, initial_factors=[(U0[:5], V0)])
+
+
+def test_all_zero_matrix_and_bad_settings():
+    result = solve_bmf(np.zeros((5, 4), dtype=int), 2, settings=NativeSettings(num_reads=1))
+    assert result.solutions[0][2] == 0
+    with pytest.raises(InvalidParameterError, match="t_cold"):
+        NativeSettings(t_cold=5.0, t_hot=1.0)
+    with pytest.raises(InvalidParameterError, match="one_hot"):
+        solve_bmf(np.ones((3, 3)), 1, one_hot="W")
+
+
+def test_sample_structure_returns_feasible_exact_energies():
+    A = make_bernoulli(20, 10, 0.5, random_state=1)
+    decoded, info = NativeSampler().sample_structure(
+        BMFStructure(A, 3, "V"), num_reads=2, num_solutions=2, seed=3
+    )
+    assert decoded and info["backend"] == "native"
+    assert [d.error for d in decoded] == sorted(d.error for d in decoded)
+    for sample in decoded:
+        assert sample.energy == sample.error == squared_error(A, sample.U, sample.V)
+        assert (sample.V.sum(axis=1) == 1).all() and sample.feasible
+    with pytest.raises(UnknownNameError, match="num_sweps"):
+        NativeSampler().sample_structure(BMFStructure(A, 2), num_sweps=3)
+
+
+def test_plain_bqm_falls_back_to_da_with_a_warning():
+    bqm = dimod.BinaryQuadraticModel({"a": -1.0, "b": 1.0}, {("a", "b"): -2.0}, 0.0, "SPIN")
+    with pytest.warns(NativeFallbackWarning, match="'da'"):
+        sampleset = NativeSampler().sample(bqm, num_reads=3, num_sweeps=100, seed=1)
+    assert sampleset.info["fallback"] == "da"
+    assert sampleset.first.energy == min(dimod.ExactSolver().sample(bqm).record.energy)
+
+
+def test_native_passes_dimod_conformance():
+    sampler = NativeSampler()
+    dimod.testing.assert_sampler_api(sampler)
+
+    @dimod.testing.load_sampler_bqm_tests(sampler, max_num_variables=6)
+    class Conformance(unittest.TestCase):
+        pass
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NativeFallbackWarning)
+        result = unittest.TextTestRunner(verbosity=0).run(
+            unittest.defaultTestLoader.loadTestsFromTestCase(Conformance)
+        )
+    assert result.wasSuccessful(), result.failures + result.errors
+
+
+def test_solve_uses_the_structure_path():
+    solve_module = pytest.importorskip("bmfdsl.solve")
+    compile_module = pytest.importorskip("bmfdsl.compile")
+    A = make_exact_rank(12, 10, 2, random_state=4)
+    compiled = compile_module.compile_model("formulation1", A, 2)
+    decoded = solve_module.solve(compiled, NativeSampler(), lam=1.0, seed=0)
+    assert decoded[0].error == 0 == squared_error(A, decoded[0].U, decoded[0].V)
+
+
+def test_zero_rows_and_columns_are_dropped_and_restored():
+    rng = np.random.default_rng(12)
+    A = np.zeros((5, 4), dtype=np.int8)
+    A[np.ix_([0, 2, 3], [1, 3])] = rng.random((3, 2)) < 0.7
+    A[0, 1] = 1
+    for one_hot in (None, "U", "V"):
+        result = solve_bmf(A, 2, one_hot=one_hot, seed=0, settings=NativeSettings(num_reads=2))
+        U, V, error = result.solutions[0]
+        assert U.shape == (5, 2) and V.shape == (4, 2)
+        assert error == squared_error(A, U, V) == _brute_force(A, 2, one_hot)
