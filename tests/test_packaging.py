@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 import zipfile
@@ -13,15 +12,22 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
-def test_models_and_backends_are_subpackages_of_bmfdsl():
-    import bmfdsl.backends
-    import bmfdsl.models
-
-    assert Path(bmfdsl.models.__file__).parent == REPO / "models"
-    assert Path(bmfdsl.backends.__file__).parent == REPO / "backends"
+def test_models_and_backends_are_subpackages_of_bmfdsl(tmp_path):
+    """Through the installed package only: a fresh interpreter outside the repo."""
+    code = (
+        "import importlib.util, pathlib, bmfdsl.models, bmfdsl.backends; "
+        "print(pathlib.Path(bmfdsl.models.__file__).parent, "
+        "pathlib.Path(bmfdsl.backends.__file__).parent, "
+        "importlib.util.find_spec('models'), importlib.util.find_spec('backends'))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True
+    )
+    models_dir, backends_dir, models_spec, backends_spec = out.stdout.split()
+    assert Path(models_dir) == REPO / "models"
+    assert Path(backends_dir) == REPO / "backends"
     # No generic top-level names are installed or importable by accident.
-    for squatted in ("models", "backends"):
-        assert importlib.util.find_spec(squatted) is None, f"'{squatted}' is importable"
+    assert models_spec == "None" and backends_spec == "None"
 
 
 def test_py_typed_marker_is_shipped():
