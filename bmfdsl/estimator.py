@@ -133,9 +133,7 @@ class BinaryMatrixFactorization:
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "components_"):
-            raise NotFittedError(
-                f"this {type(self).__name__} is not fitted yet; call fit(X) first"
-            )
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit(X) first")
 
     def transform(self, X: Any) -> np.ndarray:
         """The 0/1 ``W`` minimising ``||X - W H||²_F`` for the fitted ``H`` (exact BLS)."""
@@ -146,8 +144,7 @@ class BinaryMatrixFactorization:
         X = check_binary_matrix(X, name="X")
         if X.shape[1] != self.n_features_in_:
             raise InvalidParameterError(
-                f"X has {X.shape[1]} features, but the model was fitted with "
-                f"{self.n_features_in_}"
+                f"X has {X.shape[1]} features, but the model was fitted with {self.n_features_in_}"
             )
         return solve_bls(X, self.components_.T, one_hot=self.one_hot == "U")
 

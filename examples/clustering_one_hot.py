@@ -21,5 +21,7 @@ result = bmfdsl.factorize(A, 2, one_hot="V", random_state=0)
 clusters = result.V.argmax(axis=1)
 print("true clusters :", labels)
 print("found clusters:", clusters)
-print(f"relative error {result.relative_error:.3f}; each column in one cluster:",
-      bool((result.V.sum(axis=1) == 1).all()))
+print(
+    f"relative error {result.relative_error:.3f}; each column in one cluster:",
+    bool((result.V.sum(axis=1) == 1).all()),
+)

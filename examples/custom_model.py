@@ -1,6 +1,6 @@
 """Write your own model script and solve it on any backend.
 
-    python examples/custom_model.py
+python examples/custom_model.py
 """
 
 from pathlib import Path
@@ -16,5 +16,7 @@ print(compiled, "->", compiled.num_variables, "variables, weights", compiled.res
 
 for backend in ("neal", "native"):
     best = bmfdsl.solve(compiled, backend=backend, seed=3)[0]
-    print(f"{backend:7} error {best.error:3d}  broken {best.broken}  rows of U one-hot: "
-          f"{bool((best.U.sum(axis=1) == 1).all())}")
+    print(
+        f"{backend:7} error {best.error:3d}  broken {best.broken}  rows of U one-hot: "
+        f"{bool((best.U.sum(axis=1) == 1).all())}"
+    )

@@ -1,6 +1,6 @@
 """Tune the penalty weight without recompiling: one compilation, many weights.
 
-    python examples/lambda_sweep.py
+python examples/lambda_sweep.py
 """
 
 import bmfdsl

@@ -1,6 +1,6 @@
 """Quickstart: factorize a small planted 0/1 matrix with local solvers, no account needed.
 
-    python examples/quickstart.py
+python examples/quickstart.py
 """
 
 import numpy as np

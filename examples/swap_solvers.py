@@ -1,6 +1,6 @@
 """The same compiled model on every local solver: change one name.
 
-    python examples/swap_solvers.py
+python examples/swap_solvers.py
 """
 
 import bmfdsl
