@@ -18,6 +18,7 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(BIN)/ruff check bmfdsl models backends tests examples bench
+	$(BIN)/mypy bmfdsl models backends
 	$(BIN)/pytest
 
 bench: $(VENV)/.installed

@@ -43,6 +43,22 @@ _EXPORTS: dict[str, str] = {
     "factorize": "bmfdsl.factorize",
     "BinaryMatrixFactorization": "bmfdsl.estimator",
     "read_matrix": "bmfdsl.io",
+    "BackendInfo": "bmfdsl.backends.registry",
+    "SolveResult": "bmfdsl.solve",
+    "SweepResult": "bmfdsl.solve",
+    "SweepSetting": "bmfdsl.solve",
+    "solve_bls": "bmfdsl.bls",
+    "als": "bmfdsl.als",
+    "ALSResult": "bmfdsl.als",
+    "sample_rows": "bmfdsl.sampling",
+    "leverage_scores": "bmfdsl.sampling",
+    # data
+    "make_exact_rank": "bmfdsl.datasets",
+    "make_bernoulli": "bmfdsl.datasets",
+    "load_mnist": "bmfdsl.datasets",
+    "load_leukemia": "bmfdsl.datasets",
+    "load_melanoma": "bmfdsl.datasets",
+    "run_experiment": "bmfdsl.experiments.runner",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -62,9 +78,18 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from bmfdsl.backends.registry import get_backend, list_backends, register_backend
+    from bmfdsl.als import ALSResult, als
+    from bmfdsl.backends.registry import BackendInfo, get_backend, list_backends, register_backend
+    from bmfdsl.bls import solve_bls
     from bmfdsl.compile import compile_model, list_models
     from bmfdsl.compiled import CompiledModel
+    from bmfdsl.datasets import (
+        load_leukemia,
+        load_melanoma,
+        load_mnist,
+        make_bernoulli,
+        make_exact_rank,
+    )
     from bmfdsl.dsl import ModelBuilder
     from bmfdsl.errors import (
         BackendUnavailableError,
@@ -78,8 +103,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         UnknownNameError,
     )
     from bmfdsl.estimator import BinaryMatrixFactorization
+    from bmfdsl.experiments.runner import run_experiment
     from bmfdsl.factorize import factorize
     from bmfdsl.io import read_matrix
     from bmfdsl.result import DecodedSample, Factorization
-    from bmfdsl.solve import solve, sweep_weights
+    from bmfdsl.sampling import leverage_scores, sample_rows
+    from bmfdsl.solve import SolveResult, SweepResult, SweepSetting, solve, sweep_weights
     from bmfdsl.structure import BMFStructure
