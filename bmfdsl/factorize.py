@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError, UnknownNameError
-from bmfdsl.result import Factorization, relative_error, squared_error
+from bmfdsl.result import Factorization, relative_error, squared_error, to_jsonable
 from bmfdsl.validation import check_binary_matrix, check_random_state, check_rank
 
 __all__ = ["DEFAULT_BACKEND", "DEFAULT_WEIGHTS", "METHOD_NAMES", "factorize"]
@@ -274,22 +274,7 @@ def _solve_qubo(
         backend=name if isinstance(name, str) else type(name).__name__,
         weights=decoded.info.get("weights"),
         energy=best.energy,
-        backend_info=_jsonable(decoded.info.get("backend_info", {})),
+        backend_info=to_jsonable(decoded.info.get("backend_info", {})),
         structure_aware=decoded.info.get("weights") is None,
     )
     return best.U, best.V, dict(best.broken)
-
-
-def _jsonable(value: Any) -> Any:
-    """A JSON-friendly copy of solver info (numpy scalars and arrays become Python values)."""
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist() if value.size <= 64 else f"<array {value.shape}>"
-    if isinstance(value, str | int | float | bool) or value is None:
-        return value
-    return repr(value)

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import math
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-__all__ = ["DecodedSample", "Factorization", "relative_error", "squared_error"]
+__all__ = [
+    "DecodedSample",
+    "Factorization",
+    "relative_error",
+    "squared_error",
+    "to_jsonable",
+]
 
 
 # Entries of A handled per chunk by squared_error: its temporaries stay a few MB for any m.
@@ -152,3 +160,26 @@ class Factorization:
             "broken_constraints": dict(self.broken_constraints),
             "info": self.info,
         }
+
+
+def to_jsonable(value: Any) -> Any:
+    """A JSON-friendly copy of solver or run info.
+
+    Numpy scalars become Python values, small arrays lists, non-finite floats strings.
+
+    >>> to_jsonable({"a": np.int64(2), "b": (np.float32(0.5), float("inf"))})
+    {'a': 2, 'b': [0.5, 'inf']}
+    """
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return to_jsonable(value.item())
+    if isinstance(value, np.ndarray):
+        return value.tolist() if value.size <= 64 else f"<array {value.shape}>"
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return repr(value)

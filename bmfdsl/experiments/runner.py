@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import os
 import platform
 import sys
@@ -36,7 +35,7 @@ from bmfdsl.experiments.tables import (
     method_settings,
     stable_seed,
 )
-from bmfdsl.result import Factorization
+from bmfdsl.result import Factorization, to_jsonable
 
 __all__ = [
     "Method",
@@ -262,22 +261,6 @@ def build_matrix(
     return data.matrix, data.classes
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist() if value.size <= 64 else f"<array {value.shape}>"
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    return repr(value)
-
-
 def execute_run(task: RunTask, method: Method) -> dict[str, Any]:
     """Do one run and return its JSONL record (never raises for a failing method)."""
     experiment = get_experiment(task.experiment)
@@ -289,7 +272,7 @@ def execute_run(task: RunTask, method: Method) -> dict[str, Any]:
         "group": task.instance.group,
         "paper_m": task.instance.paper_m,
         "instance": task.instance.key,
-        "params": _jsonable(task.instance.params),
+        "params": to_jsonable(task.instance.params),
         "method": task.method,
         "rank": task.rank,
         "trial": task.trial,
@@ -316,11 +299,11 @@ def execute_run(task: RunTask, method: Method) -> dict[str, Any]:
         error=int(result.error),
         relative_error=float(result.relative_error),
         time=elapsed,
-        total_time=_jsonable(info.get("total_time", elapsed)),
-        timings=_jsonable(info.get("timings", {})),
-        backend=_jsonable(info.get("backend")),
-        broken_constraints=_jsonable(dict(result.broken_constraints)),
-        certified_optimal=_jsonable(info.get("certified_optimal")),
+        total_time=to_jsonable(info.get("total_time", elapsed)),
+        timings=to_jsonable(info.get("timings", {})),
+        backend=to_jsonable(info.get("backend")),
+        broken_constraints=to_jsonable(dict(result.broken_constraints)),
+        certified_optimal=to_jsonable(info.get("certified_optimal")),
     )
     if classes:
         clusters = clusters_from_factor(result.V)
@@ -467,7 +450,7 @@ def _write_meta(
 ) -> None:
     meta = {
         "experiment": experiment,
-        "settings": _jsonable(dict(settings)),
+        "settings": to_jsonable(dict(settings)),
         "command": command or " ".join(sys.argv),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "versions": _versions(),
