@@ -1,4 +1,4 @@
-"""``da``: the Digital Annealer's parallel-trial algorithm for any BQM, on the CPU (numba).
+"""``da``: the Digital Annealer's parallel-trial algorithm for any BQM (numba; numpy or CuPy).
 
 An open emulation of the algorithm of Aramon et al. (2019) described in
 :mod:`bmfdsl.native.da_kernel`: every iteration tries all N single flips "in parallel", applies
@@ -6,7 +6,11 @@ one accepted flip chosen uniformly, and raises an escape offset while nothing is
 One iteration makes as many flip trials as one sweep of simulated annealing, so ``num_sweeps``
 counts iterations. A replica-exchange mode runs a temperature ladder instead of a schedule.
 
-There is no GPU path: the CPU kernel is the only implementation.
+``device`` picks the implementation: ``"cpu"`` (default) is the numba kernel, one run after
+another with sparse couplings; ``"numpy"`` and ``"gpu"`` (CuPy, ``pip install "bmfdsl[gpu]"``)
+run all reads at once as array code with dense couplings (:mod:`bmfdsl.native.da_array`),
+``mode="anneal"`` only. The array path draws its own random numbers, so for one seed its
+samples differ from the CPU kernel's.
 """
 
 from __future__ import annotations
@@ -29,6 +33,12 @@ from bmfdsl.backends._common import (
     round_seeds,
 )
 from bmfdsl.errors import InvalidParameterError
+from bmfdsl.native.da_array import (
+    ArrayRuns,
+    available_array_devices,
+    dense_couplings,
+    get_array_module,
+)
 from bmfdsl.native.da_kernel import (
     da_anneal,
     da_chunk,
@@ -40,6 +50,7 @@ from bmfdsl.native.da_kernel import (
 __all__ = ["DASampler", "prepare_bqm"]
 
 _MODES = ("anneal", "replica-exchange")
+_DEVICES = ("cpu", "numpy", "gpu")
 
 
 def prepare_bqm(
@@ -127,12 +138,20 @@ class DASampler(BackendSampler):
         "mode": "'anneal' (default) or 'replica-exchange'",
         "num_replicas": "replicas per run in replica-exchange mode (default 8)",
         "swap_interval": "iterations between replica swaps (default 10)",
+        "device": "'cpu' (default, numba, sparse), or 'numpy' / 'gpu' (CuPy): all reads at "
+        "once as dense array code, mode 'anneal' only",
     }
 
     @property
     def properties(self) -> dict[str, Any]:
-        """Name, parameter descriptions, the modes and the device (always the CPU)."""
-        return {**super().properties, "modes": list(_MODES), "device": "cpu"}
+        """Name, parameter descriptions, the modes, the default device and the devices whose
+        modules are importable (``"gpu"`` still needs a usable CUDA device when used)."""
+        return {
+            **super().properties,
+            "modes": list(_MODES),
+            "device": "cpu",
+            "available_devices": ["cpu", *available_array_devices()],
+        }
 
     def _sample(self, bqm: dimod.BinaryQuadraticModel, **params: Any) -> dimod.SampleSet:
         num_reads = check_num_reads(params.get("num_reads", 10))
@@ -140,6 +159,13 @@ class DASampler(BackendSampler):
         mode = params.get("mode", "anneal")
         if mode not in _MODES:
             raise InvalidParameterError(f"mode must be one of {list(_MODES)}; got {mode!r}")
+        device = params.get("device", "cpu")
+        if device not in _DEVICES:
+            raise InvalidParameterError(f"device must be one of {list(_DEVICES)}; got {device!r}")
+        if device != "cpu" and mode != "anneal":
+            raise InvalidParameterError(
+                f"device {device!r} runs mode 'anneal' only; use device='cpu' for {mode!r}"
+            )
         h, indptr, indices, data, labels = prepare_bqm(bqm)
         hot, cold = default_temperatures(h, indptr, data)
         if "temperature_range" in params:
@@ -173,7 +199,12 @@ class DASampler(BackendSampler):
             return out
 
         started = time.perf_counter()
-        if "time_limit" in params and mode == "anneal":
+        if device != "cpu":
+            binary_samples, sweeps = self._anneal_array(
+                device, params, states, (h, indptr, indices, data), (hot, cold), interval,
+                increase, run_seeds[0],
+            )  # fmt: skip
+        elif "time_limit" in params and mode == "anneal":
             limit = check_time_limit(params["time_limit"])
             binary_samples, sweeps = self._anneal_for(
                 limit, states, (h, indptr, indices, data), (hot, cold), interval, increase,
@@ -198,13 +229,53 @@ class DASampler(BackendSampler):
         sampleset.info.update(
             algorithm="digital-annealer (parallel trial, escape offset)",
             mode=mode,
-            device="cpu",
+            device=device,
             num_sweeps=sweeps,
             temperature_range=(hot, cold),
             offset_increase=increase,
             anneal_time_s=anneal_time,
         )
         return sampleset
+
+    @staticmethod
+    def _anneal_array(
+        device: str,
+        params: dict[str, Any],
+        states: np.ndarray,
+        model: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+        temperature_range: tuple[float, float],
+        interval: int,
+        increase: float,
+        seed: int,
+    ) -> tuple[np.ndarray, int]:
+        """All reads at once on the array ``device``, for ``num_sweeps`` iterations or, with
+        ``time_limit``, in chunks whose temperature follows the elapsed fraction of the limit
+        (the whole limit serves all reads together)."""
+        xp = get_array_module(device)
+        h, indptr, indices, data = model
+        hot, cold = temperature_range
+        runs = ArrayRuns(h, dense_couplings(indptr, indices, data, len(h)), states, seed, xp)
+        if "time_limit" not in params:
+            sweeps = _check_positive_int("num_sweeps", params.get("num_sweeps", 1000))
+            steps = max(1, sweeps // interval)
+            runs.iterate(np.geomspace(hot, cold, steps), interval, increase)
+            out = states.copy()
+            runs.result(out)
+            return out, steps * interval
+        limit = check_time_limit(params["time_limit"])
+        steps = max(1, 64 // interval)
+        start = time.perf_counter()
+        done = 0
+        while True:
+            runs.synchronize()  # GPU work is queued asynchronously: settle it before the clock
+            fraction = (time.perf_counter() - start) / limit
+            if fraction >= 1.0:
+                break
+            runs.iterate(np.full(steps, hot * (cold / hot) ** fraction), interval, increase)
+            done += steps * interval
+        out = states.copy()
+        runs.result(out)
+        return out, done
 
     @staticmethod
     def _anneal_for(

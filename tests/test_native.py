@@ -117,6 +117,31 @@ def test_exact_rank1_refuses_when_too_costly():
     assert exact_rank1(A, max_enumeration=1000) is None
 
 
+@pytest.mark.parametrize("density", [0.15, 0.5, 0.85])
+def test_rank1_branch_and_bound_equals_enumeration(density):
+    # a budget below 2**G * rows forces the branch and bound; a huge one the enumeration
+    rng = np.random.default_rng(int(density * 100))
+    for _ in range(8):
+        m, n = rng.integers(4, 13, size=2)
+        A = (rng.random((m, n)) < density).astype(np.int8)
+        A[: m // 3] = A[m - m // 3 :]  # duplicated rows carry weight 2
+        enumerated = exact_rank1(A, max_enumeration=2**62)
+        searched = exact_rank1(A, max_enumeration=min(A.shape) + 8 * A.shape[0] * 10**4)
+        assert enumerated is not None and searched is not None
+        assert searched[2] == enumerated[2] == squared_error(A, searched[0], searched[1])
+
+
+def test_rank1_branch_and_bound_certifies_sparse_and_dense_30x30():
+    for p in (0.2, 0.8):
+        A = make_bernoulli(30, 30, p, random_state=1)
+        exact = exact_rank1(A)
+        assert exact is not None
+        # no rank-1 anneal from many starts does better than the certified value
+        result = solve_bmf(A, 1, seed=0, settings=NativeSettings(max_enumeration=0, num_reads=8))
+        assert exact[2] <= result.solutions[0][2]
+        assert exact[2] == squared_error(A, exact[0], exact[1])
+
+
 @pytest.mark.parametrize("rank", [1, 2, 3, 4, 5])
 def test_planted_30x30_recovered_and_certified(rank):
     A = make_exact_rank(30, 30, rank, random_state=100 + rank)

@@ -2,8 +2,9 @@
 
 Strategy (one set of defaults for every input):
 
-1. Certificates first: rank 1 is solved exactly by enumeration when the smaller side is small
-   (:func:`bmfdsl.native.certify.exact_rank1`); error 0 is optimal by definition.
+1. Certificates first: rank 1 is solved exactly by enumeration when the smaller side is small,
+   else by a budgeted branch and bound (:func:`bmfdsl.native.certify.exact_rank1`); error 0
+   is optimal by definition.
 2. Seeds: the caller's ``initial_factors``, and the greedy densest row/column cover (the
    paper's baseline, S1 Algorithm 2), each polished by ALS (ALS never worsens a start; on sparse
    data these seeds are hard to beat).
@@ -61,7 +62,8 @@ class NativeSettings:
         core_rows: tall matrices are annealed on row samples of this size (every other run)
             and of ``n`` rows (the others).
         max_solves: cap on exact BLS solves per ALS polish.
-        max_enumeration: cost cap of the rank-1 certificate (``2**lines * rows``).
+        max_enumeration: work cap of the rank-1 certificate (``2**lines * rows`` row
+            operations for the enumeration, an eighth of it for the branch and bound).
         num_solutions: how many distinct solutions to return (best first).
     """
 
@@ -352,7 +354,7 @@ def solve_bmf(
         exact = exact_rank1(A, max_enumeration=settings.max_enumeration)
         if exact is not None:
             solver.pool.add(exact[2], exact[0], exact[1])
-            certificate = {"optimal": True, "reason": "rank-1 enumeration"}
+            certificate = {"optimal": True, "reason": "rank-1 exact search"}
     elif rank == 1:  # the one-hot factor is all ones; the other follows by exact BLS
         solver.polish(np.ones((A.shape[0], 1), np.int8), np.ones((A.shape[1], 1), np.int8))
         certificate = {"optimal": True, "reason": "rank-1 one-hot: the factor is all ones"}
