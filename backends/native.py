@@ -33,6 +33,7 @@ _SETTING_NAMES = (
     "max_solves",
     "max_enumeration",
     "num_solutions",
+    "patience",
 )
 
 
@@ -65,6 +66,8 @@ class NativeSampler(BackendSampler):
         "max_solves": "cap on exact BLS solves per ALS polish (default 100)",
         "max_enumeration": "cost cap of the exact rank-1 certificate (default 2**29)",
         "num_solutions": "distinct solutions returned, best first (default 1)",
+        "patience": "stop after this many restarts without improvement, and at least as many "
+        "as it took to find the best (default 24; None: use the whole time_limit)",
     }
 
     @property

@@ -281,3 +281,18 @@ def test_zero_rows_and_columns_are_dropped_and_restored():
         U, V, error = result.solutions[0]
         assert U.shape == (5, 2) and V.shape == (4, 2)
         assert error == squared_error(A, U, V) == _brute_force(A, 2, one_hot)
+
+
+def test_patience_stops_a_stalled_search_early():
+    A = make_bernoulli(20, 20, 0.5, random_state=3)
+    stalled = solve_bmf(A, 3, seed=0, settings=NativeSettings(time_limit=30.0, patience=2))
+    assert stalled.info["stopped_early"]
+    assert stalled.info["timing"]["total"] < 30.0
+    # the rule: stop at the first restart count k with k - last >= max(patience, last)
+    assert stalled.info["restarts"] >= 2
+    full = solve_bmf(
+        A, 3, seed=0, settings=NativeSettings(time_limit=0.3, patience=None, num_reads=40)
+    )
+    assert not full.info["stopped_early"] and full.info["restarts"] == 40
+    with pytest.raises(InvalidParameterError, match="patience"):
+        NativeSettings(patience=0)

@@ -104,7 +104,8 @@ def add_subcommands(subparsers: Any) -> None:
     experiment.add_argument(
         "--methods",
         nargs="+",
-        help=f"default {' '.join(DEFAULT_METHODS)}; also qubo:<backend> and qubo:<backend>+als",
+        help=f"default {' '.join(DEFAULT_METHODS)} (table6 adds bmfdsl-no-onehot); also "
+        "qubo:<backend> and qubo:<backend>+als",
     )
     where = experiment.add_mutually_exclusive_group()
     where.add_argument(
