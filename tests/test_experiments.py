@@ -451,6 +451,10 @@ def test_cli_experiment_with_the_default_methods(tmp_path):
     records = load_records(out / "table1.jsonl")
     assert {r["method"] for r in records} == {"bmfdsl", "penalized", "thresholded", "baseline"}
     assert all(r["status"] == "ok" and r["relative_error"] >= 0 for r in records)
+    # planted exact rank: bmfdsl reaches 0 and says it is optimal; the others never claim it
+    ours = [r for r in records if r["method"] == "bmfdsl"]
+    assert all(r["error"] == 0 and r["certified_optimal"] is True for r in ours)
+    assert all(r["certified_optimal"] is None for r in records if r["method"] != "bmfdsl")
     assert (out / "report.md").exists()
 
 

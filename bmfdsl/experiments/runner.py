@@ -271,6 +271,14 @@ def build_matrix(
     return data.matrix, data.classes
 
 
+def _certified(info: Mapping[str, Any]) -> bool | None:
+    """Whether the solver proved its answer optimal (``None`` when it does not say)."""
+    if "certified_optimal" in info:
+        return bool(info["certified_optimal"])
+    certificate = (info.get("backend_info") or {}).get("certificate")
+    return None if certificate is None else bool(certificate.get("optimal"))
+
+
 def execute_run(task: RunTask, method: Method) -> dict[str, Any]:
     """Do one run and return its JSONL record (never raises for a failing method)."""
     experiment = get_experiment(task.experiment)
@@ -313,7 +321,7 @@ def execute_run(task: RunTask, method: Method) -> dict[str, Any]:
         timings=to_jsonable(info.get("timings", {})),
         backend=to_jsonable(info.get("backend")),
         broken_constraints=to_jsonable(dict(result.broken_constraints)),
-        certified_optimal=to_jsonable(info.get("certified_optimal")),
+        certified_optimal=to_jsonable(_certified(info)),
     )
     if classes:
         clusters = clusters_from_factor(result.V)
