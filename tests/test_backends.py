@@ -120,6 +120,7 @@ COMMON_EXAMPLES = {
     "mode": "replica-exchange",
     "num_replicas": 2,
     "swap_interval": 5,
+    "device": "numpy",
 }
 
 

@@ -28,12 +28,12 @@ from typing import Any
 import numpy as np
 
 from bmfdsl.errors import InvalidParameterError
+from bmfdsl.methods.baseline import baseline
 from bmfdsl.native.anneal import (
     als_polish,
     anneal_replicas,
     rank1_anneal,
     row_codes,
-    total_error,
 )
 from bmfdsl.native.certify import DEFAULT_MAX_ENUMERATION, exact_rank1
 from bmfdsl.validation import check_binary_matrix, check_random_state, check_rank
@@ -151,29 +151,6 @@ def _project_one_hot(F: np.ndarray) -> np.ndarray:
     out = np.zeros_like(F, dtype=np.int8)
     out[np.arange(F.shape[0]), np.argmax(F, axis=1)] = 1
     return out
-
-
-def _greedy_cover(A: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray]:
-    """The paper's baseline (S1 Algorithm 2): eliminate the densest residual row or column."""
-    m, n = A.shape
-    U = np.zeros((m, rank), dtype=np.int8)
-    V = np.zeros((n, rank), dtype=np.int8)
-    for k in range(rank):
-        E = A.astype(np.int64) - U.astype(np.int64) @ V.T.astype(np.int64)
-        row_sums, col_sums = E.sum(axis=1), E.sum(axis=0)
-        i, j = int(np.argmax(row_sums)), int(np.argmax(col_sums))
-        if row_sums[i] < col_sums[j]:
-            U[:, k] = E[:, j] == 1
-            V[j, k] = 1
-        else:
-            U[i, k] = 1
-            V[:, k] = E[i, :] == 1
-    if np.count_nonzero(A == 0) < total_error(A, U, V):
-        U[:] = 0
-        V[:] = 0
-        U[:, 0] = 1
-        V[:, 0] = 1
-    return U, V
 
 
 class _Solver:
@@ -368,7 +345,9 @@ def solve_bmf(
         certificate = {"optimal": True, "reason": "rank-1 one-hot: the factor is all ones"}
     seeded = time.perf_counter()
     if not certificate["optimal"]:
-        for U, V in [*warm, _greedy_cover(A, rank)]:
+        # the baseline needs rank <= min(m, n), which dropping zero lines can break
+        seeds = [*warm, baseline(A, rank)] if rank <= min(A.shape) else warm
+        for U, V in seeds:
             solver.polish(U, V)
             solver.counts["seeds"] += 1
     # (mode, core size): a square core (as in the paper's row sampling) suits planted
