@@ -13,18 +13,7 @@ import pytest
 from bmfdsl.backends.da import DASampler, default_temperatures, prepare_bqm
 from bmfdsl.errors import InvalidParameterError, UnknownNameError
 from bmfdsl.native.da_kernel import da_anneal, local_fields
-
-
-def _random_bqm(num_variables: int, seed: int, vartype: str = "BINARY"):
-    rng = np.random.default_rng(seed)
-    linear = {v: float(rng.integers(-5, 6)) for v in range(num_variables)}
-    quadratic = {
-        (u, v): float(rng.integers(-5, 6))
-        for u in range(num_variables)
-        for v in range(u + 1, num_variables)
-        if rng.random() < 0.5
-    }
-    return dimod.BinaryQuadraticModel(linear, quadratic, 1.5, vartype)
+from bmfdsl.testing import random_integer_bqm
 
 
 def test_da_passes_dimod_conformance():
@@ -45,7 +34,7 @@ def test_da_passes_dimod_conformance():
 @pytest.mark.parametrize("mode", ["anneal", "replica-exchange"])
 def test_finds_ground_states_of_small_bqms(vartype, mode):
     for seed in range(4):
-        bqm = _random_bqm(10, seed, vartype)
+        bqm = random_integer_bqm(10, seed, vartype)
         ground = dimod.ExactSolver().sample(bqm).first.energy
         sampleset = DASampler().sample(bqm, num_reads=4, num_sweeps=300, seed=seed, mode=mode)
         assert sampleset.first.energy == pytest.approx(ground)
@@ -53,14 +42,14 @@ def test_finds_ground_states_of_small_bqms(vartype, mode):
 
 
 def test_same_seed_same_samples():
-    bqm = _random_bqm(15, 3)
+    bqm = random_integer_bqm(15, 3)
     first = DASampler().sample(bqm, num_reads=3, num_sweeps=50, seed=42)
     second = DASampler().sample(bqm, num_reads=3, num_sweeps=50, seed=42)
     assert np.array_equal(first.record.sample, second.record.sample)
 
 
 def test_initial_states_are_warm_starts():
-    bqm = _random_bqm(12, 5)
+    bqm = random_integer_bqm(12, 5)
     ground = dimod.ExactSolver().sample(bqm).first
     # a single cold iteration cannot leave the ground state: the best state is kept
     sampleset = DASampler().sample(
@@ -70,7 +59,7 @@ def test_initial_states_are_warm_starts():
 
 
 def test_kernel_energy_and_fields_are_consistent():
-    bqm = _random_bqm(20, 7)
+    bqm = random_integer_bqm(20, 7)
     h, indptr, indices, data, labels = prepare_bqm(bqm)
     rng = np.random.default_rng(0)
     x = rng.integers(0, 2, size=20).astype(np.int8)
@@ -90,13 +79,13 @@ def test_kernel_energy_and_fields_are_consistent():
 
 
 def test_default_temperatures_are_ordered():
-    h, indptr, _, data, _ = prepare_bqm(_random_bqm(10, 1))
+    h, indptr, _, data, _ = prepare_bqm(random_integer_bqm(10, 1))
     hot, cold = default_temperatures(h, indptr, data)
     assert hot > cold > 0
 
 
 def test_time_limit_is_honoured_roughly():
-    bqm = _random_bqm(200, 2)
+    bqm = random_integer_bqm(200, 2)
     DASampler().sample(bqm, num_reads=1, num_sweeps=10)  # warm the JIT cache
     started = time.perf_counter()
     sampleset = DASampler().sample(bqm, num_reads=2, time_limit=0.5, seed=0)
@@ -106,7 +95,7 @@ def test_time_limit_is_honoured_roughly():
 
 
 def test_bad_parameters_are_rejected():
-    bqm = _random_bqm(5, 0)
+    bqm = random_integer_bqm(5, 0)
     with pytest.raises(UnknownNameError, match="num_sweps"):
         DASampler().sample(bqm, num_sweps=10)
     with pytest.raises(InvalidParameterError, match="mode"):

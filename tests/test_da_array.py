@@ -12,18 +12,7 @@ from bmfdsl.backends.da import DASampler, prepare_bqm
 from bmfdsl.errors import BackendUnavailableError, InvalidParameterError
 from bmfdsl.native import da_array
 from bmfdsl.native.da_array import ArrayRuns, da_anneal_array, dense_couplings, get_array_module
-
-
-def _random_bqm(num_variables: int, seed: int, vartype: str = "BINARY") -> dimod.BQM:
-    rng = np.random.default_rng(seed)
-    linear = {v: float(rng.integers(-5, 6)) for v in range(num_variables)}
-    quadratic = {
-        (u, v): float(rng.integers(-5, 6))
-        for u in range(num_variables)
-        for v in range(u + 1, num_variables)
-        if rng.random() < 0.5
-    }
-    return dimod.BinaryQuadraticModel(linear, quadratic, 1.5, vartype)
+from bmfdsl.testing import random_integer_bqm
 
 
 def _dense(bqm: dimod.BQM) -> tuple[np.ndarray, np.ndarray, list]:
@@ -41,7 +30,7 @@ def _gpu_module():
 @pytest.mark.parametrize("vartype", ["BINARY", "SPIN"])
 def test_numpy_path_finds_ground_states(vartype):
     for seed in range(5):
-        bqm = _random_bqm(12, seed, vartype)
+        bqm = random_integer_bqm(12, seed, vartype)
         ground = dimod.ExactSolver().sample(bqm).first.energy
         sampleset = DASampler().sample(bqm, num_reads=8, num_sweeps=300, seed=seed, device="numpy")
         assert sampleset.first.energy == pytest.approx(ground)
@@ -50,7 +39,7 @@ def test_numpy_path_finds_ground_states(vartype):
 
 
 def test_returned_energies_are_those_of_the_returned_states():
-    bqm = _random_bqm(14, 7)
+    bqm = random_integer_bqm(14, 7)
     h, Q, labels = _dense(bqm)
     states = np.random.default_rng(0).integers(0, 2, size=(6, 14)).astype(np.int8)
     best = da_anneal_array(h, Q, states, np.geomspace(5.0, 0.1, 40), 2, 0.1, seed=3)
@@ -62,14 +51,14 @@ def test_returned_energies_are_those_of_the_returned_states():
 
 
 def test_same_seed_same_samples():
-    bqm = _random_bqm(15, 3)
+    bqm = random_integer_bqm(15, 3)
     first = DASampler().sample(bqm, num_reads=3, num_sweeps=50, seed=42, device="numpy")
     second = DASampler().sample(bqm, num_reads=3, num_sweeps=50, seed=42, device="numpy")
     assert np.array_equal(first.record.sample, second.record.sample)
 
 
 def test_one_flip_per_iteration_and_fields_stay_exact():
-    bqm = _random_bqm(12, 1)
+    bqm = random_integer_bqm(12, 1)
     h, Q, _ = _dense(bqm)
     initial = np.random.default_rng(1).integers(0, 2, size=(64, 12)).astype(np.int8)
     runs = ArrayRuns(h, Q, initial, seed=0, xp=np)
@@ -99,7 +88,7 @@ def test_escape_offset_rises_until_a_flip_is_accepted():
 
 
 def test_time_limit_on_the_array_path():
-    bqm = _random_bqm(40, 2)
+    bqm = random_integer_bqm(40, 2)
     started = time.perf_counter()
     sampleset = DASampler().sample(bqm, num_reads=4, time_limit=0.3, seed=0, device="numpy")
     elapsed = time.perf_counter() - started
@@ -109,7 +98,7 @@ def test_time_limit_on_the_array_path():
 
 
 def test_gpu_matches_numpy_or_names_the_extra():
-    bqm = _random_bqm(12, 4)
+    bqm = random_integer_bqm(12, 4)
     cupy = _gpu_module()
     if cupy is None:
         with pytest.raises(BackendUnavailableError, match=r"bmfdsl\[gpu\]"):
@@ -133,7 +122,7 @@ def test_gpu_matches_numpy_or_names_the_extra():
 
 
 def test_device_is_validated_and_reported():
-    bqm = _random_bqm(5, 0)
+    bqm = random_integer_bqm(5, 0)
     with pytest.raises(InvalidParameterError, match="'cpu', 'numpy', 'gpu'"):
         DASampler().sample(bqm, device="tpu")
     with pytest.raises(InvalidParameterError, match="anneal"):

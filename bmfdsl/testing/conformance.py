@@ -46,6 +46,7 @@ __all__ = [
     "check_timing_info",
     "check_warm_start",
     "dimod_test_case",
+    "random_integer_bqm",
     "run_dimod_bqm_tests",
     "small_bqm",
     "two_minima_chain",
@@ -75,6 +76,28 @@ def small_bqm(vartype: str = "BINARY", seed: int = 0) -> dimod.BinaryQuadraticMo
         if rng.random() < 0.6
     }
     return dimod.BinaryQuadraticModel(linear, quadratic, 0.25, vartype)
+
+
+def random_integer_bqm(
+    num_variables: int, seed: int, vartype: str = "BINARY"
+) -> dimod.BinaryQuadraticModel:
+    """A reproducible BQM on ``0 .. num_variables - 1``: integer biases in [-5, 5], each pair
+    coupled with probability 1/2, offset 1.5 (integer energies make ties exact).
+
+    >>> bqm = random_integer_bqm(4, seed=0)
+    >>> integral = all(float(b).is_integer() for b in bqm.linear.values())
+    >>> bqm.num_variables, float(bqm.offset), integral
+    (4, 1.5, True)
+    """
+    rng = np.random.default_rng(seed)
+    linear = {v: float(rng.integers(-5, 6)) for v in range(num_variables)}
+    quadratic = {
+        (u, v): float(rng.integers(-5, 6))
+        for u in range(num_variables)
+        for v in range(u + 1, num_variables)
+        if rng.random() < 0.5
+    }
+    return dimod.BinaryQuadraticModel(linear, quadratic, 1.5, vartype)
 
 
 def two_minima_chain(length: int = 8) -> dimod.BinaryQuadraticModel:
