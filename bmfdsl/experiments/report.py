@@ -274,19 +274,17 @@ def _render_ari(
     return lines
 
 
-def _wall_seconds(directory: Path, experiment: str) -> float | None:
+def _load_meta(directory: Path, experiment: str) -> dict[str, Any] | None:
     path = directory / f"{experiment}.meta.json"
     if not path.exists():
         return None
-    wall = json.loads(path.read_text(encoding="utf-8")).get("wall_seconds")
-    return None if wall is None else float(wall)
+    meta: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return meta
 
 
-def _meta_lines(directory: Path, experiment: str) -> list[str]:
-    path = directory / f"{experiment}.meta.json"
-    if not path.exists():
+def _meta_lines(meta: Mapping[str, Any] | None) -> list[str]:
+    if meta is None:
         return []
-    meta = json.loads(path.read_text(encoding="utf-8"))
     versions = ", ".join(f"{k} {v}" for k, v in sorted(meta.get("versions", {}).items()))
     machine = meta.get("machine", {})
     wall = meta.get("wall_seconds")
@@ -313,6 +311,7 @@ def render_report(results_dir: str | os.PathLike[str]) -> str:
         "_italics_: the paper's best (underlined in the paper). time: mean seconds per run.",
     ]
     found = False
+    metas = {name: _load_meta(directory, name) for name in EXPERIMENTS}
     for name, experiment in EXPERIMENTS.items():
         records = load_records(directory / f"{name}.jsonl")
         if not records:
@@ -325,7 +324,7 @@ def render_report(results_dir: str | os.PathLike[str]) -> str:
         summary = summarize(ok)
         methods = order_methods(r["method"] for r in ok)
         parts += ["", f"## Table {experiment.number}: {experiment.title}", ""]
-        parts += _meta_lines(directory, name)
+        parts += _meta_lines(metas[name])
         counts = sorted({e["count"] for e in summary.values()})
         parts.append(f"Runs: {len(ok)} ok, {len(failed)} failed; runs per cell: {counts}.")
         for group in group_order(r["group"] for r in ok):
@@ -334,9 +333,9 @@ def render_report(results_dir: str | os.PathLike[str]) -> str:
             parts += _render_ari(experiment.number, group, summary, methods)
     if not found:
         parts += ["", f"No results found in {directory} (expected files like table1.jsonl)."]
-    walls = [_wall_seconds(directory, name) for name in EXPERIMENTS]
+    walls = [(meta or {}).get("wall_seconds") for meta in metas.values()]
     if found and all(wall is not None for wall in walls):
-        total = sum(wall for wall in walls if wall is not None)
+        total = sum(float(wall) for wall in walls if wall is not None)
         parts[1:1] = ["", f"Total wall time of the last call of each table: {total / 60:.1f} min."]
     return "\n".join(parts) + "\n"
 

@@ -463,10 +463,9 @@ def _versions() -> dict[str, str]:
     return versions
 
 
-def _write_meta(
-    out_dir: Path, experiment: str, settings: Mapping[str, Any], command: str | None
-) -> None:
-    meta = {
+def _new_meta(experiment: str, settings: Mapping[str, Any], command: str | None) -> dict:
+    """What a results folder records about the call that wrote it."""
+    return {
         "experiment": experiment,
         "settings": to_jsonable(dict(settings)),
         "command": command or " ".join(sys.argv),
@@ -474,20 +473,10 @@ def _write_meta(
         "versions": _versions(),
         "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count()},
     }
-    path = out_dir / f"{experiment}.meta.json"
-    path.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
-def _record_wall_time(out_dir: Path, experiment: str, seconds: float, runs: int) -> None:
-    """Add this call's wall time and run count to the meta file (a resumed call records its
-    own part only)."""
+def _write_meta(out_dir: Path, experiment: str, meta: Mapping[str, Any]) -> None:
     path = out_dir / f"{experiment}.meta.json"
-    meta = json.loads(path.read_text(encoding="utf-8"))
-    meta.update(
-        finished=datetime.now(UTC).isoformat(timespec="seconds"),
-        wall_seconds=round(seconds, 1),
-        runs_this_call=runs,
-    )
     path.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
@@ -605,8 +594,7 @@ def run_experiment(
     path = results_path(out, name)
     finished = {r["run_id"]: r for r in load_records(path) if r.get("status") == "ok"}
     todo = [task for task in tasks if task.run_id not in finished]
-    _write_meta(
-        out,
+    meta = _new_meta(
         name,
         {
             "sizes": list(experiment.parse_sizes(sizes)),
@@ -619,6 +607,7 @@ def run_experiment(
         },
         command,
     )
+    _write_meta(out, name, meta)
     started = time.perf_counter()
     bar = Progress(len(tasks), done=len(tasks) - len(todo), label=name) if progress else None
     failures = 0
@@ -649,7 +638,13 @@ def run_experiment(
         stream.close()  # shuts a local Dask cluster down now, also on interruption
         if bar is not None:
             bar.close()
-    _record_wall_time(out, name, time.perf_counter() - started, len(todo))
+    # this call's part only: a resumed call records its own wall time and runs
+    meta.update(
+        finished=datetime.now(UTC).isoformat(timespec="seconds"),
+        wall_seconds=round(time.perf_counter() - started, 1),
+        runs_this_call=len(todo),
+    )
+    _write_meta(out, name, meta)
     if failures:
         print(
             f"{failures} run(s) failed (recorded in {path}); re-running retries them",
