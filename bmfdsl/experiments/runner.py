@@ -272,9 +272,7 @@ def build_matrix(
 
 
 def _certified(info: Mapping[str, Any]) -> bool | None:
-    """Whether the solver proved its answer optimal (``None`` when it does not say)."""
-    if "certified_optimal" in info:
-        return bool(info["certified_optimal"])
+    """Whether the backend proved its answer optimal (``None`` when it does not say)."""
     certificate = (info.get("backend_info") or {}).get("certificate")
     return None if certificate is None else bool(certificate.get("optimal"))
 
