@@ -426,6 +426,22 @@ def test_report_compares_on_the_same_instances(tmp_path):
     assert f"r = 2: {1 - means[2]:+.4f} vs -0.8706" in report
 
 
+def test_report_counts_the_runs_proven_optimal(tmp_path):
+    def proving_method(A, rank, settings):
+        result = zero_method(A, rank, settings)
+        result.info["backend_info"] = {"certificate": {"optimal": rank == 1}}
+        return result
+
+    methods = {"bmfdsl": proving_method, "baseline": zero_method}
+    run_experiment(
+        "table1", tmp_path, sizes=[30], methods=list(methods), method_table=methods, **SMALL
+    )
+    report = render_report(tmp_path)
+    # two trials per cell; only the rank-1 runs claim a proof, the baseline never does
+    assert "Proven optimal, bmfdsl runs: r = 1: 2/2; r = 2: 0/2." in report
+    assert "Proven optimal, baseline" not in report
+
+
 # ---------------------------------------------------------------- CLI and figures
 
 
@@ -455,7 +471,9 @@ def test_cli_experiment_with_the_default_methods(tmp_path):
     ours = [r for r in records if r["method"] == "bmfdsl"]
     assert all(r["error"] == 0 and r["certified_optimal"] is True for r in ours)
     assert all(r["certified_optimal"] is None for r in records if r["method"] != "bmfdsl")
-    assert (out / "report.md").exists()
+    report = (out / "report.md").read_text()
+    assert "Proven optimal, bmfdsl runs: r = 1: 1/1; r = 2: 1/1." in report
+    assert "Proven optimal, baseline" not in report
 
 
 def test_figures(tmp_path, data_dir):

@@ -74,6 +74,7 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> dict[tuple[int, str, str,
             "std": float(errors.std(ddof=1)) if len(errors) > 1 else 0.0,
             "count": len(errors),
             "time": float(np.nanmean(times)) if np.isfinite(times).any() else float("nan"),
+            "certified": sum(record.get("certified_optimal") is True for record in items),
         }
         ari: dict[str, list[float]] = defaultdict(list)
         for record in items:
@@ -192,8 +193,27 @@ def _render_group(
         lines.append(
             "At or below the paper's best value of the column: " + ", ".join(verdicts) + "."
         )
+    lines += _certified_lines(table, group, summary, methods, ranks)
     lines += _same_instance_lines(table, group, summary, paper, methods, ranks)
     return lines
+
+
+def _certified_lines(
+    table: int,
+    group: str,
+    summary: Mapping[tuple[int, str, str, int], dict],
+    methods: Sequence[str],
+    ranks: Sequence[int],
+) -> list[str]:
+    """How many runs of each method came with a proof of optimality (only methods with any)."""
+    lines = []
+    for method in methods:
+        entries = [(r, summary.get((table, group, method, r))) for r in ranks]
+        counts = [(r, e["certified"], e["count"]) for r, e in entries if e is not None]
+        if any(certified for _, certified, _ in counts):
+            columns = "; ".join(f"r = {r}: {certified}/{count}" for r, certified, count in counts)
+            lines.append(f"Proven optimal, {method} runs: {columns}.")
+    return ["", *lines] if lines else []
 
 
 def _same_instance_lines(

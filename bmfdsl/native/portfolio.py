@@ -259,8 +259,10 @@ class _Solver:
 
 
 def auto_time_limit(shape: tuple[int, int]) -> float:
-    """The default budget in seconds: 1 s up to 300,000 cells, then linear, at most 4.8 s
-    (the last restart may overrun the budget by a few hundredths of a second).
+    """The default budget in seconds: 1 s up to 300,000 cells, then linear, at most 4.8 s.
+
+    A restart starts only while one of average length still fits, so a solve ends within the
+    budget unless its last restart is unusually long.
 
     >>> auto_time_limit((30, 30)), auto_time_limit((2000, 30)), auto_time_limit((50000, 30))
     (1.0, 1.0, 4.8)
@@ -361,8 +363,11 @@ def solve_bmf(
     while not certificate["optimal"] and solver.pool.best_error != 0:
         if settings.num_reads is not None and restarts >= settings.num_reads:
             break
-        if settings.num_reads is None and restarts and time.perf_counter() >= deadline:
-            break
+        if settings.num_reads is None and restarts:
+            now = time.perf_counter()
+            # start another restart only while one of average length still fits the budget
+            if now + (now - seeded) / restarts > deadline:
+                break
         if settings.patience is not None and restarts - last_improvement >= max(
             settings.patience, last_improvement
         ):
