@@ -52,7 +52,8 @@ class NativeSettings:
         time_limit: seconds for the whole solve (certificates, seeds, restarts); the solver
             stops early once the error is 0 or the search stalls (``patience``). ``None``:
             :func:`auto_time_limit` (1 s up to 300,000 matrix cells, growing linearly to at
-            most 4.8 s).
+            most 4.8 s). A restart starts only while one as long as the last of its kind
+            still fits; the certificate, the seeds and the first restart always run.
         num_reads: maximum number of annealing restarts (``None``: as many as fit in
             ``time_limit``).
         sweeps: maximum sweeps per annealing run (fewer on big inputs so a run takes at most a
@@ -261,9 +262,6 @@ class _Solver:
 def auto_time_limit(shape: tuple[int, int]) -> float:
     """The default budget in seconds: 1 s up to 300,000 cells, then linear, at most 4.8 s.
 
-    A restart starts only while one of average length still fits, so a solve ends within the
-    budget unless its last restart is unusually long.
-
     >>> auto_time_limit((30, 30)), auto_time_limit((2000, 30)), auto_time_limit((50000, 30))
     (1.0, 1.0, 4.8)
     """
@@ -360,22 +358,27 @@ def solve_bmf(
         modes = (("rank1", 0), ("anneal", small), ("rank1", 0), ("tempering", large))
     restarts = last_improvement = 0
     stalled = False
+    # seconds of the last restart in each slot of ``modes``: the modes differ in cost
+    last_duration: dict[int, float] = {}
     while not certificate["optimal"] and solver.pool.best_error != 0:
+        slot = restarts % len(modes)
         if settings.num_reads is not None and restarts >= settings.num_reads:
             break
-        if settings.num_reads is None and restarts:
-            now = time.perf_counter()
-            # start another restart only while one of average length still fits the budget
-            if now + (now - seeded) / restarts > deadline:
+        if settings.num_reads is None and last_duration:
+            expected = last_duration.get(slot, float(np.mean(list(last_duration.values()))))
+            # start a restart only while one like the last of its kind still fits the budget
+            if time.perf_counter() + expected > deadline:
                 break
         if settings.patience is not None and restarts - last_improvement >= max(
             settings.patience, last_improvement
         ):
             stalled = True
             break
-        mode, core_rows = modes[restarts % len(modes)]
+        mode, core_rows = modes[slot]
         before = solver.pool.best_error
+        restart_started = time.perf_counter()
         solver.anneal(mode, core_rows, deadline)
+        last_duration[slot] = time.perf_counter() - restart_started
         restarts += 1
         if before is None or (solver.pool.best_error or 0) < before:
             last_improvement = restarts
