@@ -8,13 +8,14 @@ next. This benchmark draws many instances per density (default 100) and on each 
 r = 1 the exact rank-1 optimum (branch and bound, given a large budget). It reports per cell:
 
 - our expected relative error (mean over all instances) ± its standard error;
-- ``P(10-mean <= paper)``: the share of bootstrap sets of 10 of our instances whose mean is at
+- ``P(10-mean <= DA+ALS)``: the share of bootstrap sets of 10 of our instances whose mean is at
   or below the paper's DA+ALS value, i.e. how often *this* solver would meet the target on a
   fresh draw of 10 matrices;
-- the baseline as a probe of the paper's instances: the paper's Baseline row is a
-  deterministic function of its matrices, so the linear fit of our error on the baseline's
-  error (over our instances) predicts what our solver would score on instances like the
-  paper's ("adjusted"), with the residual spread of a 10-mean as its uncertainty;
+- the baseline as a probe of the paper's instances: the baseline is deterministic, so if the
+  paper's Baseline row is the same function of its matrices as ours, the linear fit of our
+  error on the baseline's error (over our instances), evaluated at the paper's Baseline
+  value, estimates what our solver would score on matrices like the paper's ("adjusted",
+  ± the standard error of predicting a mean over 10 matrices);
 - at r = 1: how many instances were certified and how many of our values equal the optimum;
 - at r >= 2 (``--long-check K``): on the first K instances, a second run with ten times the
   default budget, no stall rule and another seed; how often it found a lower error.
@@ -25,17 +26,19 @@ over exact rank-1 matrices (S1 Algorithm 3, p_U = p_V = 0.7) at m = 30 / 2,000 /
 
     .venv/bin/python bench/bench_instance_noise.py                 # 100 instances, ~13 min
     .venv/bin/python bench/bench_instance_noise.py --instances 20  # quicker look
-    .venv/bin/python bench/bench_instance_noise.py --long-check 20  # + long reruns, ~10 min
+    .venv/bin/python bench/bench_instance_noise.py --long-check 10  # + long reruns, ~10 min
 
 Per-instance records are appended to ``instance_noise.runs.jsonl`` (long reruns to
 ``instance_noise.long.jsonl``) as they finish, so an interrupted run resumes where it
-stopped (``--fresh`` starts over). Writes
+stopped (``--fresh`` starts over). Each record carries a fingerprint of the solver's source
+and settings; records of another solver version are not reused. Writes
 ``bench/results/instance_noise.json`` and ``bench/results/instance_noise.md``.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -52,13 +55,34 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 from bmfdsl.experiments.report import load_paper_tables  # noqa: E402
+from bmfdsl.result import squared_error  # noqa: E402
 
 N_COLUMNS = 30
 M_ROWS = 30
 TABLE_OF_DENSITY = {0.2: 2, 0.5: 3, 0.8: 4}
-# the branch and bound at 30 x 30, p = 0.5 needs up to ~1e8 nodes (about 6 s); the
-# enumeration alternative (2**30 * 30 row operations) would take about a minute
+# Just below the 2**30 * 30 row operations of enumerating a 30 x 30 matrix (about a minute),
+# so the branch and bound runs instead, with 3e10 / (8 * 30) = 1.25e8 nodes: a few seconds,
+# enough for most matrices at p = 0.5 (the rest are reported as not certified).
 CERTIFY_BUDGET = 3 * 10**10
+SOLVER_SOURCES = (
+    "native/portfolio.py",
+    "native/anneal.py",
+    "native/certify.py",
+    "methods/baseline.py",
+)
+
+
+def solver_fingerprint() -> str:
+    """A hash of the solver's source, its default settings and the certificate budget."""
+    import bmfdsl
+    from bmfdsl.native.portfolio import NativeSettings
+
+    digest = hashlib.sha256()
+    package = Path(bmfdsl.__file__).parent
+    for name in SOLVER_SOURCES:
+        digest.update((package / name).read_bytes())
+    digest.update(repr((vars(NativeSettings()), CERTIFY_BUDGET, M_ROWS, N_COLUMNS)).encode())
+    return digest.hexdigest()[:16]
 
 
 def run_instance(density: float, seed: int, ranks: list[int]) -> dict:
@@ -70,13 +94,18 @@ def run_instance(density: float, seed: int, ranks: list[int]) -> dict:
 
     A = make_bernoulli(M_ROWS, N_COLUMNS, density, random_state=seed)
     ones = int(A.sum())
-    record: dict = {"density": density, "seed": seed, "ones": ones, "ranks": {}}
+    record: dict = {
+        "density": density,
+        "seed": seed,
+        "ones": ones,
+        "fingerprint": solver_fingerprint(),
+        "ranks": {},
+    }
     for rank in ranks:
         started = time.perf_counter()
         result = solve_bmf(A, rank, seed=seed)
         elapsed = time.perf_counter() - started
-        U, V = baseline(A, rank)
-        baseline_error = int(((A.astype(np.int64) - U.astype(np.int64) @ V.T) ** 2).sum())
+        baseline_error = squared_error(A, *baseline(A, rank))
         record["ranks"][str(rank)] = {
             "error": int(result.solutions[0][2]),
             "baseline_error": baseline_error,
@@ -97,11 +126,19 @@ def run_long(density: float, seed: int, ranks: list[int], time_limit: float) -> 
 
     A = make_bernoulli(M_ROWS, N_COLUMNS, density, random_state=seed)
     settings = NativeSettings(time_limit=time_limit, patience=None)
+    started = time.perf_counter()
     errors = {
         str(rank): int(solve_bmf(A, rank, seed=seed + 10**6, settings=settings).solutions[0][2])
         for rank in ranks
     }
-    return {"density": density, "seed": seed, "time_limit": time_limit, "long": errors}
+    return {
+        "density": density,
+        "seed": seed,
+        "time_limit": time_limit,
+        "fingerprint": solver_fingerprint(),
+        "long": errors,
+        "time_s": time.perf_counter() - started,
+    }
 
 
 def _run_all(
@@ -123,8 +160,18 @@ def _run_all(
     return records
 
 
-def _read_log(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+def _read_log(path: Path, fingerprint: str) -> list[dict]:
+    """The records in ``path`` made by this solver version (a line cut off by an interrupt
+    is skipped)."""
+    records = []
+    for line in path.read_text().splitlines() if path.exists() else []:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if record.get("fingerprint") == fingerprint:
+            records.append(record)
+    return records
 
 
 def exact_rank1_baseline_spread(
@@ -139,9 +186,8 @@ def exact_rank1_baseline_spread(
     for m in sizes:
         errors = []
         for seed in range(first_seed, first_seed + instances):
-            A = make_exact_rank(m, N_COLUMNS, 1, random_state=seed).astype(np.int64)
-            U, V = baseline(A, 1)
-            errors.append(float(((A - U.astype(np.int64) @ V.T) ** 2).sum() / A.sum()))
+            A = make_exact_rank(m, N_COLUMNS, 1, random_state=seed)
+            errors.append(squared_error(A, *baseline(A, 1)) / int(A.sum()))
         values = np.array(errors)
         means = values[rng.integers(0, values.size, size=(20_000, 10))].mean(axis=1)
         published = paper[(1, f"m={m}", "Baseline", 1)]
@@ -168,9 +214,15 @@ def _bootstrap_share_at_or_below(
     return float((np.round(means, 4) <= target).mean())
 
 
-def summarise(
-    records: list[dict], long_records: list[dict], paper: dict, rng: np.random.Generator
+def summarize(
+    records: list[dict],
+    long_records: list[dict],
+    ranks: list[int],
+    paper: dict,
+    rng: np.random.Generator,
 ) -> list[dict]:
+    """One cell per (density, rank): our mean, the bootstrap share, the adjusted estimate,
+    the rank-1 optimality count and the long-rerun comparison."""
     cells = []
     long_errors = {(r["density"], r["seed"]): r["long"] for r in long_records}
     by_density: dict[float, list[dict]] = defaultdict(list)
@@ -179,7 +231,6 @@ def summarise(
     for density in sorted(by_density):
         group = sorted(by_density[density], key=lambda record: record["seed"])
         ones = np.array([record["ones"] for record in group], dtype=float)
-        ranks = sorted({int(rank) for record in group for rank in record["ranks"]})
         for rank in ranks:
             ours = np.array([r["ranks"][str(rank)]["error"] for r in group]) / ones
             base = np.array([r["ranks"][str(rank)]["baseline_error"] for r in group]) / ones
@@ -207,8 +258,11 @@ def summarise(
             if paper_base is not None and base.size >= 3 and np.ptp(base) > 0:
                 slope, intercept = np.polyfit(base, ours, 1)
                 residual = ours - (slope * base + intercept)
+                spread = residual.std(ddof=2)
+                # predicting a mean over 10 new matrices: their own noise plus the fit's
+                leverage = (paper_base - base.mean()) ** 2 / ((base - base.mean()) ** 2).sum()
                 cell["adjusted"] = float(slope * paper_base + intercept)
-                cell["adjusted_sd10"] = float(residual.std(ddof=2) / np.sqrt(10))
+                cell["adjusted_se10"] = float(spread * np.sqrt(1 / 10 + 1 / base.size + leverage))
                 cell["correlation"] = float(np.corrcoef(base, ours)[0, 1])
             if rank == 1:
                 optima = [r.get("rank1_optimum") for r in group]
@@ -236,6 +290,7 @@ def summarise(
 
 
 def render_markdown(meta: dict, cells: list[dict], baseline_rows: list[dict]) -> str:
+    """The two result tables with their legend."""
     lines = [
         "# Instance noise at m = n = 30 (Tables 2-4)",
         "",
@@ -246,17 +301,18 @@ def render_markdown(meta: dict, cells: list[dict], baseline_rows: list[dict]) ->
         f"certificate time over all instances {meta['solver_seconds']:.0f} worker-seconds.",
         "",
         "ours: mean relative error of `native` (default settings) over all instances ± its "
-        "standard error. P(10 ≤ paper): share of bootstrap sets of 10 of our instances whose "
-        "mean is at or below the paper's DA+ALS. gap: ours − baseline on the same instances "
-        "(± s.e.) vs the paper's DA+ALS − Baseline. adjusted: our error predicted from the "
-        "paper's Baseline value by the fit of ours on baseline (± spread of a 10-mean), i.e. "
-        "what our solver would score on instances like the paper's. check: at r = 1, how many "
-        "of our values equal the proven optimum (out of the certified instances); at r >= 2, "
-        "how many long reruns (10x budget, no stall rule, another seed) found a lower error "
-        "than the default run, and the mean change of the relative error.",
+        "standard error. P(10-mean ≤ DA+ALS): share of bootstrap sets of 10 of our instances "
+        "whose mean is at or below the paper's DA+ALS. gap: ours − baseline on the same "
+        "instances (± s.e.) vs the paper's DA+ALS − Baseline. adjusted: the fit of our error "
+        "on the baseline's, evaluated at the paper's Baseline value (± s.e. of predicting a "
+        "10-mean): what our solver would score on matrices like the paper's, if the paper's "
+        "Baseline is the same function of its matrices as ours. check: at r = 1, how many of "
+        "our values equal the proven optimum (out of the certified instances); at r >= 2, how "
+        "many long reruns (10x budget, no stall rule, another seed) found a lower / higher "
+        "error than the default run, and the mean change of the relative error.",
         "",
-        "| table | p | r | instances | ours | DA+ALS (paper) | P(10 ≤ paper) | gap (ours) "
-        "| gap (paper) | adjusted | check | time (s) |",
+        "| table | p | r | instances | ours | DA+ALS (paper) | P(10-mean ≤ DA+ALS) "
+        "| gap (ours) | gap (paper) | adjusted | check | time (s) |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for cell in cells:
@@ -266,19 +322,19 @@ def render_markdown(meta: dict, cells: list[dict], baseline_rows: list[dict]) ->
             else "–"
         )
         adjusted = (
-            f"{cell['adjusted']:.4f} ± {cell['adjusted_sd10']:.4f}" if "adjusted" in cell else "–"
+            f"{cell['adjusted']:.4f} ± {cell['adjusted_se10']:.4f}" if "adjusted" in cell else "–"
         )
         check = ""
         if "certified" in cell:
             check = f"optimal {cell['at_optimum']}/{cell['certified']}"
         elif "long_checked" in cell:
             check = (
-                f"improved {cell['long_improved']}/{cell['long_checked']} "
-                f"({cell['long_mean_change']:+.4f})"
+                f"lower {cell['long_improved']} / higher {cell['long_worse']} of "
+                f"{cell['long_checked']} ({cell['long_mean_change']:+.4f})"
             )
         share = cell.get("share_10_mean_at_or_below")
         lines.append(
-            f"| {cell['table']} | {cell['density']} | {cell['rank']} | {cell['instances']} "
+            f"| {cell['table'] or '–'} | {cell['density']} | {cell['rank']} | {cell['instances']} "
             f"| {cell['ours_mean']:.4f} ± {cell['ours_se']:.4f} | {cell['paper_da_als']} "
             f"| {'–' if share is None else f'{share:.2f}'} "
             f"| {cell['gap_mean']:+.4f} ± {cell['gap_se']:.4f} | {paper_gap} | {adjusted} "
@@ -293,7 +349,7 @@ def render_markdown(meta: dict, cells: list[dict], baseline_rows: list[dict]) ->
             "the 2.5-97.5 percentiles of the mean over 10 matrices (bootstrap).",
             "",
             "| m | instances | mean ± sd (one matrix) | 95% range of a 10-mean "
-            "| Baseline (paper) | P(10 ≤ paper) |",
+            "| Baseline (paper) | P(10-mean ≤ paper) |",
             "|---|---|---|---|---|---|",
         ]
         for row in baseline_rows:
@@ -336,10 +392,11 @@ def main() -> None:
     seeds = range(args.first_seed, args.first_seed + args.instances)
     wanted = [(density, seed) for density in args.densities for seed in seeds]
     started = time.perf_counter()
+    fingerprint = solver_fingerprint()
 
     records = {
         (record["density"], record["seed"]): record
-        for record in _read_log(runs_path)
+        for record in _read_log(runs_path, fingerprint)
         if set(args.ranks) <= {int(rank) for rank in record["ranks"]}
     }
     todo = [(*key, args.ranks) for key in wanted if key not in records]
@@ -353,7 +410,7 @@ def main() -> None:
     ]
     long_records = {
         (record["density"], record["seed"]): record
-        for record in _read_log(long_path)
+        for record in _read_log(long_path, fingerprint)
         if record["time_limit"] == args.long_time_limit
         and set(long_ranks) <= {int(rank) for rank in record["long"]}
     }
@@ -365,9 +422,10 @@ def main() -> None:
     for record in _run_all(long_todo, run_long, long_path, args.workers):
         long_records[(record["density"], record["seed"])] = record
 
-    cells = summarise(
+    cells = summarize(
         [records[key] for key in wanted],
         [long_records[key] for key in long_wanted],
+        args.ranks,
         load_paper_tables(),
         np.random.default_rng(0),
     )
@@ -393,13 +451,14 @@ def main() -> None:
         "wall_s": time.perf_counter() - started,
         "resumed_instances": len(wanted) - len(todo),
         "resumed_long_reruns": len(long_wanted) - len(long_todo),
-        # what the instances cost, whichever call ran them (worker seconds, 2 workers)
+        "solver_fingerprint": fingerprint,
+        # what the instances cost, whichever call ran them (worker seconds)
         "solver_seconds": sum(
             sum(rank["time_s"] for rank in records[key]["ranks"].values())
             + records[key].get("certify_time_s", 0.0)
             for key in wanted
         )
-        + sum(args.long_time_limit * len(long_ranks) for _ in long_wanted),
+        + sum(long_records[key]["time_s"] for key in long_wanted),
     }
     (out / "instance_noise.json").write_text(
         json.dumps({"meta": meta, "cells": cells, "table1_baseline_r1": baseline_rows}, indent=1)
