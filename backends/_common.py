@@ -25,6 +25,7 @@ __all__ = [
     "check_seed",
     "check_time_limit",
     "parse_initial_states",
+    "pop_run_options",
     "round_seeds",
     "run_rounds",
 ]
@@ -115,6 +116,25 @@ def check_time_limit(time_limit: Any) -> float:
             f"time_limit must be a positive number of seconds; got {time_limit!r}"
         )
     return float(time_limit)
+
+
+def pop_run_options(params: dict[str, Any]) -> tuple[int | None, int | None, float | None]:
+    """Remove ``num_reads``, ``seed`` and ``time_limit`` from ``params`` and check them.
+
+    Each is ``None`` when absent, so the wrapped sampler keeps its own default.
+
+    >>> params = {"num_reads": 4, "time_limit": 0.5, "num_sweeps": 100}
+    >>> pop_run_options(params), params
+    ((4, None, 0.5), {'num_sweeps': 100})
+    """
+    num_reads = params.pop("num_reads", None)
+    seed = params.pop("seed", None)
+    time_limit = params.pop("time_limit", None)
+    return (
+        None if num_reads is None else check_num_reads(num_reads),
+        check_seed(seed),
+        None if time_limit is None else check_time_limit(time_limit),
+    )
 
 
 def round_seeds(seed: int | None, count: int) -> list[int]:

@@ -10,13 +10,7 @@ from typing import Any, ClassVar
 
 import dimod
 
-from bmfdsl.backends._common import (
-    BackendSampler,
-    check_num_reads,
-    check_seed,
-    check_time_limit,
-    run_rounds,
-)
+from bmfdsl.backends._common import BackendSampler, pop_run_options, run_rounds
 from bmfdsl.errors import BackendUnavailableError
 
 __all__ = ["NealBackend", "SteepestBackend", "TabuBackend"]
@@ -42,12 +36,6 @@ def _simulated_annealing_sampler() -> dimod.Sampler:
                 "backend 'neal' needs dwave-samplers: pip install dwave-samplers"
             ) from exc
     return SimulatedAnnealingSampler()
-
-
-def _optional_num_reads(params: dict[str, Any]) -> int | None:
-    # None lets dwave-samplers default to one read per initial state (or 1).
-    num_reads = params.pop("num_reads", None)
-    return None if num_reads is None else check_num_reads(num_reads)
 
 
 def _count_initial_states(params: dict[str, Any]) -> int:
@@ -85,9 +73,8 @@ class NealBackend(BackendSampler):
 
     def _sample(self, bqm: dimod.BinaryQuadraticModel, **params: Any) -> dimod.SampleSet:
         sampler = _simulated_annealing_sampler()
-        num_reads = _optional_num_reads(params)
-        seed = check_seed(params.pop("seed", None))
-        time_limit = params.pop("time_limit", None)
+        # num_reads None lets dwave-samplers default to one read per initial state (or 1)
+        num_reads, seed, time_limit = pop_run_options(params)
         if time_limit is None:
             sampleset = sampler.sample(bqm, num_reads=num_reads, seed=seed, **params)
         else:
@@ -103,7 +90,7 @@ class NealBackend(BackendSampler):
 
             sampleset = run_rounds(
                 run_round,
-                time_limit=check_time_limit(time_limit),
+                time_limit=time_limit,
                 seed=seed,
                 num_reads=num_reads or _count_initial_states(params) or 1,
             )
@@ -134,12 +121,10 @@ class TabuBackend(BackendSampler):
     def _sample(self, bqm: dimod.BinaryQuadraticModel, **params: Any) -> dimod.SampleSet:
         from dwave.samplers import TabuSampler
 
-        num_reads = _optional_num_reads(params)
-        seed = check_seed(params.pop("seed", None))
-        time_limit = params.pop("time_limit", None)
+        num_reads, seed, time_limit = pop_run_options(params)
         if time_limit is not None:
             reads = num_reads or _count_initial_states(params) or 1
-            params["timeout"] = max(1, round(check_time_limit(time_limit) * 1000 / reads))
+            params["timeout"] = max(1, round(time_limit * 1000 / reads))
         return TabuSampler().sample(bqm, num_reads=num_reads, seed=seed, **params)
 
 
@@ -163,6 +148,5 @@ class SteepestBackend(BackendSampler):
     def _sample(self, bqm: dimod.BinaryQuadraticModel, **params: Any) -> dimod.SampleSet:
         from dwave.samplers import SteepestDescentSolver
 
-        num_reads = _optional_num_reads(params)
-        seed = check_seed(params.pop("seed", None))
+        num_reads, seed, _ = pop_run_options(params)  # it takes no time_limit
         return SteepestDescentSolver().sample(bqm, num_reads=num_reads, seed=seed, **params)

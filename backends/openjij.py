@@ -13,10 +13,8 @@ import numpy as np
 
 from bmfdsl.backends._common import (
     BackendSampler,
-    check_num_reads,
-    check_seed,
-    check_time_limit,
     parse_initial_states,
+    pop_run_options,
     round_seeds,
     run_rounds,
 )
@@ -53,14 +51,11 @@ class _OpenJijBackend(BackendSampler):
         sampler = getattr(openjij, self.sampler_class)()
         labels = list(bqm.variables)
         indexed = bqm.relabel_variables({v: i for i, v in enumerate(labels)}, inplace=False)
-        seed = check_seed(params.pop("seed", None))
-        num_reads = params.pop("num_reads", None)
-        time_limit = params.pop("time_limit", None)
+        num_reads, seed, time_limit = pop_run_options(params)
         states = None
         if params.get("initial_states") is not None:
             states = parse_initial_states(bqm, params.pop("initial_states"))[0]
         params.pop("initial_states", None)
-        num_reads = check_num_reads(num_reads) if num_reads is not None else None
         reads = num_reads or (len(states) if states is not None else 1)
 
         def run_round(round_seed: int, deadline: float = 0.0) -> dimod.SampleSet:
@@ -71,9 +66,7 @@ class _OpenJijBackend(BackendSampler):
         if time_limit is None:
             sampleset = run_round(round_seeds(seed, 1)[0])
         else:
-            sampleset = run_rounds(
-                run_round, time_limit=check_time_limit(time_limit), seed=seed, num_reads=reads
-            )
+            sampleset = run_rounds(run_round, time_limit=time_limit, seed=seed, num_reads=reads)
         if self.sampler_class == "SQASampler":  # attempted flips scale with the slices
             sampleset.info.setdefault("trotter", int(params.get("trotter", 4)))
         return sampleset
