@@ -7,9 +7,11 @@ One iteration makes as many flip trials as one sweep of simulated annealing, so 
 counts iterations. A replica-exchange mode runs a temperature ladder instead of a schedule.
 
 ``device`` picks the implementation: ``"cpu"`` (default) is the numba kernel, one run after
-another with sparse couplings; ``"numpy"`` and ``"gpu"`` (CuPy, ``pip install "bmfdsl[gpu]"``)
-run all reads at once as array code with dense couplings (:mod:`bmfdsl.native.da_array`),
-``mode="anneal"`` only. The array path draws its own random numbers, so for one seed its
+another with sparse couplings; ``"gpu"`` (CuPy, ``pip install "bmfdsl[gpu]"``) runs all reads
+at once, one thread block each, in the fused CUDA kernel of :mod:`bmfdsl.native.da_cuda`
+(sparse couplings); ``"numpy"`` is the same algorithm as whole-array numpy code with dense
+couplings (:mod:`bmfdsl.native.da_array`), the CPU reference of the GPU path. Both array
+devices run ``mode="anneal"`` only and draw their own random numbers, so for one seed their
 samples differ from the CPU kernel's.
 """
 
@@ -33,12 +35,7 @@ from bmfdsl.backends._common import (
     round_seeds,
 )
 from bmfdsl.errors import InvalidParameterError
-from bmfdsl.native.da_array import (
-    ArrayRuns,
-    available_array_devices,
-    dense_couplings,
-    get_array_module,
-)
+from bmfdsl.native.da_array import ArrayRuns, available_array_devices, get_array_module
 from bmfdsl.native.da_kernel import (
     da_anneal,
     da_chunk,
@@ -117,7 +114,7 @@ def _check_positive_float(name: str, value: Any) -> float:
 
 
 class DASampler(BackendSampler):
-    """The Digital Annealer algorithm on the CPU, for any binary quadratic model.
+    """The Digital Annealer algorithm on the CPU or a GPU, for any binary quadratic model.
 
     >>> bqm = dimod.BinaryQuadraticModel({"a": 1.0, "b": -1.0}, {("a", "b"): -3.0}, 0, "BINARY")
     >>> best = DASampler().sample(bqm, num_reads=4, num_sweeps=200, seed=1).first
@@ -129,8 +126,11 @@ class DASampler(BackendSampler):
     accepted_parameters: ClassVar[dict[str, str]] = {
         "num_reads": "independent runs (default 10); the best state of each run is returned",
         "seed": "seed in [0, 2**31); the same seed gives the same samples",
-        "num_sweeps": "iterations per run (default 1000); each tries all N flips in parallel",
-        "time_limit": "seconds for all runs; the schedule follows the clock (num_sweeps unused)",
+        "num_sweeps": "iterations per anneal (default 1000; with time_limit 10 x the number of "
+        "variables, at least 1000); each iteration tries all N flips in parallel",
+        "time_limit": "seconds for all reads: each read anneals again from a random state while "
+        "time is left and keeps its best (an anneal that cannot finish in time follows the "
+        "clock)",
         "initial_states": "warm starts (one or more full states); missing reads start random",
         "temperature_range": "(hot, cold) temperatures; default from the model's bias scale",
         "temperature_interval": "iterations per temperature step (default 1)",
@@ -138,8 +138,9 @@ class DASampler(BackendSampler):
         "mode": "'anneal' (default) or 'replica-exchange'",
         "num_replicas": "replicas per run in replica-exchange mode (default 8)",
         "swap_interval": "iterations between replica swaps (default 10)",
-        "device": "'cpu' (default, numba, sparse), or 'numpy' / 'gpu' (CuPy): all reads at "
-        "once as dense array code, mode 'anneal' only",
+        "device": "'cpu' (default, numba), 'gpu' (CuPy: all reads at once in a fused CUDA "
+        "kernel) or 'numpy' (the GPU algorithm as dense numpy code); mode 'anneal' only "
+        "off the CPU",
     }
 
     @property
@@ -199,16 +200,17 @@ class DASampler(BackendSampler):
             return out
 
         started = time.perf_counter()
+        rounds = 1.0
         if device != "cpu":
-            binary_samples, sweeps = self._anneal_array(
+            binary_samples, sweeps, rounds = self._anneal_array(
                 device, params, states, (h, indptr, indices, data), (hot, cold), interval,
                 increase, run_seeds[0],
             )  # fmt: skip
         elif "time_limit" in params and mode == "anneal":
             limit = check_time_limit(params["time_limit"])
-            binary_samples, sweeps = self._anneal_for(
-                limit, states, (h, indptr, indices, data), (hot, cold), interval, increase,
-                run_seeds,
+            binary_samples, sweeps, rounds = self._anneal_for(
+                limit, _round_sweeps(params, len(labels)), states, (h, indptr, indices, data),
+                (hot, cold), interval, increase, run_seeds,
             )  # fmt: skip
         elif "time_limit" in params:
             # replica exchange: calibrate on a short run, then size the runs to fit
@@ -231,6 +233,7 @@ class DASampler(BackendSampler):
             mode=mode,
             device=device,
             num_sweeps=sweeps,
+            num_anneals_per_read=rounds,
             temperature_range=(hot, cold),
             offset_increase=increase,
             anneal_time_s=anneal_time,
@@ -247,72 +250,92 @@ class DASampler(BackendSampler):
         interval: int,
         increase: float,
         seed: int,
-    ) -> tuple[np.ndarray, int]:
-        """All reads at once on the array ``device``, for ``num_sweeps`` iterations or, with
-        ``time_limit``, in chunks whose temperature follows the elapsed fraction of the limit
-        (the whole limit serves all reads together)."""
+    ) -> tuple[np.ndarray, int, float]:
+        """All reads at once on the array ``device``: one anneal of ``num_sweeps`` iterations
+        or, with ``time_limit``, anneals from fresh random states while time is left (see
+        :class:`_Rounds`). Returns the best states, the iterations of one anneal and the
+        number of anneals."""
         xp = get_array_module(device)
         h, indptr, indices, data = model
+        n = len(h)
         hot, cold = temperature_range
-        runs = ArrayRuns(h, dense_couplings(indptr, indices, data, len(h)), states, seed, xp)
+        couplings = scipy.sparse.csr_matrix((data, indices, indptr), shape=(n, n))
         if "time_limit" not in params:
             sweeps = _check_positive_int("num_sweeps", params.get("num_sweeps", 1000))
             steps = max(1, sweeps // interval)
+            runs = ArrayRuns(h, couplings, states, seed, xp)
             runs.iterate(np.geomspace(hot, cold, steps), interval, increase)
             out = states.copy()
             runs.result(out)
-            return out, steps * interval
-        limit = check_time_limit(params["time_limit"])
-        steps = max(1, 64 // interval)
-        start = time.perf_counter()
-        done = 0
-        while True:
-            runs.synchronize()  # GPU work is queued asynchronously: settle it before the clock
-            fraction = (time.perf_counter() - start) / limit
-            if fraction >= 1.0:
-                break
-            runs.iterate(np.full(steps, hot * (cold / hot) ** fraction), interval, increase)
-            done += steps * interval
+            return out, steps * interval, 1.0
+        rounds = _Rounds(check_time_limit(params["time_limit"]), _round_sweeps(params, n))
+        restarts = np.random.default_rng(seed)
         out = states.copy()
-        runs.result(out)
-        return out, done
+        best = np.full(len(states), np.inf)
+        start_states = states
+        while rounds.another():
+            runs = ArrayRuns(h, couplings, start_states, int(restarts.integers(2**31)), xp)
+            steps = max(1, 64 // interval)
+            last = time.perf_counter()
+            while True:
+                runs.synchronize()  # GPU work is queued asynchronously: settle it first
+                now = time.perf_counter()
+                progress = rounds.progress()
+                if progress >= 1.0:
+                    break
+                if now - last < rounds.limit / 200 and steps < 2**16:
+                    steps *= 2  # fewer host round trips once a chunk is cheap next to the limit
+                last = now
+                chunk = rounds.chunk(steps, interval)
+                temperature = hot * (cold / hot) ** progress
+                runs.iterate(np.full(chunk, temperature), interval, increase)
+                rounds.done(chunk * interval)
+            round_states = np.empty_like(states)
+            energies = runs.result(round_states)
+            better = energies < best - 1e-9
+            out[better] = round_states[better]
+            best = np.minimum(best, energies)
+            start_states = restarts.integers(0, 2, size=states.shape, dtype=np.int8)
+        return out, rounds.sweeps_per_anneal(), float(rounds.count)
 
     @staticmethod
     def _anneal_for(
         limit: float,
+        round_sweeps: int,
         states: np.ndarray,
         model: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
         temperature_range: tuple[float, float],
         interval: int,
         increase: float,
         run_seeds: list[int],
-    ) -> tuple[np.ndarray, int]:
-        """Anneal each read for ``limit / num_reads`` seconds of wall clock: the temperature
-        follows the elapsed fraction of the read's time (geometric from hot to cold)."""
+    ) -> tuple[np.ndarray, int, float]:
+        """Anneal each read for ``limit / num_reads`` seconds: from its initial state, then from
+        fresh random states while time is left (see :class:`_Rounds`); each read keeps its
+        best state."""
         hot, cold = temperature_range
-        chunk = 256
         out = states.copy()
-        iterations = []
+        sweeps, counts = [], []
         for read in range(len(states)):
             seed_generator(run_seeds[read])
+            restarts = np.random.default_rng(run_seeds[read])
+            rounds = _Rounds(limit / len(states), round_sweeps)
+            best = math.inf
             x = states[read].copy()
-            g, scalars = da_start(*model, x)
-            best_x = x.copy()
-            budget = limit / len(states)
-            start = time.perf_counter()
-            done = 0
-            while True:
-                fraction = (time.perf_counter() - start) / budget
-                if fraction >= 1.0:
-                    break
-                temperature = hot * (cold / hot) ** fraction
-                steps = max(1, chunk // interval)
-                schedule = np.full(steps, temperature)
-                da_chunk(*model, x, g, best_x, scalars, schedule, interval, increase)
-                done += steps * interval
-            out[read] = best_x
-            iterations.append(done)
-        return out, int(np.mean(iterations))
+            while rounds.another():
+                g, scalars = da_start(*model, x)
+                best_x = x.copy()
+                while (progress := rounds.progress()) < 1.0:
+                    chunk = rounds.chunk(max(1, 256 // interval), interval)
+                    schedule = np.full(chunk, hot * (cold / hot) ** progress)
+                    da_chunk(*model, x, g, best_x, scalars, schedule, interval, increase)
+                    rounds.done(chunk * interval)
+                if scalars[1] < best:
+                    best = float(scalars[1])
+                    out[read] = best_x
+                x = restarts.integers(0, 2, size=len(x), dtype=np.int8)
+            sweeps.append(rounds.sweeps_per_anneal())
+            counts.append(rounds.count)
+        return out, int(np.mean(sweeps)), float(np.mean(counts))
 
     @staticmethod
     def _initial_states(
@@ -327,6 +350,69 @@ class DASampler(BackendSampler):
             count = min(len(given), num_reads)
             states[:count] = given[:count]
         return states
+
+
+def _round_sweeps(params: dict[str, Any], num_variables: int) -> int:
+    """Iterations of one time-limited anneal: ``num_sweeps`` or ``max(1000, 10 N)``.
+
+    One iteration flips at most one variable, so an anneal needs many more iterations than
+    variables; at 2 s on Formulation 1 (2,880-6,040 variables) restarts of 5-20 N beat one
+    anneal stretched over the whole budget (30-100 N), which ends in the trivial U = V = 0
+    basin more often (measured with 4 reads on the CPU and 4-1,024 on an H100).
+    """
+    if "num_sweeps" in params:
+        return _check_positive_int("num_sweeps", params["num_sweeps"])
+    return max(1000, 10 * num_variables)
+
+
+class _Rounds:
+    """Anneals ("rounds") within a time budget.
+
+    A round ends after ``round_sweeps`` iterations or when the remaining time is spent: its
+    temperature follows whichever of the two is further along. Another round starts while
+    at least half as long as the last one is left (a last round that cannot finish its
+    iterations follows the clock), so a short budget gives one anneal that follows the clock.
+    """
+
+    def __init__(self, limit: float, round_sweeps: int) -> None:
+        self.limit = limit
+        self.round_sweeps = round_sweeps
+        self.end = time.perf_counter() + limit
+        self.count = 0
+        self.total_sweeps = 0
+        self._round_start = 0.0
+        self._remaining = 0.0
+        self._last_duration = 0.0
+        self._sweeps = 0
+
+    def another(self) -> bool:
+        """Start a round if half of the last one's time is left (the first always starts)."""
+        now = time.perf_counter()
+        if self.count:
+            self._last_duration = now - self._round_start
+            if self.end - now < 0.5 * self._last_duration:
+                return False
+        self.count += 1
+        self._round_start, self._remaining, self._sweeps = now, max(self.end - now, 1e-9), 0
+        return True
+
+    def progress(self) -> float:
+        """How far the current round is, by iterations or by the clock (over at 1)."""
+        elapsed = (time.perf_counter() - self._round_start) / self._remaining
+        return max(elapsed, self._sweeps / self.round_sweeps)
+
+    def chunk(self, steps: int, interval: int) -> int:
+        """At most ``steps`` temperature steps, no more than the round has left and no more
+        than 1/32 of a round (so that every anneal cools in at least 32 steps)."""
+        left = -(-(self.round_sweeps - self._sweeps) // interval)
+        return max(1, min(steps, left, self.round_sweeps // (32 * interval)))
+
+    def done(self, sweeps: int) -> None:
+        self._sweeps += sweeps
+        self.total_sweeps += sweeps
+
+    def sweeps_per_anneal(self) -> int:
+        return self.total_sweeps // max(1, self.count)
 
 
 def _check_range(value: Any) -> tuple[float, float]:

@@ -6,8 +6,8 @@ budget it records the best energy, the decoded error of the lowest-energy sample
 whether it is feasible), the best feasible error, and attempted spin flips per second
 (reads x sweeps x variables [x Trotter slices] / wall time; not reported for tabu, whose
 iterations are not exposed). Sweep-based backends (neal, openjij-*) run one anneal per
-budget with ``num_sweeps`` calibrated to fit it; ``da`` calibrates itself from
-``time_limit``; tabu splits ``time_limit`` over its reads (its setup is extra).
+budget with ``num_sweeps`` calibrated to fit it; ``da`` restarts anneals until
+``time_limit`` is spent; tabu splits ``time_limit`` over its reads (its setup is extra).
 Writes ``bench/results/backends.json`` and ``backends.md``.
 
     python bench/bench_backends.py                      # 2 s and 10 s budgets
@@ -45,12 +45,14 @@ def instances(seed: int) -> dict[str, tuple[np.ndarray, int]]:
 
 
 def attempted_flips(info: dict[str, Any], reads: int, num_variables: int) -> float | None:
-    """reads x sweeps x N (x Trotter slices): every sweep tries every variable once."""
+    """reads x anneals x sweeps x N (x Trotter slices): every sweep tries every variable once
+    (``da`` restarts anneals within a time limit; others run one anneal per read)."""
     if "attempted_flips" in info:  # backends that count their own trials
         return float(info["attempted_flips"])
     if "num_sweeps" not in info:
         return None
-    return float(reads * int(info["num_sweeps"]) * num_variables * int(info.get("trotter", 1)))
+    sweeps = float(info["num_sweeps"]) * float(info.get("num_anneals_per_read", 1))
+    return reads * sweeps * num_variables * int(info.get("trotter", 1))
 
 
 def sweep_cost(sampler: Any, bqm: Any) -> tuple[float, float]:

@@ -10,6 +10,7 @@ import dimod.testing
 import numpy as np
 import pytest
 
+from bmfdsl.backends import da as da_backend
 from bmfdsl.backends.da import DASampler, default_temperatures, prepare_bqm
 from bmfdsl.errors import InvalidParameterError, UnknownNameError
 from bmfdsl.native.da_kernel import da_anneal, local_fields
@@ -92,6 +93,63 @@ def test_time_limit_is_honoured_roughly():
     elapsed = time.perf_counter() - started
     assert 0.2 < elapsed < 1.5
     assert sampleset.info["num_sweeps"] >= 1
+
+
+@pytest.mark.parametrize("device", ["cpu", "numpy", "gpu"])
+def test_time_limited_reads_restart_and_keep_their_best(device):
+    if device == "gpu" and "gpu" not in DASampler().properties["available_devices"]:
+        pytest.skip("device 'gpu' needs a CUDA GPU with CuPy")
+    bqm = random_integer_bqm(12, 5)
+    ground = dimod.ExactSolver().sample(bqm).first.energy
+    DASampler().sample(bqm, num_reads=1, num_sweeps=10, device=device)  # warm-up
+    sampleset = DASampler().sample(
+        bqm, num_reads=2, time_limit=0.4, num_sweeps=100, seed=3, device=device
+    )
+    assert sampleset.info["num_anneals_per_read"] > 2
+    assert sampleset.info["num_sweeps"] <= 100
+    assert sampleset.first.energy == pytest.approx(ground)
+    # an anneal that cannot finish in the time follows the clock instead: one anneal
+    started = time.perf_counter()
+    long = DASampler().sample(
+        bqm, num_reads=2, time_limit=0.2, num_sweeps=10**9, seed=3, device=device
+    )
+    assert time.perf_counter() - started < 1.5
+    assert long.info["num_anneals_per_read"] == 1
+    assert long.info["num_sweeps"] < 10**9
+
+
+def test_rounds_start_only_while_one_fits(monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr(da_backend.time, "perf_counter", lambda: clock[0])
+    rounds = da_backend._Rounds(limit=1.0, round_sweeps=1000)
+    assert rounds.another()
+    rounds.done(500)
+    assert rounds.progress() == 0.5  # by iterations
+    clock[0] = 0.7
+    assert rounds.progress() == pytest.approx(0.7)  # by the clock, which is further along
+    assert rounds.chunk(steps=80, interval=1) == 31  # at most 1/32 of a round
+    rounds.done(490)
+    assert rounds.chunk(steps=80, interval=1) == 10  # never past the round's iterations
+    rounds.done(10)
+    assert rounds.progress() >= 1.0
+    assert not rounds.another()  # 0.3 s left, under half the last round's 0.7 s
+    assert rounds.count == 1 and rounds.sweeps_per_anneal() == 1000
+    clock[0] = 0.0
+    quick = da_backend._Rounds(limit=1.0, round_sweeps=10)
+    started = 0
+    while quick.another():
+        started += 1
+        quick.done(10)
+        clock[0] += 0.3  # rounds of 0.3 s start at 0, 0.3, 0.6 and (0.1 s left) not at 0.9 s
+    assert started == 3
+    clock[0] = 0.0
+    squeezed = da_backend._Rounds(limit=1.0, round_sweeps=10)
+    assert squeezed.another()
+    clock[0] = 0.6
+    assert squeezed.another()  # 0.4 s left of a 0.6 s round: a last round on the clock
+    assert squeezed.progress() == 0.0
+    clock[0] = 0.8
+    assert squeezed.progress() == pytest.approx(0.5)
 
 
 def test_bad_parameters_are_rejected():

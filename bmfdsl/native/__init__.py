@@ -4,7 +4,9 @@
   restarts, ALS polish and optimality certificates for ``min ||A - U Vᵀ||²_F``.
 * :func:`exact_rank1`: the provably optimal rank-1 factorization by Gray-code enumeration.
 * :mod:`bmfdsl.native.da_kernel`: the Digital Annealer's parallel-trial algorithm for any BQM
-  (used by the ``da`` backend).
+  (used by the ``da`` backend); :mod:`bmfdsl.native.da_array` runs it for all reads at once
+  as array code (numpy, the reference) and :mod:`bmfdsl.native.da_cuda` as one fused CUDA
+  kernel (CuPy, optional).
 """
 
 from bmfdsl.native.certify import exact_rank1
