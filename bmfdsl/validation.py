@@ -50,6 +50,12 @@ def check_binary_matrix(A: Any, *, name: str = "A") -> np.ndarray:
                 f"{name} contains {count} NaN or infinite value(s); "
                 "fill or drop them before factorizing"
             )
+    if array.dtype == bool:
+        return np.ascontiguousarray(array, dtype=np.int8)
+    # integers: two reductions and no m x n temporary (the common input, int8 from a loader,
+    # is large); the mask below is only needed to describe a bad entry
+    if np.issubdtype(array.dtype, np.integer) and array.min() >= 0 and array.max() <= 1:
+        return np.ascontiguousarray(array, dtype=np.int8)
     bad = (array != 0) & (array != 1)
     if bad.any():
         example = array[bad].flat[0]
