@@ -16,6 +16,7 @@ EXPECTED = {
     "swap_solvers.py": ["neal", "openjij-sa", "native"],
     "lambda_sweep.py": ["best feasible setting"],
     "clustering_one_hot.py": ["each column in one cluster: True"],
+    "digital_annealer.py": ["reads) + ALS: relative error 0.", "native:"],
 }
 
 

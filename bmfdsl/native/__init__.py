@@ -10,6 +10,6 @@
 """
 
 from bmfdsl.native.certify import exact_rank1
-from bmfdsl.native.portfolio import NativeResult, NativeSettings, solve_bmf
+from bmfdsl.native.portfolio import NativeResult, NativeSettings, compile_kernels, solve_bmf
 
-__all__ = ["NativeResult", "NativeSettings", "exact_rank1", "solve_bmf"]
+__all__ = ["NativeResult", "NativeSettings", "compile_kernels", "exact_rank1", "solve_bmf"]

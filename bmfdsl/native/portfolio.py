@@ -17,6 +17,12 @@ Strategy (one set of defaults for every input):
 
 All-zero rows and columns are dropped (their factor rows are zero in every optimum, unless
 that factor is one-hot) and wide inputs are transposed internally so that ``m >= n``.
+
+The numba kernels are compiled (or loaded from numba's on-disk cache) once per process by
+:func:`compile_kernels` before the first solve starts its clock, so the time budget goes to the
+search: with a cold cache the first solve of a 2,000 x 30 matrix at rank 3 used to lose about
+9 s of its 1 s budget to compilation and ran one restart (relative error 0.767 instead of
+0.740), and with a warm cache loading the kernels still took 0.3 s of it.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from bmfdsl.native.anneal import (
 from bmfdsl.native.certify import DEFAULT_MAX_ENUMERATION, exact_rank1
 from bmfdsl.validation import check_binary_matrix, check_random_state, check_rank
 
-__all__ = ["NativeResult", "NativeSettings", "auto_time_limit", "solve_bmf"]
+__all__ = ["NativeResult", "NativeSettings", "auto_time_limit", "compile_kernels", "solve_bmf"]
 
 # Seconds per matrix cell per sweep for one replica at rank 5, refined by measurement.
 _PRIOR_SECONDS_PER_CELL = 2.5e-8
@@ -274,6 +280,40 @@ def _validate_one_hot(one_hot: Any) -> str | None:
     raise InvalidParameterError(f"one_hot must be None, 'U' or 'V'; got {one_hot!r}")
 
 
+# Not exactly factorizable at rank 2, so the warm-up solves below run every restart mode.
+_WARM_UP_MATRIX = np.array(
+    [[1, 1, 0, 0, 1], [1, 1, 0, 1, 0], [0, 0, 1, 1, 1], [0, 1, 1, 1, 0], [1, 0, 1, 0, 1],
+     [1, 1, 1, 0, 0]],
+    dtype=np.int8,
+)  # fmt: skip
+_kernels_ready = False
+
+
+def compile_kernels() -> float:
+    """Compile the solver's numba kernels, or load them from numba's cache, once per process.
+
+    Runs the solver on a tiny matrix in every mode (rank 1 with and without its certificate,
+    rank 2, one-hot). :func:`solve_bmf` calls it before starting its clock. Returns the
+    seconds it took (0 once done).
+
+    >>> seconds = compile_kernels()
+    >>> compile_kernels()
+    0.0
+    """
+    global _kernels_ready
+    if _kernels_ready:
+        return 0.0
+    _kernels_ready = True  # first: the warm-up solves call solve_bmf, which calls this
+    started = time.perf_counter()
+    bounded = NativeSettings(num_reads=4, patience=None)
+    solve_bmf(_WARM_UP_MATRIX, 1, seed=0, settings=bounded)  # the exact rank-1 search
+    no_certificate = NativeSettings(num_reads=4, patience=None, max_enumeration=0)
+    solve_bmf(_WARM_UP_MATRIX, 1, seed=0, settings=no_certificate)  # rank-1 annealing
+    solve_bmf(_WARM_UP_MATRIX, 2, seed=0, settings=bounded)
+    solve_bmf(_WARM_UP_MATRIX, 2, one_hot="V", seed=0, settings=bounded)
+    return time.perf_counter() - started
+
+
 def solve_bmf(
     A: Any,
     rank: int,
@@ -304,6 +344,7 @@ def solve_bmf(
     >>> error, result.info["certificate"]["optimal"]
     (0, True)
     """
+    compile_seconds = compile_kernels()  # before the clock: the budget is for the search
     started = time.perf_counter()
     settings = settings or NativeSettings()
     A = check_binary_matrix(A)
@@ -405,6 +446,7 @@ def solve_bmf(
         "reduced_shape": A.T.shape if transposed else A.shape,
         "time_limit": time_limit,
         "timing": {
+            "compile": compile_seconds,
             "certificate_and_setup": seeded - started,
             "search": finished - seeded,
             "total": finished - started,
