@@ -8,9 +8,10 @@ Annealer's hardware works: the block's threads evaluate all N trials of an itera
 a block-wide reduction picks one accepted trial, and the threads update the local fields of
 the flipped variable's neighbours from sparse (CSR) couplings. Measured on an H100 with
 Formulation 1 (2,880-18,600 variables, 4-1,024 runs, 1,000 iterations): sparse updates were
-1.4-3x faster than dense row updates and need no N x N matrix; fields in shared memory gained
-about 10% but were 2x slower at 18,600 variables x 1,024 runs (one block per SM fits), so they
-stay in global memory.
+1.2-3x faster than dense row updates and need no N x N matrix; fields in shared memory gained
+5-15% at 512 threads but were up to 1.9x slower with smaller blocks at 18,600 variables x
+1,024 runs (fewer blocks fit per SM) and would cap N at what fits (about 25,000 variables),
+so they stay in global memory.
 
 The algorithm is exactly that of :class:`~bmfdsl.native.da_array.ArrayRuns` (which is the CPU
 reference the tests compare against): trial ``i`` is accepted when ``(ΔE_i - E_off) / T <= 30``
