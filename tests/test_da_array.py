@@ -114,6 +114,25 @@ def test_one_flip_per_iteration_and_fields_stay_exact(engine):
     assert np.all(best <= energies + 1e-9)
 
 
+def test_a_restarted_run_equals_a_fresh_one(engine):
+    xp, fused = engine
+    bqm = random_integer_bqm(16, 9)
+    h, Q, _ = _dense(bqm)
+    rng = np.random.default_rng(3)
+    first, second = (rng.integers(0, 2, size=(6, 16)).astype(np.int8) for _ in range(2))
+    schedule = np.geomspace(4.0, 0.2, 30)
+    restarted = ArrayRuns(h, Q, first, seed=1, xp=xp, fused=fused)
+    restarted.iterate(schedule, 1, 0.1)
+    restarted.restart(second[:4], seed=5)  # fewer runs than before
+    restarted.iterate(schedule, 1, 0.1)
+    fresh = ArrayRuns(h, Q, second[:4], seed=5, xp=xp, fused=fused)
+    fresh.iterate(schedule, 1, 0.1)
+    for name in ("x", "g", "best_x", "best", "energy", "offset"):
+        assert np.array_equal(_host(getattr(restarted, name)), _host(getattr(fresh, name))), name
+    with pytest.raises(InvalidParameterError, match="R x 16"):
+        restarted.restart(second[:, :5], seed=0)
+
+
 def test_escape_offset_rises_until_a_flip_is_accepted(engine):
     xp, fused = engine
     # from x = 0 every flip costs 1; at T = 0.01 the offset must reach 1 before one is taken

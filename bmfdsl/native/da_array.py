@@ -164,7 +164,6 @@ class ArrayRuns:
             )
         self.xp = xp
         self.h = xp.asarray(h, dtype=xp.float64)
-        self.x = xp.array(states, dtype=xp.int8)  # a copy: the caller's states stay as given
         if self.fused:
             self._upload_sparse(couplings)
         else:
@@ -172,6 +171,15 @@ class ArrayRuns:
             if scipy.sparse.issparse(couplings):
                 couplings = scipy.sparse.csr_matrix(couplings).toarray()
             self.Q = xp.asarray(couplings, dtype=xp.float64)
+        self.restart(states, seed)
+
+    def restart(self, states: np.ndarray, seed: int | None) -> None:
+        """Start every run afresh from ``states`` (R x N, R may change) with new random
+        streams from ``seed``; the couplings stay on the device."""
+        xp = self.xp
+        if states.ndim != 2 or states.shape[1] != len(self.h):
+            raise InvalidParameterError(f"need states R x {len(self.h)}; got shape {states.shape}")
+        self.x = xp.array(states, dtype=xp.int8)  # a copy: the caller's states stay as given
         xf = self.x.astype(xp.float64)
         # C order: the fused kernel indexes run r's fields at g[r * N:]
         self.g = xp.ascontiguousarray(self.h[None, :] + self._times_couplings(xf))
