@@ -49,7 +49,7 @@ def main() -> None:
 
     import numpy as np  # after the thread settings
 
-    from bmfdsl.als import als
+    from bmfdsl._als import als
     from bmfdsl.bls import solve_bls_with_error
     from bmfdsl.methods import baseline, penalized, thresholded
     from bmfdsl.result import relative_error

@@ -66,8 +66,8 @@ def main() -> None:
     import numpy as np  # after the thread settings
 
     from bmfdsl import factorize
+    from bmfdsl._factorize import DEFAULT_BACKEND
     from bmfdsl.datasets import make_bernoulli, make_exact_rank
-    from bmfdsl.factorize import DEFAULT_BACKEND
 
     try:
         from bmfdsl.backends.registry import get_backend

@@ -37,19 +37,19 @@ _EXPORTS: dict[str, str] = {
     "list_backends": "bmfdsl.backends.registry",
     "get_backend": "bmfdsl.backends.registry",
     "register_backend": "bmfdsl.backends.registry",
-    "solve": "bmfdsl.solve",
-    "sweep_weights": "bmfdsl.solve",
+    "solve": "bmfdsl._solve",
+    "sweep_weights": "bmfdsl._solve",
     # pipeline
-    "factorize": "bmfdsl.factorize",
+    "factorize": "bmfdsl._factorize",
     "BinaryMatrixFactorization": "bmfdsl.estimator",
     "read_matrix": "bmfdsl.io",
     "BackendInfo": "bmfdsl.backends.registry",
-    "SolveResult": "bmfdsl.solve",
-    "SweepResult": "bmfdsl.solve",
-    "SweepSetting": "bmfdsl.solve",
+    "SolveResult": "bmfdsl._solve",
+    "SweepResult": "bmfdsl._solve",
+    "SweepSetting": "bmfdsl._solve",
     "solve_bls": "bmfdsl.bls",
-    "als": "bmfdsl.als",
-    "ALSResult": "bmfdsl.als",
+    "als": "bmfdsl._als",
+    "ALSResult": "bmfdsl._als",
     "sample_rows": "bmfdsl.sampling",
     "leverage_scores": "bmfdsl.sampling",
     # data
@@ -78,7 +78,9 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from bmfdsl.als import ALSResult, als
+    from bmfdsl._als import ALSResult, als
+    from bmfdsl._factorize import factorize
+    from bmfdsl._solve import SolveResult, SweepResult, SweepSetting, solve, sweep_weights
     from bmfdsl.backends.registry import BackendInfo, get_backend, list_backends, register_backend
     from bmfdsl.bls import solve_bls
     from bmfdsl.compile import compile_model, list_models
@@ -104,9 +106,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from bmfdsl.estimator import BinaryMatrixFactorization
     from bmfdsl.experiments.runner import run_experiment
-    from bmfdsl.factorize import factorize
     from bmfdsl.io import read_matrix
     from bmfdsl.result import DecodedSample, Factorization
     from bmfdsl.sampling import leverage_scores, sample_rows
-    from bmfdsl.solve import SolveResult, SweepResult, SweepSetting, solve, sweep_weights
     from bmfdsl.structure import BMFStructure

@@ -146,7 +146,7 @@ def solve_bls_with_error(
     """
     V = check_binary_matrix(V, name="V")
     if type(A).__module__.split(".")[0] == "dask" or type(A).__name__ == "_DaskData":
-        from bmfdsl.als import _DaskData  # blockwise over row blocks
+        from bmfdsl._als import _DaskData  # blockwise over row blocks
 
         data = A if isinstance(A, _DaskData) else _DaskData(A)
         if V.shape[0] != data.shape[1]:

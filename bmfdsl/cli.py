@@ -29,7 +29,7 @@ def _sample_rows(value: str) -> int | str:
 
 
 def _factorize(args: argparse.Namespace) -> int:
-    from bmfdsl.factorize import factorize
+    from bmfdsl._factorize import factorize
     from bmfdsl.io import read_matrix
 
     A = read_matrix(args.file, binarize=args.binarize)

@@ -106,7 +106,7 @@ class BinaryMatrixFactorization:
 
     def fit_transform(self, X: Any, y: Any = None) -> np.ndarray:
         """Fit and return ``W`` (``n_samples x n_components``)."""
-        from bmfdsl.factorize import factorize
+        from bmfdsl._factorize import factorize
 
         if self.backend_params is not None and not isinstance(self.backend_params, dict):
             raise InvalidParameterError("backend_params must be a dict or None")

@@ -72,11 +72,11 @@ def leverage_scores(A: Any) -> np.ndarray:
 
 
 def _blockwise_view(A: Any) -> Any:
-    """The validated row-block view (``bmfdsl.als._DaskData``) of a dask array, else ``None``."""
+    """The validated row-block view (``bmfdsl._als._DaskData``) of a dask array, else ``None``."""
     module = type(A).__module__
-    if module.split(".")[0] != "dask" and module != "bmfdsl.als":
+    if module.split(".")[0] != "dask" and module != "bmfdsl._als":
         return None  # plain arrays never pay for importing the dask code path
-    from bmfdsl.als import _DaskData, _is_dask_array
+    from bmfdsl._als import _DaskData, _is_dask_array
 
     if isinstance(A, _DaskData):
         return A

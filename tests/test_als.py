@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bmfdsl.als import als
+from bmfdsl import als
 from bmfdsl.bls import solve_bls_with_error
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
 

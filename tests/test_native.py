@@ -16,6 +16,7 @@ import dimod.testing
 import numpy as np
 import pytest
 
+import bmfdsl
 from bmfdsl.backends.native import NativeFallbackWarning, NativeSampler
 from bmfdsl.datasets import make_bernoulli, make_exact_rank
 from bmfdsl.errors import InvalidParameterError, UnknownNameError
@@ -267,11 +268,9 @@ def test_native_passes_dimod_conformance():
 
 
 def test_solve_uses_the_structure_path():
-    solve_module = pytest.importorskip("bmfdsl.solve")
-    compile_module = pytest.importorskip("bmfdsl.compile")
     A = make_exact_rank(12, 10, 2, random_state=4)
-    compiled = compile_module.compile_model("formulation1", A, 2)
-    decoded = solve_module.solve(compiled, NativeSampler(), lam=1.0, seed=0)
+    compiled = bmfdsl.compile_model("formulation1", A, 2)
+    decoded = bmfdsl.solve(compiled, NativeSampler(), lam=1.0, seed=0)
     assert decoded[0].error == 0 == squared_error(A, decoded[0].U, decoded[0].V)
 
 

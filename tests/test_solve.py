@@ -9,10 +9,10 @@ import dimod
 import numpy as np
 import pytest
 
+from bmfdsl import SolveResult, SweepResult, solve, sweep_weights
 from bmfdsl.compile import compile_model
 from bmfdsl.errors import InvalidParameterError, UnknownNameError
 from bmfdsl.result import DecodedSample, squared_error
-from bmfdsl.solve import SolveResult, SweepResult, solve, sweep_weights
 
 A_SMALL = np.array([[1, 1, 0], [1, 0, 1]], dtype=np.int8)
 

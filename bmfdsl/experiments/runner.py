@@ -19,7 +19,6 @@ from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from types import ModuleType
 from typing import IO, Any
 
 import numpy as np
@@ -61,14 +60,9 @@ Method = Callable[[np.ndarray, int, MethodSettings], Factorization]
 
 
 def _factorize() -> Callable[..., Factorization]:
-    import bmfdsl
+    from bmfdsl import factorize
 
-    function = getattr(bmfdsl, "factorize", None)
-    if isinstance(function, ModuleType):  # bmfdsl.factorize the module, not the function
-        function = getattr(function, "factorize", None)
-    if function is None:
-        raise BackendUnavailableError("bmfdsl.factorize is not available in this installation")
-    return function
+    return factorize
 
 
 def _run_default(A: np.ndarray, rank: int, settings: MethodSettings) -> Factorization:

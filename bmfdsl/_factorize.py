@@ -139,7 +139,7 @@ def factorize(
     transposed = s is not None and n > m
     data: Any = A.T if transposed else A
     if blockwise:
-        from bmfdsl.als import _DaskData
+        from bmfdsl._als import _DaskData
 
         data = _DaskData(data)  # validated once; every later pass reuses it
         info["dask_blocks"] = len(data.A.chunks[0])
@@ -187,7 +187,7 @@ def factorize(
     info["error_before_als"] = error
 
     if als:
-        from bmfdsl.als import als as alternating
+        from bmfdsl._als import als as alternating
 
         stage = time.perf_counter()
         if blockwise:  # ALS on the tall orientation: the row blocks span every column
@@ -243,9 +243,9 @@ def _solve_qubo(
     info: dict[str, Any],
 ) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
     """Compile the model on the core matrix and solve it; returns the best decoded factors."""
+    from bmfdsl._solve import solve
     from bmfdsl.backends.registry import get_backend
     from bmfdsl.compile import compile_model
-    from bmfdsl.solve import solve
 
     stage = time.perf_counter()
     compiled = compile_model(model, core, rank, one_hot=one_hot)
