@@ -1,126 +1,156 @@
-"""``native``: bmfdsl's structure-aware BMF solver (numba), with the DA algorithm as fallback.
+"""``native``: bmfdsl's structure-aware BMF solver (numba).
 
-Given a plain BMF model (``compiled.structure`` is a :class:`~bmfdsl.structure.BMFStructure`),
-:meth:`NativeSampler.sample_structure` solves ``min ||A - U Vᵀ||²_F`` directly over the feasible
-set with the time-budgeted portfolio of :func:`bmfdsl.native.portfolio.solve_bmf` (heat-bath
-row annealing, parallel tempering, restarts, ALS polish, optimality certificates). Any other
-BQM goes through :meth:`NativeSampler.sample`, which warns and runs the ``da`` sampler.
+A :class:`~bmfdsl.structure.StructuredSampler`: it takes the verified
+:class:`~bmfdsl.structure.BMFStructure` of a compiled model (``compiled.structure``), never a
+BQM. Plain BMF is solved by the time-budgeted portfolio of
+:func:`bmfdsl.native.portfolio.solve_bmf` (heat-bath row annealing, parallel tempering,
+restarts, ALS polish, optimality certificates); masked or weighted BMF (missing data) by
+restarted exact weighted alternating least squares (:mod:`bmfdsl.native.weighted`). Models
+without a verified structure go to a generic backend (``da``, ``neal``, ...).
 """
 
 from __future__ import annotations
 
-import warnings
+import inspect
 from typing import Any, ClassVar
 
 import dimod
+import numpy as np
 
-from bmfdsl.backends._common import BackendSampler, check_parameter_names, check_seed
-from bmfdsl.backends.da import DASampler
+from bmfdsl.backends._common import check_seed
 from bmfdsl.errors import InvalidParameterError
 from bmfdsl.native.portfolio import NativeSettings, solve_bmf
-from bmfdsl.result import DecodedSample
-from bmfdsl.structure import BMFStructure
+from bmfdsl.native.weighted import solve_weighted_bmf
+from bmfdsl.structure import BMFStructure, StructuredSampler
 
-__all__ = ["NativeFallbackWarning", "NativeSampler"]
+__all__ = ["NativeSampler"]
 
-_SETTING_NAMES = (
-    "time_limit",
-    "sweeps",
-    "replicas",
-    "t_hot",
-    "t_cold",
-    "core_rows",
-    "max_solves",
-    "max_enumeration",
-    "num_solutions",
-    "patience",
-)
+_DESCRIPTIONS = {
+    "time_limit": "seconds (default: 1 s up to 300,000 cells, then linear, at most 4.8 s)",
+    "num_reads": "maximum annealing restarts (default: as many as time_limit allows; "
+    "masked/weighted: 32 restarts)",
+    "seed": "seed in [0, 2**31); with num_reads set, the same seed gives the same result",
+    "initial_factors": "warm starts: a list of (U, V) pairs",
+    "sweeps": "maximum sweeps per annealing run (default 500)",
+    "replicas": "chains per run (default 4)",
+    "t_hot": "hottest temperature, squared error per row (default 3.0)",
+    "t_cold": "coldest temperature (default 0.05)",
+    "core_rows": "tall matrices are annealed on a sample of this many rows (default 120)",
+    "max_solves": "cap on exact BLS solves per ALS polish (default 100)",
+    "max_enumeration": "cost cap of the exact rank-1 certificate (default 2**29)",
+    "num_solutions": "distinct solutions returned, best first (default 1)",
+    "patience": "stop after this many restarts without improvement, and at least as many "
+    "as it took to find the best (default 24; None: use the whole time_limit)",
+}
 
 
-class NativeFallbackWarning(UserWarning):
-    """``native`` was given a BQM without BMF structure and ran the ``da`` algorithm on it."""
-
-
-class NativeSampler(BackendSampler):
-    """Structure-aware BMF solver; plain BQMs fall back to the DA algorithm (with a warning).
+class NativeSampler(StructuredSampler):
+    """Structure-aware BMF solver: ``sample_bmf(structure, ...)`` returns a SampleSet.
 
     >>> import numpy as np
     >>> structure = BMFStructure(np.kron(np.eye(2, dtype=np.int8), np.ones((2, 2), np.int8)), 2)
-    >>> decoded, info = NativeSampler().sample_structure(structure, seed=0)
-    >>> decoded[0].error, info["certificate"]["reason"]
-    (0, 'zero error')
+    >>> sampleset = NativeSampler().sample_bmf(structure, seed=0)
+    >>> sampleset.first.energy, sampleset.info["certificate"]["reason"]
+    (0.0, 'zero error')
     """
 
     name: ClassVar[str] = "native"
-    accepted_parameters: ClassVar[dict[str, str]] = dict(DASampler.accepted_parameters)
-    structure_parameters: ClassVar[dict[str, str]] = {
-        "time_limit": "seconds (default: 1 s up to 300,000 cells, then linear, at most 4.8 s)",
-        "num_reads": "maximum annealing restarts (default: as many as time_limit allows)",
-        "seed": "seed in [0, 2**31); with num_reads set, the same seed gives the same result",
-        "initial_factors": "warm starts: a list of (U, V) pairs",
-        "sweeps": "maximum sweeps per annealing run (default 500)",
-        "replicas": "chains per run (default 4)",
-        "t_hot": "hottest temperature, squared error per row (default 3.0)",
-        "t_cold": "coldest temperature (default 0.05)",
-        "core_rows": "tall matrices are annealed on a sample of this many rows (default 120)",
-        "max_solves": "cap on exact BLS solves per ALS polish (default 100)",
-        "max_enumeration": "cost cap of the exact rank-1 certificate (default 2**29)",
-        "num_solutions": "distinct solutions returned, best first (default 1)",
-        "patience": "stop after this many restarts without improvement, and at least as many "
-        "as it took to find the best (default 24; None: use the whole time_limit)",
-    }
+
+    @property
+    def parameters(self) -> dict[str, list[str]]:
+        """The keywords of :meth:`sample_bmf` (derived from its signature)."""
+        signature = inspect.signature(self.sample_bmf)
+        return {p: [] for p in signature.parameters if p != "structure"}
 
     @property
     def properties(self) -> dict[str, Any]:
-        """Name, parameter descriptions of ``sample`` and of ``sample_structure``."""
-        return {
-            **super().properties,
-            "structure_parameters": dict(self.structure_parameters),
-            "fallback": "da",
-        }
+        """Name and what each parameter means."""
+        return {"name": self.name, "parameter_descriptions": dict(_DESCRIPTIONS)}
 
-    def sample_structure(
-        self, structure: BMFStructure, **params: Any
-    ) -> tuple[list[DecodedSample], dict[str, Any]]:
-        """Solve the BMF of ``structure`` directly; solutions best first and an info dict.
+    def __repr__(self) -> str:
+        return "NativeSampler()"
 
-        Every returned solution is feasible (one-hot rows when ``structure.one_hot`` is set)
-        and its ``energy`` equals its ``error``. ``info["certificate"]`` says when the best
-        solution is provably optimal.
+    def sample_bmf(
+        self,
+        structure: BMFStructure,
+        *,
+        time_limit: float | None = None,
+        num_reads: int | None = None,
+        seed: int | None = None,
+        initial_factors: Any = (),
+        sweeps: int | None = None,
+        replicas: int | None = None,
+        t_hot: float | None = None,
+        t_cold: float | None = None,
+        core_rows: int | None = None,
+        max_solves: int | None = None,
+        max_enumeration: int | None = None,
+        num_solutions: int | None = None,
+        patience: int | None = None,
+    ) -> dimod.SampleSet:
+        """Solve the BMF of ``structure``; solutions best first, energy = objective.
+
+        Every returned solution is feasible (one-hot rows when ``structure.one_hot`` is set).
+        ``info["certificate"]`` says when the best plain-BMF solution is provably optimal.
         """
-        check_parameter_names(self.name, params, self.structure_parameters)
-        params = {key: value for key, value in params.items() if value is not None}
-        seed = check_seed(params.pop("seed", None))
-        initial_factors = params.pop("initial_factors", ())
-        num_reads = params.pop("num_reads", None)
-        if num_reads is not None and (isinstance(num_reads, bool) or int(num_reads) < 0):
-            raise InvalidParameterError(f"num_reads must be >= 0; got {num_reads!r}")
-        settings = NativeSettings(
-            num_reads=None if num_reads is None else int(num_reads),
-            **{name: params[name] for name in _SETTING_NAMES if name in params},
-        )
-        result = solve_bmf(
-            structure.A,
-            structure.rank,
-            one_hot=structure.one_hot,
-            initial_factors=initial_factors,
-            seed=seed,
-            settings=settings,
-        )
-        decoded = [
-            DecodedSample(U=U, V=V, energy=float(error), error=int(error), broken={})
-            for U, V, error in result.solutions
-        ]
-        result.info["backend"] = self.name
-        return decoded, result.info
-
-    def _sample(self, bqm: dimod.BinaryQuadraticModel, **params: Any) -> dimod.SampleSet:
-        warnings.warn(
-            "backend 'native' needs a plain BMF model (compiled.structure); this BQM has none, "
-            "so it is sampled with the 'da' (Digital Annealer algorithm) backend instead",
-            NativeFallbackWarning,
-            stacklevel=3,
-        )
-        sampleset = DASampler()._sample(bqm, **params)
-        sampleset.info["fallback"] = "da"
-        return sampleset
+        if not isinstance(structure, BMFStructure):
+            raise InvalidParameterError(
+                f"sample_bmf needs a BMFStructure (compiled.structure); got "
+                f"{type(structure).__name__}"
+            )
+        seed = check_seed(seed)
+        if num_reads is not None and (
+            isinstance(num_reads, bool)
+            or not isinstance(num_reads, int | np.integer)
+            or num_reads < 0
+        ):
+            raise InvalidParameterError(f"num_reads must be an integer >= 0; got {num_reads!r}")
+        weights = structure.entry_weights
+        plain_only = {
+            "time_limit": time_limit,
+            "sweeps": sweeps,
+            "replicas": replicas,
+            "t_hot": t_hot,
+            "t_cold": t_cold,
+            "core_rows": core_rows,
+            "max_solves": max_solves,
+            "max_enumeration": max_enumeration,
+            "patience": patience,
+        }
+        if weights is not None and any(v is not None for v in plain_only.values()):
+            given = sorted(k for k, v in plain_only.items() if v is not None)
+            raise InvalidParameterError(
+                f"{given} apply to plain BMF only; a masked or weighted model takes num_reads, "
+                "seed, initial_factors and num_solutions"
+            )
+        if weights is not None:
+            result = solve_weighted_bmf(
+                structure.A,
+                weights,
+                structure.rank,
+                one_hot=structure.one_hot,
+                num_reads=32 if num_reads is None else int(num_reads),
+                seed=seed,
+                initial_factors=initial_factors,
+                num_solutions=1 if num_solutions is None else int(num_solutions),
+            )
+            solutions = [(U, V) for U, V, _ in result.solutions]
+            info = dict(result.info)
+        else:
+            options = {**plain_only, "num_solutions": num_solutions}
+            settings = NativeSettings(
+                num_reads=None if num_reads is None else int(num_reads),
+                **{key: value for key, value in options.items() if value is not None},
+            )
+            plain = solve_bmf(
+                structure.A,
+                structure.rank,
+                one_hot=structure.one_hot,
+                initial_factors=initial_factors,
+                seed=seed,
+                settings=settings,
+            )
+            solutions = [(U, V) for U, V, _ in plain.solutions]
+            info = dict(plain.info)
+        info["backend"] = self.name
+        return structure.sampleset(solutions, **info)

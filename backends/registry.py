@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # dimod is imported on first get_backend only, to keep imports cheap
-    import dimod
+    pass
 
 ENTRY_POINT_GROUP = "bmfdsl.backends"
 
@@ -263,8 +263,11 @@ def _load_target(name: str, entry: _Entry) -> Any:
     return target
 
 
-def get_backend(name: str, **options: Any) -> dimod.Sampler:
+def get_backend(name: str, **options: Any) -> Any:
     """Instantiate the backend called ``name`` with constructor ``options``.
+
+    Returns a ``dimod.Sampler`` (samples BQMs) or a
+    :class:`~bmfdsl.structure.StructuredSampler` (solves a model's verified BMF structure).
 
     Raises:
         UnknownNameError: no backend has this name (the message lists the known ones), or an
@@ -293,10 +296,12 @@ def get_backend(name: str, **options: Any) -> dimod.Sampler:
     sampler = factory(**options)
     import dimod
 
-    if not isinstance(sampler, dimod.Sampler):
+    from bmfdsl.structure import StructuredSampler
+
+    if not isinstance(sampler, dimod.Sampler | StructuredSampler):
         raise BackendUnavailableError(
             f"backend {key!r} ({entry.target}) returned {type(sampler).__name__}, "
-            "not a dimod.Sampler; fix the backend"
+            "neither a dimod.Sampler nor a bmfdsl StructuredSampler; fix the backend"
         )
     return sampler
 

@@ -12,12 +12,10 @@ from bmfdsl.errors import InvalidMatrixError, InvalidParameterError, UnknownName
 from bmfdsl.result import Factorization, relative_error, squared_error, to_jsonable
 from bmfdsl.validation import check_binary_matrix, check_random_state, check_rank
 
-__all__ = ["DEFAULT_BACKEND", "DEFAULT_WEIGHTS", "METHOD_NAMES", "factorize"]
+__all__ = ["DEFAULT_BACKEND", "METHOD_NAMES", "factorize"]
 
 #: The best local solver: structure-aware, no account needed.
 DEFAULT_BACKEND = "native"
-#: The paper's penalty weight (λ = 1 in all its experiments).
-DEFAULT_WEIGHTS: dict[str, float] = {"lam": 1.0}
 #: ``method`` values: the QUBO pipeline and the paper's comparison methods.
 METHOD_NAMES = ("qubo", "baseline", "thresholded", "penalized")
 
@@ -63,6 +61,7 @@ def factorize(
     backend: Any = None,
     one_hot: str | None = None,
     weights: Mapping[str, float] | None = None,
+    mask: Any = None,
     sample_rows: int | str | None = None,
     als: bool = True,
     random_state: Any = None,
@@ -79,7 +78,12 @@ def factorize(
         backend: a registered backend name or a ``dimod.Sampler``; ``None`` picks the best
             local solver (``"native"``).
         one_hot: ``"V"`` to put every column of A in exactly one cluster (``"U"``: rows).
-        weights: penalty weights for the model (default ``{"lam": 1.0}``, the paper's λ).
+        weights: penalty weights for the model, by the names it declares (default: the
+            model's own defaults, e.g. the paper's λ = 1 for ``lam``).
+        mask: 0/1 array of A's shape, 1 = observed: missing data. Only observed entries
+            count in the error; the default model becomes ``"masked-bmf"`` (a custom model
+            reads the mask as ``model.data["mask"]``), and ALS is the masked one. Not with
+            ``sample_rows``; ``method="qubo"`` only.
         sample_rows: ``None`` (use all rows), an int ``s`` (the paper's leverage-score
             sampling of ``s`` rows, then BLS for the full ``U``) or ``"auto"`` (sample
             ``s = max(30, r)`` rows when the long side has at least 2,000 rows, else use all).
@@ -109,6 +113,11 @@ def factorize(
     (0, 0.0)
     """
     start = time.perf_counter()
+    if isinstance(A, np.ma.MaskedArray):  # its mask marks missing entries
+        missing = np.ma.getmaskarray(A)
+        if mask is None and missing.any():
+            mask = (~missing).astype(np.int8)
+        A = A.filled(0)
     blockwise = _is_dask_array(A)
     if blockwise:
         A, sample_rows = _prepare_dask(A, rank, sample_rows)
@@ -128,6 +137,23 @@ def factorize(
     if method_key != "qubo" and one_hot is not None:
         raise InvalidParameterError(
             f"method {method_key!r} has no one-hot constraint; use method='qubo' with one_hot"
+        )
+    if mask is not None:
+        return _factorize_masked(
+            A,
+            rank,
+            mask,
+            model=model,
+            backend=backend,
+            one_hot=one_hot,
+            weights=weights,
+            method=method_key,
+            sample_rows=sample_rows,
+            als=als,
+            random_state=random_state,
+            blockwise=blockwise,
+            backend_params=backend_params,
+            start=start,
         )
     rng = check_random_state(random_state)
     timings: dict[str, float] = {}
@@ -161,7 +187,17 @@ def factorize(
     broken: dict[str, int] = {}
     if method_key == "qubo":
         U, V, broken = _solve_qubo(
-            core, rank_core, model, backend, side, weights, rng, backend_params, timings, info
+            core,
+            rank_core,
+            model,
+            backend,
+            side,
+            weights,
+            rng,
+            backend_params,
+            timings,
+            info,
+            {},
         )
     else:
         from bmfdsl.methods import get_method
@@ -241,14 +277,16 @@ def _solve_qubo(
     backend_params: dict[str, Any],
     timings: dict[str, float],
     info: dict[str, Any],
+    data: Mapping[str, Any],
 ) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
     """Compile the model on the core matrix and solve it; returns the best decoded factors."""
     from bmfdsl._solve import solve
     from bmfdsl.backends.registry import get_backend
     from bmfdsl.compile import compile_model
+    from bmfdsl.structure import StructuredSampler
 
     stage = time.perf_counter()
-    compiled = compile_model(model, core, rank, one_hot=one_hot)
+    compiled = compile_model(model, core, rank, one_hot=one_hot, data=data)
     timings["compile"] = time.perf_counter() - stage
 
     name = DEFAULT_BACKEND if backend is None else backend
@@ -256,14 +294,10 @@ def _solve_qubo(
     params = dict(backend_params)
     if "seed" in sampler.parameters and "seed" not in params:
         params["seed"] = _seed_from(rng)
-    chosen: dict[str, Any]
-    if weights is None:  # the paper's λ for whichever of its weights the model declares
-        chosen = {k: v for k, v in DEFAULT_WEIGHTS.items() if k in compiled.weight_names}
-    else:
-        chosen = dict(weights)
-        unknown = set(chosen) - set(compiled.weight_names)
-        if unknown:
-            raise UnknownNameError("weight", sorted(unknown)[0], compiled.weight_names)
+    chosen = dict(weights or {})
+    unknown = set(chosen) - set(compiled.weight_names)
+    if unknown:
+        raise UnknownNameError("weight", sorted(unknown)[0], compiled.weight_names)
 
     stage = time.perf_counter()
     decoded = solve(compiled, sampler, **chosen, **params)
@@ -275,6 +309,71 @@ def _solve_qubo(
         weights=decoded.info.get("weights"),
         energy=best.energy,
         backend_info=to_jsonable(decoded.info.get("backend_info", {})),
-        structure_aware=decoded.info.get("weights") is None,
+        structure_aware=isinstance(sampler, StructuredSampler),
     )
     return best.U, best.V, dict(best.broken)
+
+
+def _factorize_masked(
+    A: np.ndarray,
+    rank: int,
+    mask: Any,
+    *,
+    model: Any,
+    backend: Any,
+    one_hot: str | None,
+    weights: Mapping[str, float] | None,
+    method: str,
+    sample_rows: Any,
+    als: bool,
+    random_state: Any,
+    blockwise: bool,
+    backend_params: dict[str, Any],
+    start: float,
+) -> Factorization:
+    """Missing data: the model sees the mask; the error and ALS count observed entries only."""
+    from bmfdsl.native.weighted import weighted_als, weighted_error
+    from bmfdsl.validation import check_mask
+
+    if blockwise or sample_rows is not None or method != "qubo":
+        raise InvalidParameterError(
+            "mask= works with method='qubo' on an in-memory matrix without sample_rows"
+        )
+    observed = check_mask(mask, A.shape)
+    rng = check_random_state(random_state)
+    timings: dict[str, float] = {}
+    info: dict[str, Any] = {"method": method, "rank": rank, "shape": list(A.shape)}
+    info["observed"] = int(observed.sum())
+    model = "masked-bmf" if model == "formulation1" else model
+    A = A * observed  # unobserved entries carry no information
+    U, V, broken = _solve_qubo(
+        A,
+        rank,
+        model,
+        backend,
+        one_hot,
+        weights,
+        rng,
+        backend_params,
+        timings,
+        info,
+        {"mask": observed},
+    )
+    C = observed.astype(np.float64)
+    error = weighted_error(A, C, U, V)
+    info["error_before_als"] = round(error)
+    if als:
+        stage = time.perf_counter()
+        U, V, error = weighted_als(A, C, U, V, one_hot)
+        timings["als"] = time.perf_counter() - stage
+    timings["total"] = time.perf_counter() - start
+    info["timings"] = timings
+    observed_ones = int((A * observed).sum())
+    return Factorization(
+        U=np.asarray(U, dtype=np.int8),
+        V=np.asarray(V, dtype=np.int8),
+        error=round(error),
+        relative_error=relative_error(round(error), observed_ones),
+        broken_constraints=broken,
+        info=info,
+    )

@@ -1,9 +1,10 @@
 """Solve a compiled model on any backend by name, and sweep its penalty weights.
 
 :func:`solve` splits its keywords into the model's penalty weights (``compiled.weight_names``)
-and the backend's parameters. A structure-aware backend (one with ``sample_structure``) gets
-``compiled.structure`` directly; any other backend samples ``compiled.to_bqm(**weights)``
-and the samples come back through ``compiled.decode``.
+and the backend's parameters. A structure-aware backend (a
+:class:`~bmfdsl.structure.StructuredSampler`) gets ``compiled.structure`` (only present when
+the model's claim was verified); any other backend samples ``compiled.to_bqm(**weights)``.
+Both answer with a ``dimod.SampleSet`` that comes back through ``compiled.decode``.
 
 >>> import numpy as np
 >>> from bmfdsl.compile import compile_model
@@ -17,16 +18,19 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import dimod
 
 from bmfdsl.backends.registry import get_backend
-from bmfdsl.errors import InvalidParameterError
+from bmfdsl.compiled import CompiledModel
+from bmfdsl.errors import InvalidParameterError, ModelDefinitionError, UnknownNameError
 from bmfdsl.result import DecodedSample
+from bmfdsl.structure import StructuredSampler
 
 __all__ = ["SolveResult", "SweepResult", "SweepSetting", "solve", "sweep_weights"]
 
@@ -34,8 +38,8 @@ __all__ = ["SolveResult", "SweepResult", "SweepSetting", "solve", "sweep_weights
 class SolveResult(list[DecodedSample]):
     """Decoded samples, best first (a ``list``), plus ``info`` about the solve.
 
-    ``info`` holds the backend name, the weights used, ``time_s`` (wall seconds of the
-    backend call) and the backend's own info (timings, settings, certificates).
+    ``info`` holds the backend name, the weights used, ``timings`` (``{"solve": seconds}``
+    of the backend call) and the backend's own info (settings, work done, certificates).
     """
 
     def __init__(self, samples: Iterable[DecodedSample], info: dict[str, Any]) -> None:
@@ -43,17 +47,27 @@ class SolveResult(list[DecodedSample]):
         self.info = info
 
 
-def _resolve_backend(backend: str | dimod.Sampler) -> tuple[str, dimod.Sampler]:
+def _resolve_backend(backend: Any) -> tuple[str, Any]:
     if isinstance(backend, str):
         return backend, get_backend(backend)
-    if not isinstance(backend, dimod.Sampler) and not hasattr(backend, "sample_structure"):
+    if not isinstance(backend, dimod.Sampler | StructuredSampler):
         raise InvalidParameterError(
-            f"backend must be a registered name or a dimod.Sampler; got {type(backend).__name__}"
+            "backend must be a registered name (see bmfdsl.list_backends()), a dimod.Sampler "
+            f"or a StructuredSampler; got {type(backend).__name__}"
         )
     return str(getattr(backend, "name", type(backend).__name__)), backend
 
 
-def _one_hot_labels(compiled: Any) -> list[list[str]]:
+def _check_compiled(compiled: Any) -> CompiledModel:
+    if not isinstance(compiled, CompiledModel):
+        raise InvalidParameterError(
+            "expected a compiled model from bmfdsl.compile_model(model, A, rank); got "
+            f"{type(compiled).__name__}"
+        )
+    return compiled
+
+
+def _one_hot_labels(compiled: CompiledModel) -> list[list[str]]:
     """The compiled model's one-hot groups as lists of labels (one list per constrained row)."""
     layout = compiled.layout
     variables = layout.variables
@@ -65,8 +79,8 @@ def _one_hot_labels(compiled: Any) -> list[list[str]]:
 
 
 def solve(
-    compiled: Any,
-    backend: str | dimod.Sampler = "neal",
+    compiled: CompiledModel,
+    backend: str | dimod.Sampler | StructuredSampler = "neal",
     *,
     native_one_hot: bool = False,
     **weights_and_params: Any,
@@ -83,31 +97,54 @@ def solve(
 
     Returns:
         A :class:`SolveResult`: a list of :class:`~bmfdsl.result.DecodedSample` (feasible
-        first, then lowest error, then lowest energy) with ``.info``.
+        first, then the model's error, then energy; energies recomputed from the BQM at the
+        weights used) with ``.info``.
+
+    Raises:
+        ModelDefinitionError: a structure-aware backend and a model without a verified
+            BMF structure.
     """
+    compiled = _check_compiled(compiled)
     name, sampler = _resolve_backend(backend)
     weight_names = set(compiled.weight_names)
     weights = {k: v for k, v in weights_and_params.items() if k in weight_names}
     params = {k: v for k, v in weights_and_params.items() if k not in weight_names}
-    info: dict[str, Any] = {"backend": name}
-    start = time.perf_counter()
-    if hasattr(sampler, "sample_structure") and compiled.structure is not None:
-        decoded, backend_info = sampler.sample_structure(compiled.structure, **params)
-        info.update(time_s=time.perf_counter() - start, weights=None, backend_info=backend_info)
-        return SolveResult(decoded, info)
     resolved = compiled.resolve_weights(**weights)
-    if native_one_hot:
-        if "one_hot_groups" not in sampler.parameters:
-            raise InvalidParameterError(
-                f"backend {name!r} has no 'one_hot_groups' parameter; drop native_one_hot=True"
+    start = time.perf_counter()
+    if isinstance(sampler, StructuredSampler):
+        if compiled.structure is None:
+            raise ModelDefinitionError(
+                f"backend {name!r} solves BMF structure directly, but model "
+                f"{compiled.model_name!r} declares none (model.declare_bmf()); use a generic "
+                "backend such as 'da' or 'neal'"
             )
-        params["one_hot_groups"] = _one_hot_labels(compiled)
-    bqm = compiled.to_bqm(**resolved)
-    sampleset = sampler.sample(bqm, **params)
-    info.update(
-        time_s=time.perf_counter() - start, weights=resolved, backend_info=dict(sampleset.info)
-    )
-    return SolveResult(compiled.decode(sampleset), info)
+        _check_params(name, params, sampler.parameters)
+        sampleset = sampler.sample_bmf(compiled.structure, **params)
+    else:
+        if native_one_hot:
+            if "one_hot_groups" not in sampler.parameters:
+                raise InvalidParameterError(
+                    f"backend {name!r} has no 'one_hot_groups' parameter; drop native_one_hot=True"
+                )
+            params["one_hot_groups"] = _one_hot_labels(compiled)
+        sampleset = sampler.sample(compiled.to_bqm(**resolved), **params)
+    elapsed = time.perf_counter() - start
+    decoded = compiled.decode(sampleset, **resolved)
+    info = {
+        "backend": name,
+        "weights": resolved,
+        "timings": {"solve": elapsed},
+        "backend_info": dict(sampleset.info),
+    }
+    return SolveResult(decoded, info)
+
+
+def _check_params(name: str, params: Mapping[str, Any], known: Mapping[str, Any]) -> None:
+    for key in params:
+        if key not in known:
+            raise UnknownNameError(
+                "parameter", key, known, hint=f"These are the parameters of backend {name!r}."
+            )
 
 
 @dataclass
@@ -124,7 +161,7 @@ class SweepSetting:
         broken: the broken constraints of that sample, per group.
         feasible: whether that sample breaks no constraint.
         best_feasible_error: the lowest error among all feasible samples (None: none).
-        time_s: wall seconds of the solve.
+        timings: ``{"solve": seconds}`` of the backend call.
         best: the lowest-energy decoded sample itself (not serialised).
     """
 
@@ -134,7 +171,7 @@ class SweepSetting:
     broken: dict[str, int]
     feasible: bool
     best_feasible_error: int | None
-    time_s: float
+    timings: dict[str, float]
     best: DecodedSample | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -146,7 +183,7 @@ class SweepSetting:
             "broken": dict(self.broken),
             "feasible": bool(self.feasible),
             "best_feasible_error": self.best_feasible_error,
-            "time_s": float(self.time_s),
+            "timings": dict(self.timings),
         }
 
 
@@ -178,13 +215,15 @@ class SweepResult:
 
 
 def _weight_values(name: str, values: Any) -> list[float]:
-    if values is None:
-        return []
-    listed = list(values) if isinstance(values, Sequence | Iterable) else [values]
+    if isinstance(values, str | bytes | Mapping) or values is None:
+        raise InvalidParameterError(
+            f"{name} must be a positive number or a list of them; got {values!r}"
+        )
+    listed = list(values) if isinstance(values, Iterable) else [values]
     if not listed:
         raise InvalidParameterError(f"{name} must list at least one value")
     for value in listed:
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
             raise InvalidParameterError(f"every {name} value must be a positive number; {value!r}")
         if not math.isfinite(value):
             raise InvalidParameterError(f"every {name} value must be finite; got {value!r}")
@@ -192,18 +231,16 @@ def _weight_values(name: str, values: Any) -> list[float]:
 
 
 def sweep_weights(
-    compiled: Any,
+    compiled: CompiledModel,
     backend: str | dimod.Sampler,
-    *,
-    lam: Sequence[float] | float,
-    lam_onehot: Sequence[float] | float | None = None,
-    **params: Any,
+    **weights_and_params: Any,
 ) -> SweepResult:
     """Solve ``compiled`` once per weight setting, from one compilation.
 
-    Settings are every ``lam`` value, or every ``(lam, lam_onehot)`` pair when ``lam_onehot``
-    lists values (``None``: the model's default, i.e. ``lam_onehot = lam``). ``params`` go to
-    the backend unchanged for every setting (use a ``seed`` for comparable runs).
+    Every keyword named in ``compiled.weight_names`` lists values to try (a number is one
+    value); the settings are their product, in order. Weights not given take the model's
+    defaults. Other keywords go to the backend unchanged for every setting (use a ``seed``
+    for comparable runs).
 
     >>> import numpy as np
     >>> from bmfdsl.compile import compile_model
@@ -212,34 +249,36 @@ def sweep_weights(
     >>> [s.feasible for s in result.settings], result.best.weights["lam"]
     ([False, True], 2.0)
     """
+    compiled = _check_compiled(compiled)
     name, sampler = _resolve_backend(backend)
-    grid: list[dict[str, float]] = []
-    lam_values = _weight_values("lam", lam)
-    onehot_values = _weight_values("lam_onehot", lam_onehot)
-    if onehot_values:
-        grid = [
-            {"lam": a, "lam_onehot": b} for a, b in itertools.product(lam_values, onehot_values)
-        ]
-    else:
-        grid = [{"lam": a} for a in lam_values]
+    axes = {
+        key: _weight_values(key, values)
+        for key, values in weights_and_params.items()
+        if key in compiled.weight_names
+    }
+    params = {k: v for k, v in weights_and_params.items() if k not in compiled.weight_names}
+    if not axes:
+        raise InvalidParameterError(
+            f"name at least one weight to sweep; model {compiled.model_name!r} declares "
+            f"{list(compiled.weight_names)}"
+        )
+    grid = [dict(zip(axes, values, strict=True)) for values in itertools.product(*axes.values())]
     settings = []
     for weights in grid:
-        arguments: dict[str, Any] = {**weights, **params}
-        solved = solve(compiled, sampler, **arguments)
+        solved = solve(compiled, sampler, **weights, **params)
         if not solved:
             raise InvalidParameterError(f"backend {name!r} returned no samples for {weights}")
         top = min(solved, key=lambda s: s.energy)  # first of equals: feasible, lower error
         feasible = [s.error for s in solved if s.feasible]
-        resolved = solved.info["weights"] or compiled.resolve_weights(**weights)
         settings.append(
             SweepSetting(
-                weights=dict(resolved),
+                weights=dict(solved.info["weights"]),
                 energy=min(s.energy for s in solved),
                 error=top.error,
                 broken=dict(top.broken),
                 feasible=top.feasible,
                 best_feasible_error=min(feasible) if feasible else None,
-                time_s=float(solved.info["time_s"]),
+                timings=dict(solved.info["timings"]),
                 best=top,
             )
         )

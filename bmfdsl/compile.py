@@ -1,10 +1,16 @@
-"""Compile a model (registered name or user script) for one data matrix and rank."""
+"""Compile a model (registered name or user script) for one data matrix and rank.
+
+Registered and user models take the same route: the script's ``build(model)`` runs on the
+instance, its declaration is lowered to QUBO arrays with numpy, and a structure claim
+(``model.declare_bmf()``) is checked before structure-aware solvers may use it.
+"""
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -12,20 +18,35 @@ from typing import Any
 
 import numpy as np
 
-from bmfdsl.compiled import CompiledModel, PyquboSource, QuboSource, VectorSource
+from bmfdsl.compiled import CompiledModel, _Lowered, structure_errors
 from bmfdsl.dsl import ModelBuilder
 from bmfdsl.errors import InvalidParameterError, ModelDefinitionError, UnknownNameError
-from bmfdsl.fastpath import FAST_BUILDERS
+from bmfdsl.expr import TERM_BYTES
 from bmfdsl.structure import BMFStructure
 from bmfdsl.validation import check_binary_matrix, check_rank
 
-__all__ = ["ModelInfo", "compile_model", "list_models", "load_model"]
+__all__ = ["DEFAULT_MEMORY_LIMIT", "ModelInfo", "compile_model", "list_models", "load_model"]
 
 _REGISTERED: dict[str, str] = {
     "formulation1": "bmfdsl.models.formulation1",
     "formulation2": "bmfdsl.models.formulation2",
     "formulation2-reduced": "bmfdsl.models.formulation2_reduced",
+    "masked-bmf": "bmfdsl.models.masked_bmf",
+    "weighted-bmf": "bmfdsl.models.weighted_bmf",
+    "boolean-bmf": "bmfdsl.models.boolean_bmf",
+    "bicluster": "bmfdsl.models.bicluster",
 }
+
+#: Default size guard: about 2 GiB of model terms.
+DEFAULT_MEMORY_LIMIT = 2 * 2**30
+#: Instances with at most this many ``m * n * rank`` cells are built (and checked) at once;
+#: larger ones are checked on sub-instances and built only when a BQM is asked for.
+EAGER_CELLS = 1_000_000
+#: The sub-instances' size (rows and columns) and count for large instances.
+_PROBE_SIZE = 16
+_PROBES = 2
+#: Random feasible points (besides U = V = 0) at which a structure claim is checked.
+_CHECK_POINTS = 4
 
 
 @dataclass(frozen=True)
@@ -35,7 +56,6 @@ class ModelInfo:
     name: str
     module: str
     description: str
-    fast_path: bool
 
 
 def _normalise(name: str) -> str:
@@ -45,15 +65,13 @@ def _normalise(name: str) -> str:
 def list_models() -> list[ModelInfo]:
     """The registered models.
 
-    >>> [info.name for info in list_models()]
+    >>> [info.name for info in list_models()][:3]
     ['formulation1', 'formulation2', 'formulation2-reduced']
     """
     infos = []
     for name, module_name in _REGISTERED.items():
         module = importlib.import_module(module_name)
-        infos.append(
-            ModelInfo(name, module_name, getattr(module, "DESCRIPTION", ""), name in FAST_BUILDERS)
-        )
+        infos.append(ModelInfo(name, module_name, getattr(module, "DESCRIPTION", "")))
     return infos
 
 
@@ -77,13 +95,15 @@ def _load_script(path: Path) -> ModuleType:
 def load_model(model: str | os.PathLike[str] | ModuleType) -> tuple[str, ModuleType]:
     """Resolve a registered name, a script path or a module to ``(name, module)``.
 
+    A script path is imported and executed as Python: load only scripts you trust.
+
     Raises:
         UnknownNameError: a name that is neither registered nor an existing ``.py`` file.
         ModelDefinitionError: the script fails to load or has no callable ``build``.
     """
     if isinstance(model, ModuleType):
         name, module = getattr(model, "NAME", model.__name__), model
-    else:
+    elif isinstance(model, str | os.PathLike):
         text = os.fspath(model)
         key = _normalise(text)
         if key in _REGISTERED:
@@ -94,6 +114,11 @@ def load_model(model: str | os.PathLike[str] | ModuleType) -> tuple[str, ModuleT
             raise UnknownNameError(
                 "model", text, _REGISTERED, hint="or pass the path of a model script (.py)"
             )
+    else:
+        raise InvalidParameterError(
+            f"model must be a registered name, a script path or a module; got "
+            f"{type(model).__name__}"
+        )
     if not callable(getattr(module, "build", None)):
         raise ModelDefinitionError(
             f"model {name!r} has no function build(model); a model script must define "
@@ -102,11 +127,19 @@ def load_model(model: str | os.PathLike[str] | ModuleType) -> tuple[str, ModuleT
     return str(name), module
 
 
-def _declare(module: ModuleType, name: str, A: np.ndarray, rank: int, one_hot: Any) -> ModelBuilder:
-    builder = ModelBuilder(A, rank, one_hot)
+def _declare(
+    module: ModuleType,
+    name: str,
+    A: np.ndarray,
+    rank: int,
+    one_hot: Any,
+    data: Mapping[str, Any],
+    term_limit: int,
+) -> ModelBuilder:
+    builder = ModelBuilder(A, rank, one_hot, data, term_limit=term_limit)
     try:
         result = module.build(builder)
-    except ModelDefinitionError:
+    except (ModelDefinitionError, InvalidParameterError, MemoryError):
         raise
     except Exception as exc:
         raise ModelDefinitionError(
@@ -121,18 +154,72 @@ def _declare(module: ModuleType, name: str, A: np.ndarray, rank: int, one_hot: A
     return builder
 
 
-_PROBES: dict[tuple[str, int, int, str | None], ModelBuilder] = {}
+def _check_data(data: Any) -> dict[str, Any]:
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping) or not all(isinstance(k, str) for k in data):
+        raise InvalidParameterError("data must be a dict of name -> array, e.g. data={'M': M}")
+    return dict(data)
 
 
-def _probe(module: ModuleType, name: str, rank: int, one_hot: Any) -> ModelBuilder:
-    """The declaration of a ``rank x rank`` instance: the model's weights, groups and flags.
+def _restrict(
+    data: Mapping[str, Any], shape: tuple[int, int], rows: np.ndarray, cols: np.ndarray
+) -> dict[str, Any]:
+    """Data arrays shaped like A (or like its rows or columns) restricted to a sub-instance."""
+    m, n = shape
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        array = np.asarray(value) if isinstance(value, np.ndarray | list) else None
+        if array is not None and array.shape == (m, n):
+            out[key] = array[np.ix_(rows, cols)]
+        elif array is not None and array.shape == (m,):
+            out[key] = array[rows]
+        elif array is not None and array.shape == (n,) and m != n:
+            out[key] = array[cols]
+        else:
+            out[key] = value
+    return out
 
-    The fast path takes its metadata from here, so it can never drift from the script.
-    """
-    key = (name, id(module), rank, one_hot)
-    if key not in _PROBES:
-        _PROBES[key] = _declare(module, name, np.ones((rank, rank), dtype=np.int8), rank, one_hot)
-    return _PROBES[key]
+
+def _random_factor(rng: np.random.Generator, rows: int, rank: int, one_hot: bool) -> np.ndarray:
+    if one_hot:
+        return np.eye(rank, dtype=np.int8)[rng.integers(0, rank, rows)]
+    return (rng.random((rows, rank)) < 0.5).astype(np.int8)
+
+
+def _verify(lowered: _Lowered, name: str, where: str) -> None:
+    """Check a structure claim: energy == declared objective at U = V = 0 and random points."""
+    builder = lowered.builder
+    claim = builder.claim
+    assert claim is not None
+    m, n = builder.A.shape
+    r = builder.rank
+    rng = np.random.default_rng(20211)
+    zero_u, zero_v = np.zeros((m, r), np.int8), np.zeros((n, r), np.int8)
+    if builder.one_hot is not None:  # the feasible point nearest zero: every row in cluster 0
+        (zero_u if builder.one_hot == "U" else zero_v)[:, 0] = 1
+    Us = [zero_u] + [
+        _random_factor(rng, m, r, builder.one_hot == "U") for _ in range(_CHECK_POINTS)
+    ]
+    Vs = [zero_v] + [
+        _random_factor(rng, n, r, builder.one_hot == "V") for _ in range(_CHECK_POINTS)
+    ]
+    U, V = np.stack(Us), np.stack(Vs)
+    X = lowered.fill(U, V)[:, lowered.positions]
+    weights = {w: 1.0 for w in builder.weights}
+    energies = lowered.terms.energies(X, weights)
+    declared = structure_errors(builder.A, U, V, claim.mask, claim.weights)
+    scale = 1e-6 * max(1.0, float(np.abs(declared).max()))
+    bad = np.flatnonzero(np.abs(energies - declared) > scale)
+    if bad.size:
+        point = int(bad[0])
+        zero = "U = V = 0" + (" (one-hot rows in cluster 0)" if builder.one_hot else "")
+        where_point = zero if point == 0 else f"a random feasible (U, V) #{point}"
+        raise ModelDefinitionError(
+            f"model {name!r} declares BMF structure (model.declare_bmf) but on {where} at "
+            f"{where_point} its energy is {energies[point]:g} while the declared objective "
+            f"Σ w m (a - UVᵀ)² is {declared[point]:g}; fix the model or drop the claim"
+        )
 
 
 def compile_model(
@@ -141,9 +228,13 @@ def compile_model(
     rank: int,
     *,
     one_hot: str | None = None,
-    fast: bool | None = None,
+    data: Mapping[str, Any] | None = None,
+    memory_limit: int = DEFAULT_MEMORY_LIMIT,
 ) -> CompiledModel:
     """Compile ``model`` for data ``A`` and target rank ``rank``, once.
+
+    Loading a model script imports and executes it as Python code: run only scripts you
+    trust.
 
     Args:
         model: a registered name (see :func:`list_models`), the path of a model script that
@@ -151,17 +242,23 @@ def compile_model(
         A: the 0/1 data matrix (m x n).
         rank: the target rank, ``1 <= rank <= min(m, n)``.
         one_hot: ``"V"`` (every column of A in exactly one cluster), ``"U"``, or ``None``.
-        fast: use the numpy fast path (registered models only). ``None``: when available.
-            ``False`` forces PyQUBO, the declarative source of truth.
+        data: extra arrays for the script, read as ``model.data[name]`` (e.g. a mask).
+        memory_limit: bytes of model terms beyond which building stops with
+            :class:`~bmfdsl.errors.ModelTooLargeError` (default 2 GiB).
 
     Returns:
         A :class:`~bmfdsl.compiled.CompiledModel`; ``to_bqm(**weights)`` re-weights it
         without recompiling.
 
+    A structure claim is checked on the instance itself when it has at most ``EAGER_CELLS``
+    (1,000,000) ``m * n * rank`` cells; a larger instance is checked on sub-instances (A and
+    its data arrays restricted to random rows and columns) and its full model is built only
+    when a BQM is needed (``compiled.structure_check`` says which).
+
     >>> import numpy as np
     >>> compiled = compile_model("formulation1", np.ones((3, 2)), 2, one_hot="V")
-    >>> compiled.weight_names, compiled.num_variables
-    (('lam', 'lam_onehot'), 22)
+    >>> compiled.weight_names, compiled.num_variables, compiled.structure_check
+    (('lam', 'lam_onehot'), 22, 'instance')
     """
     A = check_binary_matrix(A)
     rank = check_rank(rank, A.shape)
@@ -169,29 +266,84 @@ def compile_model(
         if not isinstance(one_hot, str) or one_hot.upper() not in ("U", "V"):
             raise InvalidParameterError(f"one_hot must be None, 'U' or 'V'; got {one_hot!r}")
         one_hot = one_hot.upper()
+    if isinstance(memory_limit, bool) or not isinstance(memory_limit, int | np.integer):
+        raise InvalidParameterError(f"memory_limit must be a number of bytes; got {memory_limit!r}")
+    extra = _check_data(data)
     name, module = load_model(model)
-    use_fast = name in FAST_BUILDERS if fast is None else bool(fast)
-    if use_fast and name not in FAST_BUILDERS:
-        raise InvalidParameterError(
-            f"model {name!r} has no fast path; fast paths exist for {sorted(FAST_BUILDERS)}"
-        )
-    if use_fast:
-        metadata = _probe(module, name, rank, one_hot)
-        build = FAST_BUILDERS[name]
-        source: QuboSource = VectorSource(
-            lambda: build(A, rank, one_hot)  # type: ignore[arg-type]
-        )
+    term_limit = max(1, int(memory_limit) // TERM_BYTES)
+    m, n = A.shape
+
+    def declare_full() -> ModelBuilder:
+        return _declare(module, name, A, rank, one_hot, extra, term_limit)
+
+    eager = m * n * rank <= EAGER_CELLS
+    lowered: _Lowered | None = None
+    if eager:
+        lowered = _Lowered(declare_full())
+        metadata = lowered.builder
+        if metadata.claim is not None:
+            _verify(lowered, name, "this instance")
+        check = "instance"
     else:
-        metadata = _declare(module, name, A, rank, one_hot)
-        source = PyquboSource(metadata)
-    structure = BMFStructure(A, rank, one_hot) if metadata.is_plain_bmf else None  # type: ignore[arg-type]
-    return CompiledModel(
+        rng = np.random.default_rng(0)
+        metadata = None
+        for _ in range(_PROBES):
+            rows = np.sort(rng.choice(m, min(m, max(_PROBE_SIZE, rank)), replace=False))
+            cols = np.sort(rng.choice(n, min(n, max(_PROBE_SIZE, rank)), replace=False))
+            probe = _Lowered(
+                _declare(
+                    module,
+                    name,
+                    A[np.ix_(rows, cols)],
+                    rank,
+                    one_hot,
+                    _restrict(extra, (m, n), rows, cols),
+                    term_limit,
+                )
+            )
+            if probe.builder.claim is not None:
+                _verify(probe, name, "a sub-instance")
+            metadata = metadata or probe.builder
+        assert metadata is not None
+        check = "sub-instances"
+    structure = None
+    if metadata.claim is not None:
+        mask, weights = _full_claim_arrays(metadata, extra, lowered)
+        structure = BMFStructure(
+            A, rank, one_hot, mask, weights, factor_names=metadata.factor_names or ("U", "V")
+        )
+    compiled = CompiledModel(
         model_name=name,
         A=A,
         rank=rank,
         one_hot=one_hot,  # type: ignore[arg-type]
-        weights=metadata.weights,
-        group_weights={g.name: g.weight for g in metadata.groups.values()},
+        data=extra,
+        metadata=metadata,
+        declare=declare_full,
         structure=structure,
-        source=source,
+        structure_check=check if structure is not None else None,
     )
+    compiled._lowered = lowered
+    return compiled
+
+
+def _full_claim_arrays(
+    metadata: ModelBuilder, data: Mapping[str, Any], lowered: _Lowered | None
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The claim's mask and weights on the whole instance."""
+    claim = metadata.claim
+    assert claim is not None
+    if lowered is not None:
+        return claim.mask, claim.weights
+    arrays = []
+    for source, value in ((claim.mask_source, claim.mask), (claim.weights_source, claim.weights)):
+        if value is None:
+            arrays.append(None)
+        elif source is not None and source in data:
+            arrays.append(np.asarray(data[source], dtype=float))
+        else:
+            raise ModelDefinitionError(
+                "on a large instance a structure claim's mask/weights must come from "
+                "compile_model(data=...): pass model.data[name] to model.declare_bmf"
+            )
+    return arrays[0], arrays[1]

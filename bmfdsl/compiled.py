@@ -1,14 +1,8 @@
-"""The compiled model: re-weight to a BQM, encode factors, decode samples.
+"""The compiled model: re-weight to a BQM, encode factors, decode samples, emit PyQUBO.
 
 One :class:`CompiledModel` serves every backend: generic samplers take ``to_bqm(**weights)``,
-structure-aware solvers take ``structure``, and both come back through ``decode``.
-
-Two sources produce the QUBO behind a compiled model:
-
-* :class:`PyquboSource` — the declarative truth: the model script's PyQUBO Hamiltonian, compiled
-  once; weights are PyQUBO placeholders fed at ``to_bqm`` time.
-* :class:`VectorSource` — the numpy fast path for registered models: the same BQM assembled from
-  index arrays, built lazily on first use, so a huge model costs nothing until a QUBO is needed.
+structure-aware solvers take ``structure`` (present only when the model's claim was verified
+on the instance), and both come back through :meth:`CompiledModel.decode`.
 """
 
 from __future__ import annotations
@@ -17,173 +11,112 @@ import math
 import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import dimod
 import numpy as np
 
 from bmfdsl.dsl import ModelBuilder, WeightSpec
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError, UnknownNameError
+from bmfdsl.qubo import BQM_BYTES_PER_INTERACTION, BQM_BYTES_PER_VARIABLE, QuboTerms, lower
 from bmfdsl.result import DecodedSample
 from bmfdsl.structure import BMFStructure, OneHotSide
 
-__all__ = ["CompiledModel", "PyquboSource", "QuboTerms", "VariableLayout", "VectorSource"]
+__all__ = ["CompiledModel", "VariableLayout"]
 
 
 @dataclass
 class VariableLayout:
-    """Where every variable of interest sits in ``variables`` (numpy index arrays).
+    """Where the variables of interest sit among ``variables`` (the BQM's variable order).
 
-    ``product_groups`` maps a group to its ``(z, a, b)`` position arrays (``z = a*b``), in
-    declaration order so auxiliaries of auxiliaries can be filled in turn; ``one_hot_groups``
-    maps a group to a ``rows x r`` position array.
+    ``u_index`` (m x r) and ``v_index`` (n x r) are positions in ``variables``;
+    ``one_hot_groups`` maps a one-hot group to its rows of positions.
     """
 
     variables: list[str]
     u_index: np.ndarray
     v_index: np.ndarray
-    product_groups: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(
-        default_factory=dict
-    )
     one_hot_groups: dict[str, np.ndarray] = field(default_factory=dict)
 
-    @classmethod
-    def from_labels(
-        cls,
-        variables: list[str],
-        u_labels: np.ndarray,
-        v_labels: np.ndarray,
-        product_labels: Mapping[str, list[tuple[str, str, str]]],
-        one_hot_labels: Mapping[str, list[list[str]]],
-    ) -> VariableLayout:
-        """Build the index arrays from variable labels."""
-        position = {label: index for index, label in enumerate(variables)}
 
-        def lookup(labels: Any) -> np.ndarray:
-            flat = np.asarray(labels, dtype=object).ravel()
-            out = np.fromiter((position[label] for label in flat), dtype=np.int64, count=flat.size)
-            return out.reshape(np.shape(labels))
-
-        products = {}
-        for name, triples in product_labels.items():
-            table = lookup(triples).reshape(-1, 3)
-            products[name] = (table[:, 0], table[:, 1], table[:, 2])
-        return cls(
-            variables=variables,
-            u_index=lookup(u_labels),
-            v_index=lookup(v_labels),
-            product_groups=products,
-            one_hot_groups={name: lookup(rows) for name, rows in one_hot_labels.items()},
-        )
-
-
-@dataclass
-class QuboTerms:
-    """A BQM that is linear in the weights: ``Σ_w weight_w · terms_w`` (``w = ""``: constant).
-
-    All parts share the ``(row, col)`` arrays so re-weighting is a few vector operations.
-    """
-
-    num_variables: int
-    row: np.ndarray
-    col: np.ndarray
-    linear: dict[str, np.ndarray]
-    quadratic: dict[str, np.ndarray]
-    offset: dict[str, float]
-
-    def combine(self, weights: Mapping[str, float]) -> tuple[np.ndarray, np.ndarray, float]:
-        """Linear biases, quadratic biases and offset for one weight setting."""
-        factors = {"": 1.0, **weights}
-        linear = np.zeros(self.num_variables)
-        quadratic = np.zeros(self.row.size)
-        offset = 0.0
-        for key, factor in factors.items():
-            if key in self.linear:
-                linear += factor * self.linear[key]
-            if key in self.quadratic:
-                quadratic += factor * self.quadratic[key]
-            offset += factor * self.offset.get(key, 0.0)
-        return linear, quadratic, offset
-
-
-class QuboSource(Protocol):
-    """Where a compiled model's QUBO comes from."""
-
-    @property
-    def layout(self) -> VariableLayout:
-        """The variable labels and index arrays."""
-        ...
-
-    def to_bqm(self, weights: Mapping[str, float]) -> dimod.BinaryQuadraticModel:
-        """The BQM for resolved weights."""
-        ...
-
-
-def compile_hamiltonian(hamiltonian: Any) -> Any:
-    """PyQUBO ``compile()``; a seam so tests can count compilations."""
-    return hamiltonian.compile()
-
-
-class PyquboSource:
-    """The model script's PyQUBO Hamiltonian, compiled once at construction."""
+class _Lowered:
+    """A full declaration lowered to QUBO arrays, with only the variables it uses."""
 
     def __init__(self, builder: ModelBuilder) -> None:
-        self.model = compile_hamiltonian(builder.hamiltonian())
-        variables = sorted(self.model.variables)
-        known = set(variables)
-        u_name, v_name = builder.factor_names or ("U", "V")
-        m, n = builder.A.shape
-        r = builder.rank
-        u_labels = np.array([[f"{u_name}[{i}][{k}]" for k in range(r)] for i in range(m)])
-        v_labels = np.array([[f"{v_name}[{j}][{k}]" for k in range(r)] for j in range(n)])
-        # A factor entry that appears in no term is still a variable of the model.
-        missing = [label for label in (*u_labels.ravel(), *v_labels.ravel()) if label not in known]
-        self._extra = missing
-        self._layout = VariableLayout.from_labels(
-            variables + missing,
-            u_labels,
-            v_labels,
-            {g.name: g.triples for g in builder.groups.values() if g.kind == "product"},
-            {g.name: g.rows for g in builder.groups.values() if g.kind == "one_hot"},
+        self.builder = builder
+        space = builder.space
+        parts: dict[str, list[Any]] = {"": [builder.objective]}
+        for group in builder.groups.values():
+            parts.setdefault(group.weight, []).append(group.penalties)
+        used = np.zeros(space.size, dtype=bool)
+        for expressions in parts.values():
+            for expression in expressions:
+                var = expression.terms[2]
+                used[var[:, 0]] = True
+                used[var[:, 1][var[:, 1] >= 0]] = True
+        U, V = builder.factor_arrays  # type: ignore[misc]
+        self.u_full = U.variable_indices()
+        self.v_full = V.variable_indices()
+        used[self.u_full] = True
+        used[self.v_full] = True
+        self.positions = np.flatnonzero(used)  # BQM position -> variable index
+        renumber = np.full(space.size, -1, np.int64)
+        renumber[self.positions] = np.arange(self.positions.size)
+        terms = lower(parts, space.size)
+        terms.row, terms.col = renumber[terms.row], renumber[terms.col]
+        terms.linear = {k: v[self.positions] for k, v in terms.linear.items()}
+        terms.num_variables = int(self.positions.size)
+        self.terms = terms
+        all_labels = space.labels()
+        self.labels = [all_labels[i] for i in self.positions]
+        self.layout = VariableLayout(
+            variables=self.labels,
+            u_index=renumber[self.u_full],
+            v_index=renumber[self.v_full],
+            one_hot_groups={
+                g.name: renumber[np.concatenate(g.rows)]
+                for g in builder.groups.values()
+                if g.kind == "one_hot"
+            },
         )
 
-    @property
-    def layout(self) -> VariableLayout:
-        return self._layout
+    def full_samples(self, samples: np.ndarray) -> np.ndarray:
+        """Samples in BQM order spread over every declared variable (unused ones 0)."""
+        out = np.zeros((samples.shape[0], self.builder.space.size), dtype=np.int8)
+        out[:, self.positions] = samples
+        return out
 
-    def to_bqm(self, weights: Mapping[str, float]) -> dimod.BinaryQuadraticModel:
-        bqm = self.model.to_bqm(feed_dict=dict(weights))
-        for label in self._extra:
-            bqm.add_variable(label, 0.0)
-        return bqm
+    def fill(self, U: np.ndarray, V: np.ndarray) -> np.ndarray:
+        """The feasible assignments (S x all variables) for stacked ``U``, ``V``."""
+        X = np.zeros((U.shape[0], self.builder.space.size), dtype=np.int8)
+        X[:, self.u_full] = U
+        X[:, self.v_full] = V
+        for group in self.builder.groups.values():  # declaration order: aux of aux works
+            for z, a, b in group.triples:
+                X[:, z] = X[:, a] & X[:, b]
+            for outputs, inputs, chain in group.chains:
+                left = X[:, inputs[:, 0]]
+                for t in range(1, inputs.shape[1]):
+                    left = left | X[:, inputs[:, t]]
+                    if t < inputs.shape[1] - 1:
+                        X[:, chain[:, t - 1]] = left
+                X[:, outputs] = left
+        return X
 
-
-class VectorSource:
-    """A registered model's BQM assembled with numpy; built on first use and cached."""
-
-    def __init__(self, build: Callable[[], tuple[VariableLayout, QuboTerms]]) -> None:
-        self._build = build
-        self._built: tuple[VariableLayout, QuboTerms] | None = None
-
-    def _get(self) -> tuple[VariableLayout, QuboTerms]:
-        if self._built is None:
-            self._built = self._build()
-        return self._built
-
-    @property
-    def layout(self) -> VariableLayout:
-        return self._get()[0]
-
-    def to_bqm(self, weights: Mapping[str, float]) -> dimod.BinaryQuadraticModel:
-        layout, terms = self._get()
-        linear, quadratic, offset = terms.combine(weights)
-        return dimod.BinaryQuadraticModel.from_numpy_vectors(
-            linear,
-            (terms.row, terms.col, quadratic),
-            offset,
-            dimod.BINARY,
-            variable_order=layout.variables,
-        )
+    def broken(self, X: np.ndarray) -> dict[str, np.ndarray]:
+        """Violated constraints per group and sample (``X`` over every declared variable)."""
+        counts: dict[str, np.ndarray] = {}
+        for group in self.builder.groups.values():
+            if group.kind == "product":
+                z, a, b = group.product_indices
+                counts[group.name] = (X[:, z] != (X[:, a] & X[:, b])).sum(axis=1)
+            elif group.kind == "one_hot":
+                rows = np.concatenate(group.rows)
+                counts[group.name] = (X[:, rows].sum(axis=2, dtype=np.int64) != 1).sum(axis=1)
+            else:
+                values = group.penalties.evaluate(X)
+                counts[group.name] = (values > 1e-9).sum(axis=1)
+        return counts
 
 
 class CompiledModel:
@@ -196,9 +129,11 @@ class CompiledModel:
         A: the data matrix (``int8``).
         rank: the target rank.
         one_hot: ``"U"``, ``"V"`` or ``None``.
+        data: the extra data arrays passed to the model script.
         weights: the penalty weights the model declares, with their defaults.
         group_weights: constraint group name -> the weight it uses.
-        structure: a :class:`~bmfdsl.structure.BMFStructure` for plain BMF models, else ``None``.
+        structure_check: how the structure claim was verified (``"instance"``,
+            ``"sub-instances"``) or ``None`` when the model claims no structure.
     """
 
     def __init__(
@@ -208,19 +143,23 @@ class CompiledModel:
         A: np.ndarray,
         rank: int,
         one_hot: OneHotSide | None,
-        weights: Mapping[str, WeightSpec],
-        group_weights: Mapping[str, str],
+        data: Mapping[str, Any],
+        metadata: ModelBuilder,
+        declare: Callable[[], ModelBuilder],
         structure: BMFStructure | None,
-        source: QuboSource,
+        structure_check: str | None,
     ) -> None:
         self.model_name = model_name
         self.A = A
         self.rank = rank
         self.one_hot = one_hot
-        self.weights = dict(weights)
-        self.group_weights = dict(group_weights)
+        self.data = dict(data)
+        self.weights: dict[str, WeightSpec] = dict(metadata.weights)
+        self.group_weights = {g.name: g.weight for g in metadata.groups.values()}
         self.structure = structure
-        self.source = source
+        self.structure_check = structure_check
+        self._declare = declare
+        self._lowered: _Lowered | None = None
 
     def __repr__(self) -> str:
         m, n = self.A.shape
@@ -229,7 +168,19 @@ class CompiledModel:
             f"one_hot={self.one_hot!r}, weights={list(self.weight_names)})"
         )
 
-    # -- variables -------------------------------------------------------------------------
+    @property
+    def lowered(self) -> _Lowered:
+        """The full declaration, built on first use."""
+        if self._lowered is None:
+            self._lowered = _Lowered(self._declare())
+        return self._lowered
+
+    @property
+    def builder(self) -> ModelBuilder:
+        """The full declaration (variables, groups, objective) on this instance."""
+        return self.lowered.builder
+
+    # -- sizes -----------------------------------------------------------------------------
     @property
     def weight_names(self) -> tuple[str, ...]:
         """Names of the penalty weights ``to_bqm`` takes."""
@@ -237,18 +188,36 @@ class CompiledModel:
 
     @property
     def layout(self) -> VariableLayout:
-        """Variable labels and index arrays (built on first use for the fast path)."""
-        return self.source.layout
+        """Variable labels and index arrays."""
+        return self.lowered.layout
 
     @property
     def variables(self) -> list[str]:
-        """Every variable label, in the model's canonical order."""
-        return self.layout.variables
+        """Every variable label, in the BQM's order."""
+        return self.lowered.labels
 
     @property
     def num_variables(self) -> int:
         """The number of binary variables of the QUBO."""
-        return len(self.layout.variables)
+        return int(self.lowered.positions.size)
+
+    @property
+    def num_interactions(self) -> int:
+        """The number of distinct quadratic terms of the QUBO."""
+        return self.lowered.terms.num_interactions
+
+    @property
+    def memory_estimate(self) -> int:
+        """Bytes a ``dimod.BinaryQuadraticModel`` of this model takes (an estimate)."""
+        return (
+            BQM_BYTES_PER_VARIABLE * self.num_variables
+            + BQM_BYTES_PER_INTERACTION * self.num_interactions
+        )
+
+    @property
+    def qubo(self) -> QuboTerms:
+        """The QUBO arrays, linear in the weights."""
+        return self.lowered.terms
 
     # -- weights ---------------------------------------------------------------------------
     def resolve_weights(self, **weights: Any) -> dict[str, float]:
@@ -266,14 +235,14 @@ class CompiledModel:
                 )
         resolved: dict[str, float] = {}
         for name, value in weights.items():
-            resolved[name] = _check_weight(name, value)
+            resolved[name] = check_weight(name, value)
         pending = [spec for spec in self.weights.values() if spec.name not in resolved]
         for _ in range(len(pending) + 1):  # resolve defaults that refer to other weights
             still = []
             for spec in pending:
                 if spec.default is None:
                     raise InvalidParameterError(
-                        f"missing weight {spec.name!r}; pass it, e.g. to_bqm({spec.name}=1.0)"
+                        f"missing weight {spec.name!r}; pass it, e.g. {spec.name}=1.0"
                     )
                 if isinstance(spec.default, str):
                     if spec.default in resolved:
@@ -288,7 +257,7 @@ class CompiledModel:
         return {name: resolved[name] for name in self.weights}
 
     def to_bqm(self, **weights: Any) -> dimod.BinaryQuadraticModel:
-        """The BQM for these penalty weights; on feasible points energy == ``||A - UVᵀ||²_F``.
+        """The BQM for these penalty weights.
 
         >>> import numpy as np
         >>> from bmfdsl import compile_model
@@ -297,7 +266,19 @@ class CompiledModel:
         >>> bqm.num_variables, float(bqm.energy(compiled.encode([[1], [0]], [[1], [1]])))
         (8, 1.0)
         """
-        return self.source.to_bqm(self.resolve_weights(**weights))
+        resolved = self.resolve_weights(**weights)
+        return self.lowered.terms.to_bqm(resolved, self.lowered.labels)
+
+    def to_pyqubo(self) -> Any:
+        """The same model as a PyQUBO Hamiltonian: the reference semantics.
+
+        The objective plus one ``Constraint(Placeholder(weight) * penalty, label=group)`` per
+        group; ``to_pyqubo().compile().to_bqm(feed_dict=weights)`` equals ``to_bqm(**weights)``.
+        Meant for checking and small models: PyQUBO is slow on large ones.
+        """
+        from bmfdsl.pyqubo_twin import hamiltonian
+
+        return hamiltonian(self.builder)
 
     # -- encode / decode -------------------------------------------------------------------
     def _check_factor(self, X: Any, rows: int, name: str) -> np.ndarray:
@@ -311,43 +292,54 @@ class CompiledModel:
         return array.astype(np.int8)
 
     def encode_array(self, U: Any, V: Any) -> np.ndarray:
-        """The full assignment for ``(U, V)`` as an ``int8`` vector in ``variables`` order."""
+        """The feasible assignment for ``(U, V)`` as an ``int8`` vector in ``variables`` order."""
         m, n = self.A.shape
         U = self._check_factor(U, m, "U")
         V = self._check_factor(V, n, "V")
-        layout = self.layout
-        values = np.zeros(len(layout.variables), dtype=np.int8)
-        values[layout.u_index] = U
-        values[layout.v_index] = V
-        for z, a, b in layout.product_groups.values():
-            values[z] = values[a] * values[b]
-        return values
+        lowered = self.lowered
+        return lowered.fill(U[None], V[None])[0, lowered.positions]
 
     def encode(self, U: Any, V: Any) -> dict[str, int]:
-        """The full feasible assignment for ``(U, V)`` (auxiliaries filled in), by label."""
+        """The feasible assignment for ``(U, V)`` (auxiliaries filled in), by label."""
         values = self.encode_array(U, V)
-        return dict(zip(self.layout.variables, values.tolist(), strict=True))
+        return dict(zip(self.variables, values.tolist(), strict=True))
 
-    def decode(self, sampleset: dimod.SampleSet) -> list[DecodedSample]:
-        """Decode every sample into ``U``, ``V``, error and broken constraints; best first.
+    def errors(self, U: np.ndarray, V: np.ndarray, X: np.ndarray | None = None) -> np.ndarray:
+        """The model's error metric for stacked ``U`` (S, m, r) and ``V`` (S, n, r).
 
-        Best means: no broken constraint first, then lowest error, then lowest energy. Uses
-        numpy index arrays (never PyQUBO's per-sample decoder).
+        The declared structure's residual, else the declared error function, else the
+        objective's value at the assignments ``X`` (their feasible completion if omitted).
         """
-        layout = self.layout
-        samples = _columns_in_order(sampleset, layout.variables)
-        energies = np.asarray(sampleset.record.energy, dtype=float)
+        builder = self.builder
+        if builder.claim is not None:
+            return structure_errors(self.A, U, V, builder.claim.mask, builder.claim.weights)
+        if builder.error_function is not None:
+            return np.asarray(builder.error_function(U, V), dtype=float).reshape(U.shape[0])
+        if X is None:
+            X = self.lowered.fill(U, V)
+        return builder.objective.evaluate(X).reshape(U.shape[0])
+
+    def decode(self, sampleset: dimod.SampleSet, **weights: Any) -> list[DecodedSample]:
+        """Decode every sample into ``U``, ``V``, error, energy and broken constraints.
+
+        Samples over only the model's ``U`` and ``V`` variables (from a structure-aware
+        solver) get their feasible completion. ``energy`` is recomputed: the BQM energy at
+        ``weights`` (the model's defaults where omitted) of the decoded assignment. Order:
+        feasible first, then the model's error (see :meth:`errors`), then energy.
+        """
+        lowered = self.lowered
+        samples = _columns_in_order(sampleset, lowered.labels, lowered.layout)
         occurrences = np.asarray(sampleset.record.num_occurrences)
-        U = samples[:, layout.u_index]  # (S, m, r)
-        V = samples[:, layout.v_index]  # (S, n, r)
-        product = np.einsum("sik,sjk->sij", U.astype(np.int32), V.astype(np.int32))
-        residual = self.A.astype(np.int32)[None] - product
-        errors = np.einsum("sij,sij->s", residual, residual)
-        broken: dict[str, np.ndarray] = {}
-        for name, (z, a, b) in layout.product_groups.items():
-            broken[name] = (samples[:, z] != samples[:, a] * samples[:, b]).sum(axis=1)
-        for name, rows in layout.one_hot_groups.items():
-            broken[name] = (samples[:, rows].sum(axis=2) != 1).sum(axis=1)
+        U = samples[:, lowered.layout.u_index]
+        V = samples[:, lowered.layout.v_index]
+        if _is_factor_only(sampleset, lowered.layout):
+            X = lowered.fill(U, V)
+            samples = X[:, lowered.positions]
+        else:
+            X = lowered.full_samples(samples)
+        energies = lowered.terms.energies(samples, self.resolve_weights(**weights))
+        errors = self.errors(U, V, X)
+        broken = lowered.broken(X)
         total_broken = sum(broken.values(), np.zeros(len(errors), dtype=np.int64))
         order = np.lexsort((energies, errors, total_broken > 0))
         return [
@@ -355,7 +347,7 @@ class CompiledModel:
                 U=U[s].astype(np.int8),
                 V=V[s].astype(np.int8),
                 energy=float(energies[s]),
-                error=int(errors[s]),
+                error=_as_number(errors[s]),
                 broken={name: int(count[s]) for name, count in broken.items()},
                 num_occurrences=int(occurrences[s]),
             )
@@ -363,7 +355,31 @@ class CompiledModel:
         ]
 
 
-def _check_weight(name: str, value: Any) -> float:
+def structure_errors(
+    A: np.ndarray,
+    U: np.ndarray,
+    V: np.ndarray,
+    mask: np.ndarray | None = None,
+    weights: np.ndarray | None = None,
+) -> np.ndarray:
+    """``Σ w m (A - U Vᵀ)²`` for stacked ``U`` (S, m, r), ``V`` (S, n, r)."""
+    product = np.einsum("sik,sjk->sij", U.astype(np.int32), V.astype(np.int32))
+    residual = (A.astype(np.int32)[None] - product).astype(float) ** 2
+    if mask is not None:
+        residual = residual * mask
+    if weights is not None:
+        residual = residual * weights
+    return residual.sum(axis=(1, 2))
+
+
+def _as_number(value: float) -> Any:
+    """Integral errors as ``int`` (plain BMF), others (weighted) as ``float``."""
+    nearest = round(float(value))
+    return nearest if abs(value - nearest) < 1e-9 else float(value)
+
+
+def check_weight(name: str, value: Any) -> float:
+    """A penalty weight's value as a float: finite and positive."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidParameterError(f"weight {name!r} must be a number; got {value!r}")
     value = float(value)
@@ -374,20 +390,49 @@ def _check_weight(name: str, value: Any) -> float:
     return value
 
 
-def _columns_in_order(sampleset: dimod.SampleSet, variables: list[str]) -> np.ndarray:
-    """The sample matrix with columns rearranged into ``variables`` order."""
+def _is_factor_only(sampleset: dimod.SampleSet, layout: VariableLayout) -> bool:
+    return (
+        len(sampleset.variables)
+        == layout.u_index.size + layout.v_index.size
+        < len(layout.variables)
+    )
+
+
+def _columns_in_order(
+    sampleset: dimod.SampleSet, variables: list[str], layout: VariableLayout
+) -> np.ndarray:
+    """The sample matrix with columns in ``variables`` order (factor-only sets: zeros else)."""
+    if not isinstance(sampleset, dimod.SampleSet):
+        raise InvalidParameterError(
+            f"decode needs a dimod.SampleSet; got {type(sampleset).__name__}"
+        )
     record = np.asarray(sampleset.record.sample)
     if sampleset.vartype is dimod.SPIN:
         record = (record + 1) // 2
     labels = list(sampleset.variables)
     if labels == variables:
-        return record
+        return record.astype(np.int8)
     position = {label: index for index, label in enumerate(labels)}
-    missing = [label for label in variables if label not in position]
+    factor_only = _is_factor_only(sampleset, layout)
+    wanted = (
+        [
+            variables[int(i)]
+            for i in np.concatenate([layout.u_index.ravel(), layout.v_index.ravel()])
+        ]
+        if factor_only
+        else variables
+    )
+    missing = [label for label in wanted if label not in position]
     if missing:
         raise InvalidParameterError(
             f"the sample set lacks {len(missing)} model variable(s), e.g. {missing[0]!r}; "
             "was it sampled from this compiled model's BQM?"
         )
-    columns = np.fromiter((position[label] for label in variables), dtype=np.int64)
-    return record[:, columns]
+    out = np.zeros((record.shape[0], len(variables)), dtype=np.int8)
+    columns = np.fromiter((position[label] for label in wanted), dtype=np.int64, count=len(wanted))
+    if factor_only:
+        targets = np.concatenate([layout.u_index.ravel(), layout.v_index.ravel()])
+        out[:, targets] = record[:, columns]
+    else:
+        out[:] = record[:, columns]
+    return out

@@ -1,52 +1,65 @@
-"""The modeling DSL: declare a BMF formulation symbolically with PyQUBO.
+"""The modeling DSL: declare a formulation once, with numpy-style arrays of variables.
 
 A model script defines ``build(model)``; ``model`` is a :class:`ModelBuilder` holding the data
-(``model.A``, ``model.rank``, ``model.one_hot``) and the building blocks:
+(``model.A``, ``model.rank``, ``model.one_hot``, extra arrays in ``model.data``) and the
+building blocks. Variables are :class:`~bmfdsl.expr.PolyArray` objects: index, slice,
+transpose, broadcast, ``sum(axis=...)``, ``@`` and :func:`~bmfdsl.expr.einsum` work as in
+numpy, elementwise and vectorized.
 
-* :meth:`ModelBuilder.factors` — the binary factor matrices ``U[i][k]`` and ``V[j][k]``;
-* :meth:`ModelBuilder.binary` — auxiliary binary arrays (PyQUBO ``Array`` labels);
-* :meth:`ModelBuilder.weight` — a named penalty weight, a PyQUBO ``Placeholder``;
-* :meth:`ModelBuilder.constrain_product` — ``z = a*b`` enforced by the paper's penalty
-  :func:`product_penalty` in a labelled constraint group;
-* :meth:`ModelBuilder.one_hot_constraint` — every row of a factor holds exactly one 1;
-* :meth:`ModelBuilder.minimize` — add to the objective (see :func:`squared_residual`).
+* :meth:`ModelBuilder.factors`, :meth:`ModelBuilder.binary` — binary variable arrays;
+* :meth:`ModelBuilder.weight` — a named penalty weight, tuned at ``to_bqm`` time;
+* :meth:`ModelBuilder.constrain_product` — ``Z = X * Y`` elementwise, with the paper's
+  penalty ``f(z, x, y) = xy - 2xz - 2yz + 3z``;
+* :meth:`ModelBuilder.constrain_one_hot`, :meth:`ModelBuilder.constrain_or`,
+  :meth:`ModelBuilder.constrain` — more constraint groups; every group reports ``broken``;
+* :meth:`ModelBuilder.minimize` — the objective (any expression of degree <= 2);
+* :meth:`ModelBuilder.declare_bmf` — claim that feasible energies equal a (masked, weighted)
+  ``||A - UVᵀ||²``; ``compile_model`` verifies the claim before structured solvers may use it.
 
-Each constraint group becomes one PyQUBO ``Constraint(weight * penalty, label=group)``, so
-broken constraints are reported per group and weights are tuned without recompiling.
+A declaration is recorded as index arrays and coefficients, linear in the weights: the BQM is
+assembled with numpy, and :meth:`bmfdsl.compiled.CompiledModel.to_pyqubo` emits the same model
+as a PyQUBO Hamiltonian (a ``Placeholder`` per weight, a ``Constraint`` per group).
+
+Formulation 1 in full:
 
 >>> import numpy as np
 >>> model = ModelBuilder(np.array([[1, 0], [1, 1]]), rank=1)
 >>> U, V = model.factors()
->>> W = model.binary("W", (1, 2, 2))
->>> lam = model.weight("lam")
->>> for i in range(2):
-...     for j in range(2):
-...         model.constrain_product(W[0][i][j], U[i][0], V[j][0], group="W", weight=lam)
->>> model.minimize(squared_residual(model.A, [[W[0][i][j] for j in range(2)] for i in range(2)]))
->>> sorted(model.weights), sorted(model.groups)
-(['lam'], ['W'])
+>>> W = model.binary("W", (2, 2, 1))                     # W[i][j][k] = U[i][k] V[j][k]
+>>> model.constrain_product(W, U[:, None, :], V[None, :, :], group="W", weight=model.weight("lam"))
+>>> model.minimize(squared_residual(model.A, W.sum(axis=2)))
+>>> model.declare_bmf()
+>>> sorted(model.weights), sorted(model.groups), model.space.size
+(['lam'], ['W'], 8)
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-import pyqubo
 
 from bmfdsl.errors import InvalidParameterError, ModelDefinitionError
-from bmfdsl.structure import BMFStructure, OneHotSide
+from bmfdsl.expr import PolyArray, VariableSpace, as_poly, einsum, stack
+from bmfdsl.structure import OneHotSide
 
 __all__ = [
     "ConstraintGroup",
     "ModelBuilder",
+    "PolyArray",
+    "StructureClaim",
+    "Weight",
     "WeightSpec",
+    "einsum",
     "one_hot_penalty",
     "product_penalty",
     "squared_residual",
+    "stack",
 ]
+
+GroupKind = Literal["product", "one_hot", "or", "custom"]
 
 
 def product_penalty(z: Any, a: Any, b: Any) -> Any:
@@ -60,31 +73,71 @@ def product_penalty(z: Any, a: Any, b: Any) -> Any:
     return a * b - 2 * a * z - 2 * b * z + 3 * z
 
 
-def one_hot_penalty(variables: Sequence[Any]) -> Any:
+def one_hot_penalty(variables: Any, axis: int = -1) -> Any:
     """The paper's one-hot penalty ``1 - Σ x_k + 2 Σ_{k<l} x_k x_l`` (0 iff exactly one is 1).
+
+    Works on numbers and on arrays (reducing ``axis``).
 
     >>> [one_hot_penalty(x) for x in ([0, 0], [1, 0], [0, 1], [1, 1])]
     [1, 0, 0, 1]
     """
+    if isinstance(variables, PolyArray):
+        total = variables.sum(axis=axis)
+        return (total * total - total) - total + 1  # (Σx)² = Σx + 2Σ_{k<l}: same polynomial
+    values = list(variables)
     penalty: Any = 1
-    for k, x in enumerate(variables):
+    for k, x in enumerate(values):
         penalty = penalty - x
-        for y in variables[k + 1 :]:
+        for y in values[k + 1 :]:
             penalty = penalty + 2 * x * y
     return penalty
 
 
-def squared_residual(A: np.ndarray, X: Sequence[Sequence[Any]]) -> Any:
-    """``Σ_ij (a_ij - x_ij)²`` for a 0/1 matrix ``A`` and a matrix ``X`` of expressions.
+def squared_residual(A: Any, X: Any, mask: Any = None, weights: Any = None) -> Any:
+    """``Σ_ij w_ij m_ij (a_ij - x_ij)²``: the (masked, weighted) squared residual.
+
+    ``X`` is a :class:`PolyArray` (or nested lists of expressions, or numbers) of ``A``'s shape;
+    ``mask`` (0/1: which entries are observed) and ``weights`` (non-negative) default to ones.
 
     >>> squared_residual(np.array([[1, 0]]), [[1, 1]])
-    1
+    1.0
+    >>> squared_residual(np.array([[1, 0]]), [[1, 1]], mask=[[1, 0]])
+    0.0
     """
-    total: Any = 0
-    for i, row in enumerate(X):
-        for j, x in enumerate(row):
-            total = total + (int(A[i, j]) - x) ** 2
-    return total
+    data = np.asarray(A, dtype=float)
+    scale = np.ones(data.shape)
+    if mask is not None:
+        scale = scale * _check_entry_array(mask, data.shape, "mask", binary=True)
+    if weights is not None:
+        scale = scale * _check_entry_array(weights, data.shape, "weights", binary=False)
+    if isinstance(X, PolyArray) or _nested_poly(X):
+        residual = data - as_poly(X)
+        if residual.shape != data.shape:
+            raise ModelDefinitionError(
+                f"squared_residual: X has shape {residual.shape}, A has {data.shape}"
+            )
+        return ((residual * residual) * scale).sum()
+    values = np.asarray(X, dtype=float)
+    return float((scale * (data - values) ** 2).sum())
+
+
+def _nested_poly(value: Any) -> bool:
+    if isinstance(value, PolyArray):
+        return True
+    return isinstance(value, list | tuple) and any(_nested_poly(v) for v in value)
+
+
+def _check_entry_array(values: Any, shape: tuple[int, ...], name: str, *, binary: bool) -> Any:
+    array = np.asarray(values, dtype=float)
+    if array.shape != shape:
+        raise InvalidParameterError(f"{name} must have the data's shape {shape}; got {array.shape}")
+    if not np.isfinite(array).all():
+        raise InvalidParameterError(f"{name} must be finite (no NaN or inf)")
+    if binary and not np.isin(array, (0, 1)).all():
+        raise InvalidParameterError(f"{name} must hold only 0 and 1 (1 = observed entry)")
+    if (array < 0).any():
+        raise InvalidParameterError(f"{name} must be non-negative")
+    return array
 
 
 @dataclass(frozen=True)
@@ -95,30 +148,66 @@ class WeightSpec:
     default: float | str | None = None
 
 
+@dataclass(frozen=True)
+class Weight:
+    """A handle on a declared penalty weight; pass it as ``weight=`` of a constraint group."""
+
+    name: str
+
+
 @dataclass
 class ConstraintGroup:
-    """A labelled group of penalties sharing one weight.
+    """A labelled group of elementwise penalties sharing one weight.
 
-    ``kind`` is ``"product"`` (``triples`` holds ``(z, a, b)`` labels) or ``"one_hot"``
-    (``rows`` holds the labels of each one-hot row).
+    ``penalties`` holds one polynomial per constraint (each >= 0, and 0 exactly when the
+    constraint holds). Kind-specific index arrays let ``encode`` fill auxiliaries and
+    ``decode`` count broken constraints fast: ``triples`` (``z, a, b`` of ``z = a*b``),
+    ``rows`` (one-hot rows) and ``chains`` (OR outputs, inputs and chain auxiliaries).
     """
 
     name: str
     weight: str
-    kind: Literal["product", "one_hot"]
-    triples: list[tuple[str, str, str]] = field(default_factory=list)
-    rows: list[list[str]] = field(default_factory=list)
-    penalty: Any = 0
+    kind: GroupKind
+    chunks: list[PolyArray] = field(default_factory=list)
+    triples: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
+    rows: list[np.ndarray] = field(default_factory=list)
+    chains: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
+
+    @property
+    def penalties(self) -> PolyArray:
+        """Every constraint's penalty, as one 1-D array."""
+        flat = [chunk.reshape(-1) for chunk in self.chunks]
+        return flat[0] if len(flat) == 1 else _concatenate(flat)
+
+    @property
+    def product_indices(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(z, a, b)`` variable indices of a product group."""
+        return tuple(np.concatenate([t[i] for t in self.triples]) for i in range(3))  # type: ignore[return-value]
 
 
-def _label(expression: Any, role: str) -> str:
-    """The variable label of a PyQUBO ``Binary`` (other expressions are rejected)."""
-    if isinstance(expression, pyqubo.Binary):
-        return str(expression).removeprefix("Binary('").removesuffix("')")
-    raise ModelDefinitionError(
-        f"{role} must be a single binary variable (an element of model.binary(...) or "
-        f"model.factors()); got {expression!r}"
+def _concatenate(parts: Sequence[PolyArray]) -> PolyArray:
+    """1-D arrays joined end to end."""
+    sizes = [p.size for p in parts]
+    offsets = np.cumsum([0, *sizes[:-1]])
+    terms = [p.terms for p in parts]
+    return PolyArray(
+        parts[0].space,
+        (int(sum(sizes)),),
+        np.concatenate([t[0].ravel() for t in terms]),
+        np.concatenate([t[1] + o for t, o in zip(terms, offsets, strict=True)]),
+        np.concatenate([t[2] for t in terms]),
+        np.concatenate([t[3] for t in terms]),
     )
+
+
+@dataclass(frozen=True)
+class StructureClaim:
+    """What ``declare_bmf`` claims: feasible energy == ``Σ w m (a - (UVᵀ))²``."""
+
+    mask: np.ndarray | None = None
+    weights: np.ndarray | None = None
+    mask_source: str | None = None  # the model.data key the mask came from
+    weights_source: str | None = None
 
 
 class ModelBuilder:
@@ -128,46 +217,64 @@ class ModelBuilder:
         A: the data matrix (0/1 ``int8``).
         rank: the target rank ``r``.
         one_hot: ``"U"``, ``"V"`` or ``None``: which factor's rows must be one-hot.
+        data: extra arrays passed as ``compile_model(..., data={...})`` (read-only mapping).
+        space: the model's variables.
     """
 
-    def __init__(self, A: np.ndarray, rank: int, one_hot: OneHotSide | None = None) -> None:
+    def __init__(
+        self,
+        A: np.ndarray,
+        rank: int,
+        one_hot: OneHotSide | None = None,
+        data: Mapping[str, Any] | None = None,
+        *,
+        term_limit: int | None = None,
+    ) -> None:
         self.A = np.asarray(A, dtype=np.int8)
         self.rank = int(rank)
         self.one_hot = one_hot
-        self.objective: Any = 0
+        self.data: Mapping[str, Any] = dict(data or {})
+        self.space = VariableSpace(term_limit)
+        self.objective: PolyArray = as_poly(0.0, self.space)
         self.weights: dict[str, WeightSpec] = {}
         self.groups: dict[str, ConstraintGroup] = {}
-        self.arrays: dict[str, tuple[int, ...]] = {}
         self.factor_names: tuple[str, str] | None = None
-        self.is_plain_bmf = False
-        self._placeholders: dict[str, pyqubo.Placeholder] = {}
+        self.factor_arrays: tuple[PolyArray, PolyArray] | None = None
+        self.claim: StructureClaim | None = None
+        self.error_function: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
         self._one_hot_declared = False
 
     # -- variables -------------------------------------------------------------------------
-    def binary(self, name: str, shape: tuple[int, ...]) -> Any:
-        """A PyQUBO binary ``Array`` with labels ``name[i][j]...``."""
-        if name in self.arrays:
-            raise ModelDefinitionError(f"variable array {name!r} is declared twice")
-        shape = tuple(int(s) for s in shape)
-        self.arrays[name] = shape
-        return pyqubo.Array.create(name, shape=shape, vartype="BINARY")
+    @property
+    def arrays(self) -> dict[str, tuple[int, ...]]:
+        """Declared variable arrays: name -> shape."""
+        return {name: block.shape for name, block in self.space.blocks.items()}
 
-    def factors(self, u_name: str = "U", v_name: str = "V") -> tuple[Any, Any]:
+    def binary(self, name: str, shape: Sequence[int] | int) -> PolyArray:
+        """A new array of binary variables labelled ``name[i][j]...``."""
+        dims = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
+        return self.space.allocate(name, dims)
+
+    def factors(self, u_name: str = "U", v_name: str = "V") -> tuple[PolyArray, PolyArray]:
         """Declare the factor matrices ``U`` (m x r) and ``V`` (n x r); returns both arrays."""
+        if self.factor_names is not None:
+            raise ModelDefinitionError("model.factors() is called twice")
         m, n = self.A.shape
         U = self.binary(u_name, (m, self.rank))
         V = self.binary(v_name, (n, self.rank))
         self.factor_names = (u_name, v_name)
-        self._factor_arrays = (U, V)
+        self.factor_arrays = (U, V)
         return U, V
 
     # -- weights ---------------------------------------------------------------------------
-    def weight(self, name: str, default: float | str | None = None) -> Any:
-        """A named penalty weight (a PyQUBO ``Placeholder``), fed at ``to_bqm`` time.
+    def weight(self, name: str, default: float | str | None = None) -> Weight:
+        """A named penalty weight, fed at ``to_bqm`` time.
 
         ``default=None`` makes the weight required; a string makes it default to another
         weight's value (``weight("lam_onehot", default="lam")``).
         """
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ModelDefinitionError(f"weight names must be identifiers; got {name!r}")
         spec = WeightSpec(name, default)
         known = self.weights.get(name)
         if known is not None and known != spec:
@@ -176,23 +283,22 @@ class ModelBuilder:
                 f"and {default!r}"
             )
         self.weights[name] = spec
-        return self._placeholders.setdefault(name, pyqubo.Placeholder(name))
+        return Weight(name)
 
     def _weight_name(self, weight: Any) -> str:
+        if isinstance(weight, Weight):
+            return weight.name
         if isinstance(weight, str):
             if weight not in self.weights:
                 self.weight(weight)
             return weight
-        for name, placeholder in self._placeholders.items():
-            if placeholder is weight:
-                return name
         raise ModelDefinitionError(
-            "weight must be a name or a Placeholder returned by model.weight(...)"
+            "weight must be a name or the handle returned by model.weight(...)"
         )
 
-    def _group(
-        self, name: str, weight: Any, kind: Literal["product", "one_hot"]
-    ) -> ConstraintGroup:
+    def _group(self, name: str, weight: Any, kind: GroupKind) -> ConstraintGroup:
+        if not isinstance(name, str) or not name:
+            raise ModelDefinitionError(f"a constraint group needs a name; got {name!r}")
         weight_name = self._weight_name(weight)
         group = self.groups.get(name)
         if group is None:
@@ -204,20 +310,50 @@ class ModelBuilder:
             )
         return group
 
+    def _variables(self, value: Any, role: str) -> PolyArray:
+        if not isinstance(value, PolyArray):
+            raise ModelDefinitionError(
+                f"{role} must be model variables (from model.binary(...) or model.factors()); "
+                f"got {type(value).__name__}"
+            )
+        if value.space is not self.space:
+            raise ModelDefinitionError(f"{role} belongs to another model")
+        return value
+
     # -- constraints -----------------------------------------------------------------------
     def constrain_product(self, z: Any, a: Any, b: Any, *, group: str, weight: Any) -> None:
-        """Enforce ``z = a*b`` with ``weight * f(z, a, b)`` in constraint group ``group``."""
-        labels = (_label(z, "z"), _label(a, "a"), _label(b, "b"))
+        """Enforce ``z = a * b`` elementwise (arrays broadcast) with ``weight * f(z, a, b)``."""
+        arrays = [self._variables(x, role) for x, role in ((z, "z"), (a, "a"), (b, "b"))]
+        try:
+            shape = tuple(np.broadcast_shapes(*(x.shape for x in arrays)))
+        except ValueError as exc:
+            raise ModelDefinitionError(f"constrain_product: {exc}") from exc
+        if arrays[0].shape != shape:
+            raise ModelDefinitionError(
+                f"constrain_product: z has shape {arrays[0].shape} but a * b has {shape}; "
+                "declare one auxiliary per product"
+            )
+        zi, ai, bi = (
+            x.broadcast_to(shape).variable_indices(role)
+            for x, role in zip(arrays, ("z", "a", "b"), strict=True)
+        )
         target = self._group(group, weight, "product")
-        target.triples.append(labels)
-        target.penalty = target.penalty + product_penalty(z, a, b)
+        target.triples.append((zi.ravel(), ai.ravel(), bi.ravel()))
+        target.chunks.append(_product_penalties(self.space, zi.ravel(), ai.ravel(), bi.ravel()))
 
-    def constrain_one_hot(self, variables: Sequence[Any], *, group: str, weight: Any) -> None:
-        """Enforce that exactly one of ``variables`` is 1, with the paper's one-hot penalty."""
-        labels = [_label(x, "one-hot variable") for x in variables]
+    def constrain_one_hot(self, X: Any, *, axis: int = -1, group: str, weight: Any) -> None:
+        """Exactly one 1 along ``axis`` of ``X`` (a list of variables is one row)."""
+        if isinstance(X, list | tuple):
+            X = stack(list(X))
+            axis = 0
+        X = self._variables(X, "one-hot variables")
+        if not -X.ndim <= axis < X.ndim:
+            raise ModelDefinitionError(f"axis {axis} is out of range for shape {X.shape}")
+        indices = np.moveaxis(X.variable_indices("one-hot variables"), axis, -1)
+        rows = indices.reshape(-1, indices.shape[-1])
         target = self._group(group, weight, "one_hot")
-        target.rows.append(labels)
-        target.penalty = target.penalty + one_hot_penalty(list(variables))
+        target.rows.append(rows)
+        target.chunks.append(one_hot_penalty(PolyArray._variables(self.space, rows), axis=-1))
 
     def one_hot_constraint(self, weight: str = "lam_onehot", default: float | str = "lam") -> None:
         """Add the one-hot constraint requested by ``compile_model(one_hot=...)``, if any.
@@ -229,31 +365,103 @@ class ModelBuilder:
         self._one_hot_declared = True
         if self.one_hot is None:
             return
-        if self.factor_names is None:
+        if self.factor_arrays is None:
             raise ModelDefinitionError("declare model.factors() before model.one_hot_constraint()")
         self.weight(weight, default)
-        factor = self._factor_arrays[0 if self.one_hot == "U" else 1]
-        rows = self.A.shape[0 if self.one_hot == "U" else 1]
-        for row in range(rows):
-            self.constrain_one_hot(
-                [factor[row][k] for k in range(self.rank)],
-                group=f"one_hot_{self.one_hot}",
-                weight=weight,
+        factor = self.factor_arrays[0 if self.one_hot == "U" else 1]
+        self.constrain_one_hot(factor, axis=1, group=f"one_hot_{self.one_hot}", weight=weight)
+
+    def constrain_or(self, Y: Any, X: Any, *, axis: int = -1, group: str, weight: Any) -> None:
+        """Enforce ``Y = OR(X along axis)`` elementwise.
+
+        Two inputs need no auxiliary (penalty ``x1 + x2 + y + x1 x2 - 2 x1 y - 2 x2 y``); ``K``
+        inputs are chained through ``K - 2`` auxiliaries per element, declared as the array
+        ``{group}_chain``.
+        """
+        Y = self._variables(Y, "Y")
+        X = self._variables(X, "X")
+        if not -X.ndim <= axis < X.ndim:
+            raise ModelDefinitionError(f"axis {axis} is out of range for shape {X.shape}")
+        inputs = np.moveaxis(X.variable_indices("X"), axis, -1)
+        if inputs.shape[:-1] != Y.shape:
+            raise ModelDefinitionError(
+                f"constrain_or: Y has shape {Y.shape}, X without axis {axis} has "
+                f"{inputs.shape[:-1]}"
             )
+        outputs = Y.variable_indices("Y").ravel()
+        inputs = inputs.reshape(outputs.size, -1)
+        count = inputs.shape[1]
+        if count == 0:
+            raise ModelDefinitionError("constrain_or needs at least one input along axis")
+        chain_size = max(count - 2, 0)
+        chain = np.zeros((outputs.size, 0), np.int64)
+        if chain_size:
+            aux = self.binary(f"{group}_chain", (*Y.shape, chain_size))
+            chain = aux.variable_indices().reshape(outputs.size, chain_size)
+        # stage t combines (previous, x_{t+1}) into chain[t] (the last stage into y)
+        left = inputs[:, 0]
+        parts = []
+        if count == 1:
+            parts.append(_equal_penalties(self.space, outputs, left))
+        for t in range(1, count):
+            out = outputs if t == count - 1 else chain[:, t - 1]
+            parts.append(_or_penalties(self.space, out, left, inputs[:, t]))
+            left = out
+        total = parts[0]
+        for part in parts[1:]:
+            total = total + part
+        target = self._group(group, weight, "or")
+        target.chains.append((outputs, inputs, chain))
+        target.chunks.append(total)
+
+    def constrain(self, group: str, penalty: Any, *, weight: Any) -> None:
+        """A custom group: each element of ``penalty`` is >= 0 and 0 exactly when it holds."""
+        poly = as_poly(penalty, self.space)
+        if poly.space is not None and poly.space is not self.space:
+            raise ModelDefinitionError("the penalty uses variables of another model")
+        target = self._group(group, weight, "custom")
+        target.chunks.append(poly.reshape(-1) if poly.ndim != 1 else poly)
 
     # -- objective -------------------------------------------------------------------------
     def minimize(self, expression: Any) -> None:
-        """Add ``expression`` to the objective."""
-        self.objective = self.objective + expression
+        """Add ``expression`` (summed over its elements) to the objective."""
+        poly = as_poly(expression, self.space)
+        if poly.space is not None and poly.space is not self.space:
+            raise ModelDefinitionError("the objective uses variables of another model")
+        self.objective = self.objective + (poly.sum() if poly.ndim else poly)
+
+    def declare_bmf(self, mask: Any = None, weights: Any = None) -> None:
+        """Claim: on feasible points the energy equals ``Σ_ij w_ij m_ij (a_ij - (UVᵀ)_ij)²``.
+
+        ``compile_model`` checks the claim on the instance; structure-aware backends
+        (``native``) then solve the model directly.
+        """
+        shape = self.A.shape
+
+        def source(value: Any) -> str | None:
+            return next((key for key, item in self.data.items() if item is value), None)
+
+        self.claim = StructureClaim(
+            mask=None if mask is None else _check_entry_array(mask, shape, "mask", binary=True),
+            weights=None
+            if weights is None
+            else _check_entry_array(weights, shape, "weights", binary=False),
+            mask_source=source(mask),
+            weights_source=source(weights),
+        )
 
     def declare_plain_bmf(self) -> None:
-        """Declare that on feasible points the energy equals ``||A - U Vᵀ||²_F`` exactly.
+        """Claim that feasible energies equal ``||A - U Vᵀ||²_F`` (see :meth:`declare_bmf`)."""
+        self.declare_bmf()
 
-        This lets structure-aware backends (``native``) solve the model directly.
-        """
-        self.is_plain_bmf = True
+    def declare_error(self, function: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> None:
+        """The model's error metric: ``function(U, V)`` with ``U`` (S, m, r), ``V`` (S, n, r)
+        stacked over samples, returning (S,) errors. Decoded samples are ranked by it."""
+        if not callable(function):
+            raise ModelDefinitionError("declare_error needs a function (U, V) -> errors")
+        self.error_function = function
 
-    # -- results ---------------------------------------------------------------------------
+    # -- checks ----------------------------------------------------------------------------
     def check_complete(self, source: str) -> None:
         """Raise :class:`ModelDefinitionError` when the declaration cannot be compiled."""
         if self.factor_names is None:
@@ -268,20 +476,72 @@ class ModelBuilder:
                 raise ModelDefinitionError(
                     f"{source}: weight {spec.name!r} defaults to unknown weight {spec.default!r}"
                 )
+        if self.objective.degree == 0 and not self.groups:
+            raise InvalidParameterError(f"{source} declares no objective and no constraints")
 
-    @property
-    def structure(self) -> BMFStructure | None:
-        """The :class:`BMFStructure` when declared plain BMF, else ``None``."""
-        if not self.is_plain_bmf:
-            return None
-        return BMFStructure(self.A, self.rank, self.one_hot)
 
-    def hamiltonian(self) -> Any:
-        """Objective plus one ``Constraint(weight * penalty, label=group)`` per group."""
-        total = self.objective
-        for group in self.groups.values():
-            placeholder = self._placeholders[group.weight]
-            total = total + pyqubo.Constraint(placeholder * group.penalty, label=group.name)
-        if isinstance(total, int | float):
-            raise InvalidParameterError("the model declares no objective and no constraints")
-        return total
+def _terms_array(
+    space: VariableSpace,
+    size: int,
+    parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray, float]],
+) -> PolyArray:
+    """A 1-D array of ``size`` polynomials from ``(elements, x, y, coefficient)`` parts.
+
+    ``y = -1`` marks a linear term; ``x == y`` is folded to the linear ``x`` (binary).
+    """
+    elems, pairs, coefs = [], [], []
+    for elem, x, y, coefficient in parts:
+        same = (y >= 0) & (x == y)
+        first = np.where(y >= 0, np.minimum(x, y), x)
+        second = np.where((y >= 0) & ~same, np.maximum(x, y), -1)
+        elems.append(elem)
+        pairs.append(np.stack([first, second], axis=1))
+        coefs.append(np.full(elem.size, float(coefficient)))
+    return PolyArray(
+        space,
+        (size,),
+        np.zeros(size),
+        np.concatenate(elems),
+        np.concatenate(pairs),
+        np.concatenate(coefs),
+    )
+
+
+def _product_penalties(
+    space: VariableSpace, z: np.ndarray, a: np.ndarray, b: np.ndarray
+) -> PolyArray:
+    """``f(z, a, b) = ab - 2az - 2bz + 3z`` per element."""
+    elem = np.arange(z.size, dtype=np.int64)
+    none = np.full(z.size, -1, np.int64)
+    return _terms_array(
+        space,
+        z.size,
+        [(elem, a, b, 1.0), (elem, a, z, -2.0), (elem, b, z, -2.0), (elem, z, none, 3.0)],
+    )
+
+
+def _or_penalties(space: VariableSpace, y: np.ndarray, x1: np.ndarray, x2: np.ndarray) -> PolyArray:
+    """``y = x1 OR x2``: ``x1 + x2 + y + x1 x2 - 2 x1 y - 2 x2 y`` per element."""
+    elem = np.arange(y.size, dtype=np.int64)
+    none = np.full(y.size, -1, np.int64)
+    return _terms_array(
+        space,
+        y.size,
+        [
+            (elem, x1, none, 1.0),
+            (elem, x2, none, 1.0),
+            (elem, y, none, 1.0),
+            (elem, x1, x2, 1.0),
+            (elem, x1, y, -2.0),
+            (elem, x2, y, -2.0),
+        ],
+    )
+
+
+def _equal_penalties(space: VariableSpace, y: np.ndarray, x: np.ndarray) -> PolyArray:
+    """``y = x``: ``(y - x)² = x + y - 2xy`` per element."""
+    elem = np.arange(y.size, dtype=np.int64)
+    none = np.full(y.size, -1, np.int64)
+    return _terms_array(
+        space, y.size, [(elem, x, none, 1.0), (elem, y, none, 1.0), (elem, x, y, -2.0)]
+    )

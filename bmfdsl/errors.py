@@ -17,6 +17,7 @@ __all__ = [
     "InvalidParameterError",
     "MissingCredentialsError",
     "ModelDefinitionError",
+    "ModelTooLargeError",
     "NotFittedError",
     "SolverError",
     "UnknownNameError",
@@ -54,6 +55,10 @@ class UnknownNameError(BmfdslError, KeyError, ValueError):
 
 class ModelDefinitionError(BmfdslError, TypeError):
     """A user's model script is malformed (missing ``build``, wrong return type, ...)."""
+
+
+class ModelTooLargeError(BmfdslError, MemoryError):
+    """Building a model would exceed the size limit; says how big and what to do instead."""
 
 
 class BackendUnavailableError(BmfdslError, ImportError):

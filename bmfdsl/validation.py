@@ -9,7 +9,7 @@ import numpy as np
 
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
 
-__all__ = ["check_binary_matrix", "check_random_state", "check_rank"]
+__all__ = ["check_binary_matrix", "check_mask", "check_random_state", "check_rank"]
 
 
 def check_binary_matrix(A: Any, *, name: str = "A") -> np.ndarray:
@@ -65,6 +65,27 @@ def check_binary_matrix(A: Any, *, name: str = "A") -> np.ndarray:
             f"e.g. {example!r}. Binarize it first (e.g. (A >= threshold).astype(int))."
         )
     return np.ascontiguousarray(array, dtype=np.int8)
+
+
+def check_mask(mask: Any, shape: tuple[int, int]) -> np.ndarray:
+    """A 0/1 mask of observed entries (1 = observed) with the data's ``shape``, as ``int8``.
+
+    >>> check_mask([[1, 0]], (1, 2)).tolist()
+    [[1, 0]]
+    """
+    try:
+        array = np.asarray(mask.toarray() if hasattr(mask, "toarray") else mask, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise InvalidParameterError(f"mask must be a 0/1 array; got {type(mask).__name__}") from exc
+    if array.shape != tuple(shape):
+        raise InvalidParameterError(
+            f"mask must have the data's shape {tuple(shape)}; got {array.shape}"
+        )
+    if not np.isin(array, (0, 1)).all():
+        raise InvalidParameterError("mask must hold only 0 and 1 (1 = observed, 0 = missing)")
+    if not array.any():
+        raise InvalidParameterError("mask marks no entry as observed; nothing to factorize")
+    return array.astype(np.int8)
 
 
 def check_rank(rank: Any, shape: tuple[int, int]) -> int:

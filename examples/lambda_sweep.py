@@ -14,7 +14,7 @@ sweep = bmfdsl.sweep_weights(
 for setting in sweep.settings:
     print(
         f"lam = {setting.weights['lam']:5.2f}: energy {setting.energy:6.1f}, "
-        f"error {setting.error:3d}, broken {setting.broken}, {setting.time_s:.2f} s"
+        f"error {setting.error:3d}, broken {setting.broken}, {setting.timings['solve']:.2f} s"
     )
 best = sweep.best
 print("best feasible setting:", None if best is None else best.weights)

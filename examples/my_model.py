@@ -1,8 +1,10 @@
 """A user's model script: Formulation 1 with a one-hot constraint on U, written with the DSL.
 
 Copy this file to write your own model. ``build(model)`` declares variables, penalties and the
-objective on ``model`` (a :class:`bmfdsl.dsl.ModelBuilder`); ``bmfdsl.compile_model`` compiles
-it once through PyQUBO.
+objective on ``model`` (a :class:`bmfdsl.dsl.ModelBuilder`) with numpy-style arrays:
+indexing, broadcasting, ``sum(axis=...)``, ``@`` and ``einsum`` work elementwise and
+vectorized, so the script stays fast on large matrices. ``bmfdsl.compile_model`` runs it once;
+``compiled.to_pyqubo()`` shows the same model as a PyQUBO Hamiltonian.
 """
 
 from bmfdsl.dsl import ModelBuilder, squared_residual
@@ -15,12 +17,9 @@ def build(model: ModelBuilder) -> None:
     m, n = A.shape
     U, V = model.factors()  # labels U[i][k], V[j][k]
     W = model.binary("W", (r, m, n))  # W[k][i][j] stands for U[i][k] * V[j][k]
-    lam = model.weight("lam", default=1.0)
-    for k in range(r):
-        for i in range(m):
-            for j in range(n):
-                model.constrain_product(W[k][i][j], U[i][k], V[j][k], group="W", weight=lam)
-    reconstruction = [[sum(W[k][i][j] for k in range(r)) for j in range(n)] for i in range(m)]
-    model.minimize(squared_residual(A, reconstruction))
+    lam = model.weight("lam", default=1.0)  # a penalty weight, tuned at to_bqm time
+    # one product constraint per (k, i, j): U's column k down the rows, V's across the columns
+    model.constrain_product(W, U.T[:, :, None], V.T[:, None, :], group="W", weight=lam)
+    model.minimize(squared_residual(A, W.sum(axis=0)))  # ||A - UVᵀ||² on feasible points
     model.one_hot_constraint()  # honours compile_model(one_hot=...)
-    model.declare_plain_bmf()  # energy == ||A - UV^T||^2 on feasible points: native can solve it
+    model.declare_bmf()  # a claim compile_model verifies: then 'native' may solve it directly

@@ -8,7 +8,7 @@ paper. Variables: ``U[i][k]``, ``V[j][k]``, ``UU[i][k][l]`` (= ``u_ik u_il``) an
 ``VV[j][k][l]`` (= ``v_jk v_jl``): ``(m + n)(r + r²)`` in all.
 """
 
-from bmfdsl.dsl import ModelBuilder
+from bmfdsl.dsl import ModelBuilder, einsum
 
 NAME = "formulation2"
 DESCRIPTION = "Malik et al. Formulation 2: auxiliaries UU[i][k][l] = U[i][k] U[i][l], same for V"
@@ -21,23 +21,10 @@ def build(model: ModelBuilder) -> None:
     U, V = model.factors()
     UU = model.binary("UU", (m, r, r))
     VV = model.binary("VV", (n, r, r))
-    lam = model.weight("lam")
-
-    for k in range(r):
-        for l in range(r):
-            for i in range(m):
-                model.constrain_product(UU[i][k][l], U[i][k], U[i][l], group="UU", weight=lam)
-            for j in range(n):
-                model.constrain_product(VV[j][k][l], V[j][k], V[j][l], group="VV", weight=lam)
-
-    fit = int(A.sum())  # ||A||² for 0/1 data
-    for i in range(m):
-        for j in range(n):
-            for k in range(r):
-                if A[i, j]:
-                    fit = fit - 2 * U[i][k] * V[j][k]
-                for l in range(r):
-                    fit = fit + UU[i][k][l] * VV[j][k][l]
-    model.minimize(fit)
+    lam = model.weight("lam", default=1.0)  # the paper uses λ = 1
+    model.constrain_product(UU, U[:, :, None], U[:, None, :], group="UU", weight=lam)
+    model.constrain_product(VV, V[:, :, None], V[:, None, :], group="VV", weight=lam)
+    # ||A||² - 2 <A, UVᵀ> + Σ_ij (Σ_k u_ik v_jk)², the square through the auxiliaries
+    model.minimize(A.sum() - 2 * (A * (U @ V.T)).sum() + einsum("ikl,jkl->", UU, VV))
     model.one_hot_constraint()
-    model.declare_plain_bmf()
+    model.declare_bmf()

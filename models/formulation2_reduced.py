@@ -10,7 +10,9 @@ Variables: ``U[i][k]``, ``V[j][k]``, ``UU[i][k][l]`` and ``VV[j][k][l]`` for ``k
 ``(m + n)(r + r(r-1)/2)`` in all (the unused ``k >= l`` labels never appear).
 """
 
-from bmfdsl.dsl import ModelBuilder
+import numpy as np
+
+from bmfdsl.dsl import ModelBuilder, einsum
 
 NAME = "formulation2-reduced"
 DESCRIPTION = "Formulation 2 with auxiliaries only for k < l: (m+n)(r + r(r-1)/2) variables"
@@ -21,24 +23,13 @@ def build(model: ModelBuilder) -> None:
     A, r = model.A, model.rank
     m, n = A.shape
     U, V = model.factors()
-    UU = model.binary("UU", (m, r, r))
-    VV = model.binary("VV", (n, r, r))
-    lam = model.weight("lam")
-    pairs = [(k, l) for k in range(r) for l in range(k + 1, r)]
-
-    for k, l in pairs:
-        for i in range(m):
-            model.constrain_product(UU[i][k][l], U[i][k], U[i][l], group="UU", weight=lam)
-        for j in range(n):
-            model.constrain_product(VV[j][k][l], V[j][k], V[j][l], group="VV", weight=lam)
-
-    fit = int(A.sum())
-    for i in range(m):
-        for j in range(n):
-            for k in range(r):
-                fit = fit + (1 - 2 * int(A[i, j])) * U[i][k] * V[j][k]
-            for k, l in pairs:
-                fit = fit + 2 * UU[i][k][l] * VV[j][k][l]
-    model.minimize(fit)
+    k, l = np.triu_indices(r, 1)  # the pairs k < l
+    UU = model.binary("UU", (m, r, r))[:, k, l]
+    VV = model.binary("VV", (n, r, r))[:, k, l]
+    lam = model.weight("lam", default=1.0)  # the paper uses λ = 1
+    model.constrain_product(UU, U[:, k], U[:, l], group="UU", weight=lam)
+    model.constrain_product(VV, V[:, k], V[:, l], group="VV", weight=lam)
+    fit = ((1 - 2 * A) * (U @ V.T)).sum() + 2 * einsum("ip,jp->", UU, VV)
+    model.minimize(A.sum() + fit)
     model.one_hot_constraint()
-    model.declare_plain_bmf()
+    model.declare_bmf()

@@ -25,8 +25,6 @@ from bmfdsl.testing import (
     two_minima_chain,
 )
 
-pytestmark = pytest.mark.filterwarnings("ignore:backend 'native' needs a plain BMF model")
-
 # name -> (example value per parameter, companions, freeze_params, fast sample params)
 CASES = {
     "exact": ({}, {}, None, {}),
@@ -106,7 +104,7 @@ CASES = {
         {"num_reads": 4, "num_sweeps": 100},
     ),
 }
-OPTIONAL = {"native": "bmfdsl.backends.native", "da": "bmfdsl.backends.da"}
+OPTIONAL = {"da": "bmfdsl.backends.da"}  # native is a StructuredSampler: see test_native
 # example values for the common parameters of the optional numba backends
 COMMON_EXAMPLES = {
     "num_reads": 2,

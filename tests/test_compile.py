@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 import bmfdsl
-import bmfdsl.compiled
-import bmfdsl.fastpath
+import bmfdsl.compile
 from bmfdsl import (
     BmfdslError,
     InvalidMatrixError,
@@ -28,7 +27,6 @@ def test_registered_models_are_listed_with_descriptions():
     infos = {info.name: info for info in list_models()}
     assert {"formulation1", "formulation2", "formulation2-reduced"} <= set(infos)
     assert all(info.description for info in infos.values())
-    assert infos["formulation1"].fast_path
 
 
 def test_names_are_normalised():
@@ -49,36 +47,34 @@ def test_variable_counts_match_the_paper(model, expected):
         assert compile_model(model, data, r).num_variables == expected(m, n, r)
 
 
-def test_pyqubo_compiles_once_for_many_weights(monkeypatch):
-    calls = []
-    original = bmfdsl.compiled.compile_hamiltonian
+def _count_declarations(monkeypatch):
+    shapes = []
+    original = bmfdsl.compile._declare
 
-    def counting(hamiltonian):
-        calls.append(1)
-        return original(hamiltonian)
+    def counting(module, name, data, *args):
+        shapes.append(data.shape)
+        return original(module, name, data, *args)
 
-    monkeypatch.setattr(bmfdsl.compiled, "compile_hamiltonian", counting)
-    compiled = compile_model("formulation1", A, 2, one_hot="V", fast=False)
-    energies = {compiled.to_bqm(lam=lam).offset for lam in (0.5, 1.0, 2.0, 4.0)}
-    assert len(calls) == 1
-    assert len(energies) == 4  # the one-hot constant λ n changes with the weight
+    monkeypatch.setattr(bmfdsl.compile, "_declare", counting)
+    return shapes
 
 
-def test_fast_path_builds_once_and_is_lazy(monkeypatch):
-    calls = []
-    original = bmfdsl.fastpath.FAST_BUILDERS["formulation1"]
+def test_reweighting_never_rebuilds(monkeypatch):
+    shapes = _count_declarations(monkeypatch)
+    compiled = compile_model("formulation1", A, 2, one_hot="V")
+    offsets = {compiled.to_bqm(lam=lam).offset for lam in (0.5, 1.0, 2.0, 4.0)}
+    assert shapes == [A.shape]
+    assert len(offsets) == 4  # the one-hot constant λ n changes with the weight
 
-    def counting(*args):
-        calls.append(1)
-        return original(*args)
 
-    monkeypatch.setitem(bmfdsl.fastpath.FAST_BUILDERS, "formulation1", counting)
-    compiled = compile_model("formulation1", A, 2)
-    assert calls == []  # nothing built until a QUBO is needed
-    for lam in (0.5, 1.0, 3.0):
-        bqm = compiled.to_bqm(lam=lam)
-        assert bqm.get_linear("W[0][0][0]") == pytest.approx(1 - 2 * A[0, 0] + 3 * lam)
-    assert len(calls) == 1
+def test_large_instances_are_checked_on_sub_instances_and_built_lazily(monkeypatch):
+    shapes = _count_declarations(monkeypatch)
+    big = (np.random.default_rng(0).random((400, 500)) < 0.3).astype(np.int8)
+    compiled = compile_model("formulation1", big, 6)
+    assert compiled.structure_check == "sub-instances" and compiled.structure is not None
+    assert shapes and all(shape[0] <= 16 and shape[1] <= 16 for shape in shapes)
+    small = compile_model("formulation1", A, 2)
+    assert small.structure_check == "instance"
 
 
 def test_weights_are_checked_and_defaults_filled():
@@ -88,8 +84,7 @@ def test_weights_are_checked_and_defaults_filled():
     with pytest.raises(UnknownNameError, match="lam_onehot") as info:
         compile_model("formulation1", A, 2).to_bqm(lam=1, lam_onehot=2)
     assert "'lam'" in str(info.value)
-    with pytest.raises(InvalidParameterError, match="missing weight 'lam'"):
-        compiled.to_bqm()
+    assert compiled.resolve_weights() == {"lam": 1.0, "lam_onehot": 1.0}  # the paper's λ
     for bad in (0, -1.0, float("nan"), "1", True):
         with pytest.raises(InvalidParameterError):
             compiled.to_bqm(lam=bad)
@@ -128,13 +123,17 @@ def test_unknown_model_lists_known_ones():
     assert isinstance(info.value, KeyError)
 
 
-def test_bad_one_hot_option_and_fast_path_request(tmp_path):
+def test_bad_one_hot_option_and_missing_required_weight(tmp_path):
     with pytest.raises(InvalidParameterError, match="one_hot"):
         compile_model("formulation1", A, 1, one_hot="W")
-    path = tmp_path / "tiny.py"
-    path.write_text(USER_MODEL)
-    with pytest.raises(InvalidParameterError, match="fast path"):
-        compile_model(path, A, 1, fast=True)
+    path = tmp_path / "required.py"
+    path.write_text(
+        "def build(model):\n    U, V = model.factors()\n"
+        "    model.constrain('g', U[0, 0] - U[0, 0] * V[0, 0], weight=model.weight('mu'))\n"
+        "    model.minimize(U.sum())\n"
+    )
+    with pytest.raises(InvalidParameterError, match="missing weight 'mu'"):
+        compile_model(path, A, 1).to_bqm()
 
 
 USER_MODEL = textwrap.dedent(
@@ -161,7 +160,7 @@ USER_MODEL = textwrap.dedent(
 )
 
 
-def test_user_script_compiles_through_pyqubo(tmp_path):
+def test_a_user_script_compiles_to_the_registered_bqm(tmp_path):
     path = tmp_path / "my_model.py"
     path.write_text(USER_MODEL)
     compiled = compile_model(str(path), A, 2, one_hot="V")
@@ -169,7 +168,7 @@ def test_user_script_compiles_through_pyqubo(tmp_path):
     # The script's weight has a default, so no weight is required.
     assert compiled.resolve_weights() == {"lam": 2.0, "lam_onehot": 2.0}
     assert compiled.to_bqm().is_almost_equal(reference.to_bqm(lam=2.0))
-    assert compiled.structure is None  # it did not declare itself plain BMF
+    assert compiled.structure is None  # it claimed no structure
     assert reference.structure is not None and reference.structure.one_hot == "V"
 
 
@@ -188,7 +187,7 @@ def test_user_script_compiles_through_pyqubo(tmp_path):
         (
             "def build(model):\n    U, V = model.factors()\n"
             "    model.constrain_product(U[0][0] * 2, U[0][0], V[0][0], group='g', weight='w')\n",
-            "single binary variable",
+            "single binary variables",
         ),
     ],
 )
@@ -226,7 +225,7 @@ def test_decode_orders_best_first_and_counts_broken_constraints():
     broken["W[0][0][0]"] = 0  # violates w = u v once
     broken["V[2][0]"] = 0  # one-hot row 2 now empty; also breaks w for that column
     samples = dimod.SampleSet.from_samples_bqm([broken, good], bqm)
-    decoded = compiled.decode(samples)
+    decoded = compiled.decode(samples, lam=1.0)
     assert decoded[0].feasible and decoded[0].error == int((A == 0).sum())
     assert decoded[1].broken["one_hot_V"] == 1
     assert decoded[1].broken["W"] == 1 + int(A.shape[0])  # W[0][0][0] and the column of V[2]
@@ -240,10 +239,10 @@ def test_decode_handles_label_order_and_spin_samplesets():
     V = np.array([[1, 0], [0, 1], [1, 1]])
     assignment = compiled.encode(U, V)
     shuffled = dict(reversed(list(assignment.items())))
-    binary = compiled.decode(dimod.SampleSet.from_samples_bqm(shuffled, bqm))[0]
+    binary = compiled.decode(dimod.SampleSet.from_samples_bqm(shuffled, bqm), lam=1.0)[0]
     spin_bqm = bqm.change_vartype(dimod.SPIN, inplace=False)
     spins = {label: 2 * value - 1 for label, value in assignment.items()}
-    spin = compiled.decode(dimod.SampleSet.from_samples_bqm(spins, spin_bqm))[0]
+    spin = compiled.decode(dimod.SampleSet.from_samples_bqm(spins, spin_bqm), lam=1.0)[0]
     for decoded in (binary, spin):
         np.testing.assert_array_equal(decoded.U, U)
         np.testing.assert_array_equal(decoded.V, V)

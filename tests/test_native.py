@@ -8,23 +8,20 @@ import os
 import subprocess
 import sys
 import time
-import unittest
-import warnings
 
-import dimod
-import dimod.testing
 import numpy as np
 import pytest
 
 import bmfdsl
-from bmfdsl.backends.native import NativeFallbackWarning, NativeSampler
+from bmfdsl.backends.native import NativeSampler
 from bmfdsl.datasets import make_bernoulli, make_exact_rank
-from bmfdsl.errors import InvalidParameterError, UnknownNameError
+from bmfdsl.errors import InvalidParameterError
 from bmfdsl.native.anneal import als_polish, anneal_replicas, row_codes, total_error
 from bmfdsl.native.certify import exact_rank1
 from bmfdsl.native.portfolio import NativeSettings, compile_kernels, solve_bmf
 from bmfdsl.result import squared_error
 from bmfdsl.structure import BMFStructure
+from bmfdsl.testing import check_structured_sampler
 
 
 def _all_factors(rows: int, rank: int, one_hot: bool = False):
@@ -229,42 +226,65 @@ def test_all_zero_matrix_and_bad_settings():
         solve_bmf(np.ones((3, 3)), 1, one_hot="W")
 
 
-def test_sample_structure_returns_feasible_exact_energies():
+def test_sample_bmf_returns_feasible_exact_energies():
     A = make_bernoulli(20, 10, 0.5, random_state=1)
-    decoded, info = NativeSampler().sample_structure(
-        BMFStructure(A, 3, "V"), num_reads=2, num_solutions=2, seed=3
+    structure = BMFStructure(A, 3, "V")
+    sampleset = NativeSampler().sample_bmf(structure, num_reads=2, num_solutions=2, seed=3)
+    assert sampleset.info["backend"] == "native"
+    assert list(sampleset.variables) == structure.labels()
+    energies = list(sampleset.record.energy)
+    assert energies == sorted(energies)
+    for row, energy in zip(sampleset.record.sample, energies, strict=True):
+        U, V = row[:60].reshape(20, 3), row[60:].reshape(10, 3)
+        assert energy == squared_error(A, U, V)
+        assert (V.sum(axis=1) == 1).all()
+    with pytest.raises(TypeError, match="num_sweps"):
+        NativeSampler().sample_bmf(BMFStructure(A, 2), num_sweps=3)
+
+
+def test_native_passes_the_structured_conformance_kit():
+    examples = {
+        "time_limit": 0.2,
+        "num_reads": 2,
+        "seed": 1,
+        "initial_factors": (),
+        "sweeps": 20,
+        "replicas": 2,
+        "t_hot": 2.0,
+        "t_cold": 0.1,
+        "core_rows": 8,
+        "max_solves": 5,
+        "max_enumeration": 1000,
+        "num_solutions": 2,
+        "patience": 3,
+    }
+    check_structured_sampler(
+        NativeSampler(), example_values=examples, sample_params={"num_reads": 3}
     )
-    assert decoded and info["backend"] == "native"
-    assert [d.error for d in decoded] == sorted(d.error for d in decoded)
-    for sample in decoded:
-        assert sample.energy == sample.error == squared_error(A, sample.U, sample.V)
-        assert (sample.V.sum(axis=1) == 1).all() and sample.feasible
-    with pytest.raises(UnknownNameError, match="num_sweps"):
-        NativeSampler().sample_structure(BMFStructure(A, 2), num_sweps=3)
 
 
-def test_plain_bqm_falls_back_to_da_with_a_warning():
-    bqm = dimod.BinaryQuadraticModel({"a": -1.0, "b": 1.0}, {("a", "b"): -2.0}, 0.0, "SPIN")
-    with pytest.warns(NativeFallbackWarning, match="'da'"):
-        sampleset = NativeSampler().sample(bqm, num_reads=3, num_sweeps=100, seed=1)
-    assert sampleset.info["fallback"] == "da"
-    assert sampleset.first.energy == min(dimod.ExactSolver().sample(bqm).record.energy)
-
-
-def test_native_passes_dimod_conformance():
-    sampler = NativeSampler()
-    dimod.testing.assert_sampler_api(sampler)
-
-    @dimod.testing.load_sampler_bqm_tests(sampler, max_num_variables=6)
-    class Conformance(unittest.TestCase):
-        pass
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", NativeFallbackWarning)
-        result = unittest.TextTestRunner(verbosity=0).run(
-            unittest.defaultTestLoader.loadTestsFromTestCase(Conformance)
-        )
-    assert result.wasSuccessful(), result.failures + result.errors
+def test_native_refuses_a_model_without_a_verified_structure(tmp_path):
+    path = tmp_path / "own.py"
+    path.write_text(
+        "from bmfdsl.dsl import squared_residual\n"
+        "NAME = 'formulation1'\n"
+        "def build(model):\n"
+        "    U, V = model.factors()\n"
+        "    W = model.binary('W', (model.rank, *model.A.shape))\n"
+        "    model.constrain_product(\n"
+        "        W, U.T[:, :, None], V.T[:, None, :], group='W', weight='lam')\n"
+        "    model.minimize(squared_residual(model.A, W.sum(axis=0)) + 15)\n"
+    )
+    A = make_exact_rank(6, 5, 2, random_state=1)
+    compiled = bmfdsl.compile_model(path, A, 2)
+    with pytest.raises(bmfdsl.ModelDefinitionError, match="declares none"):
+        bmfdsl.solve(compiled, "native", lam=1.0)
+    path.write_text(path.read_text() + "    model.declare_bmf()\n")
+    with pytest.raises(
+        bmfdsl.ModelDefinitionError,
+        match=r"U = V = 0 its energy is (\d+) while the declared objective .* is (?!\1)",
+    ):
+        bmfdsl.compile_model(path, A, 2)
 
 
 def test_solve_uses_the_structure_path():

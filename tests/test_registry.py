@@ -158,7 +158,10 @@ def test_a_factory_that_returns_no_sampler_is_refused(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     register_backend("not-a-sampler", "bmfdsl_fake_factory:make")
     try:
-        with pytest.raises(BackendUnavailableError, match=r"not a dimod\.Sampler"):
+        with pytest.raises(
+            BackendUnavailableError,
+            match=r"neither a dimod\.Sampler nor a bmfdsl StructuredSampler",
+        ):
             get_backend("not-a-sampler")
     finally:
         unregister_backend("not-a-sampler")

@@ -13,6 +13,7 @@ from bmfdsl import SolveResult, SweepResult, solve, sweep_weights
 from bmfdsl.compile import compile_model
 from bmfdsl.errors import InvalidParameterError, UnknownNameError
 from bmfdsl.result import DecodedSample, squared_error
+from bmfdsl.structure import StructuredSampler
 
 A_SMALL = np.array([[1, 1, 0], [1, 0, 1]], dtype=np.int8)
 
@@ -49,7 +50,7 @@ def test_exact_solve_finds_the_brute_force_optimum():
     assert best.energy == pytest.approx(best.error)
     assert result.info["backend"] == "exact"
     assert result.info["weights"] == {"lam": 3.0}
-    assert result.info["time_s"] >= 0 and "wall_time_s" in result.info["backend_info"]
+    assert result.info["timings"]["solve"] >= 0 and "wall_time_s" in result.info["backend_info"]
 
 
 def test_weights_and_parameters_are_split_by_the_model_weight_names():
@@ -69,10 +70,18 @@ def test_unknown_backend_parameter_is_refused():
         solve(compiled, "neal", lam=2.0, num_sweps=10)
 
 
-def test_a_missing_required_weight_is_reported():
-    compiled = compile_model("formulation1", A_SMALL, 1)
-    with pytest.raises(InvalidParameterError, match="lam"):
+def test_a_missing_required_weight_is_reported(tmp_path):
+    path = tmp_path / "required.py"
+    path.write_text(
+        "from bmfdsl.dsl import squared_residual\n"
+        "def build(model):\n    U, V = model.factors()\n    W = model.binary('W', U.shape)\n"
+        "    model.constrain_product(W, U, V[:1], group='W', weight=model.weight('mu'))\n"
+        "    model.minimize(W.sum())\n"
+    )
+    compiled = compile_model(path, A_SMALL, 1)
+    with pytest.raises(InvalidParameterError, match="mu"):
         solve(compiled, "neal", num_reads=1)
+    assert solve(compiled, "exact", mu=2.0)[0].feasible
 
 
 def test_a_warm_start_from_encode_comes_back_decoded():
@@ -94,36 +103,36 @@ def test_a_sampler_instance_can_be_passed():
     assert result.info["backend"] == "exact"
 
 
-class StructureSolver(dimod.Sampler):
-    """A structure-aware fake: records what it was given."""
+class StructureSolver(StructuredSampler):
+    """A structure-aware fake: records what it was given, answers U = V = 1."""
 
+    name = "fake"
     parameters: dict = {"seed": []}  # noqa: RUF012
-    properties: dict = {}  # noqa: RUF012
 
     def __init__(self):
         self.seen = []
 
-    def sample(self, bqm, **params):  # pragma: no cover - must not be called
-        raise AssertionError("solve must use sample_structure")
-
-    def sample_structure(self, structure, **params):
+    def sample_bmf(self, structure, **params):
         self.seen.append((structure, params))
         m, n = structure.shape
         U = np.ones((m, structure.rank), dtype=np.int8)
         V = np.ones((n, structure.rank), dtype=np.int8)
-        error = squared_error(structure.A, U, V)
-        return [DecodedSample(U, V, float(error), error, {})], {"certificate": "none"}
+        return structure.sampleset([(U, V)], certificate="none")
 
 
-def test_structure_aware_backends_get_the_structure_not_a_bqm(monkeypatch):
+def test_structure_aware_backends_get_the_structure_not_a_bqm():
     compiled = compile_model("formulation1", A_SMALL, 1)
-    monkeypatch.setattr(compiled, "to_bqm", lambda **w: pytest.fail("the BQM must not be built"))
     solver = StructureSolver()
     result = solve(compiled, solver, lam=2.0, seed=7)
     ((structure, params),) = solver.seen
     assert structure is compiled.structure and params == {"seed": 7}
     assert result.info["backend_info"] == {"certificate": "none"}
     assert result[0].error == squared_error(A_SMALL, np.ones((2, 1)), np.ones((3, 1)))
+    # the energy is the BQM's, recomputed on the feasible completion
+    bqm = compiled.to_bqm(lam=2.0)
+    assert result[0].energy == bqm.energy(compiled.encode(result[0].U, result[0].V))
+    with pytest.raises(UnknownNameError, match="num_reads"):
+        solve(compiled, solver, num_reads=3)
 
 
 class OneHotRecorder(dimod.Sampler):
@@ -168,7 +177,7 @@ def test_sweep_reports_each_setting_against_brute_force():
         assert setting.energy == pytest.approx(ground)
         assert setting.best_feasible_error == optimum  # exact returns every state
         assert setting.feasible == (not any(setting.broken.values()))
-        assert setting.time_s >= 0
+        assert setting.timings["solve"] >= 0
     # a tiny penalty lets the ground state break the product constraints
     assert not result.settings[0].feasible
     assert result.settings[-1].feasible and result.settings[-1].error == optimum

@@ -42,6 +42,7 @@ __all__ = [
     "check_parameters_honest",
     "check_sampler",
     "check_seed_reproducible",
+    "check_structured_sampler",
     "check_time_limit",
     "check_timing_info",
     "check_warm_start",
@@ -297,8 +298,9 @@ def check_decode(
         # 2 + 3 + 6 = 11 variables: small enough for exhaustive backends
         A = np.array([[1, 1, 0], [1, 0, 1]], dtype=np.int8)
         compiled = compile_model("formulation1", A, 1)
-    sampleset = sampler.sample(compiled.to_bqm(**dict(weights or {"lam": 2.0})), **params)
-    decoded = compiled.decode(sampleset)
+    weights = dict(weights or {"lam": 2.0})
+    sampleset = sampler.sample(compiled.to_bqm(**weights), **params)
+    decoded = compiled.decode(sampleset, **weights)
     _require(len(decoded) == len(sampleset), "decode must return one sample per row")
     for sample in decoded:
         _require(
@@ -344,3 +346,61 @@ def check_sampler(
     check_warm_start(sampler, freeze_params, **params)
     check_timing_info(sampler)
     check_decode(sampler, compiled, **params)
+
+
+def check_structured_sampler(
+    sampler: Any,
+    *,
+    example_values: Mapping[str, Any],
+    sample_params: Mapping[str, Any] | None = None,
+) -> None:
+    """Check a :class:`~bmfdsl.structure.StructuredSampler`; raise :class:`ConformanceError`.
+
+    ``parameters`` match the keywords ``sample_bmf`` accepts; answers are SampleSets over the
+    structure's ``U`` and ``V`` labels whose energies are the objective, one-hot where asked,
+    reproducible with a seed; and ``bmfdsl.solve`` decodes them (feasible, energy == error).
+    """
+    import inspect
+
+    from bmfdsl._solve import solve
+    from bmfdsl.compile import compile_model
+    from bmfdsl.structure import BMFStructure, StructuredSampler
+
+    params = dict(sample_params or {})
+    _require(isinstance(sampler, StructuredSampler), "not a bmfdsl StructuredSampler")
+    signature = inspect.signature(sampler.sample_bmf)
+    accepted = {p for p in signature.parameters if p != "structure"}
+    _require(
+        set(sampler.parameters) == accepted,
+        f"parameters {sorted(sampler.parameters)} differ from sample_bmf's {sorted(accepted)}",
+    )
+    missing = set(sampler.parameters) - set(example_values)
+    _require(not missing, f"example_values lacks {sorted(missing)}")
+    A = np.array([[1, 1, 0, 0], [1, 1, 0, 1], [0, 0, 1, 1], [0, 1, 1, 1]], dtype=np.int8)
+    for one_hot in (None, "V", "U"):
+        structure = BMFStructure(A, 2, one_hot)
+        sampleset = sampler.sample_bmf(structure, **params)
+        _require(isinstance(sampleset, dimod.SampleSet), "sample_bmf must return a SampleSet")
+        _require(
+            list(sampleset.variables) == structure.labels(),
+            "the SampleSet's variables must be structure.labels()",
+        )
+        for row, energy in zip(sampleset.record.sample, sampleset.record.energy, strict=True):
+            U = row[: A.shape[0] * 2].reshape(-1, 2)
+            V = row[A.shape[0] * 2 :].reshape(-1, 2)
+            _require(
+                abs(structure.error(U, V) - energy) < 1e-9, "energy differs from the objective"
+            )
+            if one_hot is not None:
+                side = U if one_hot == "U" else V
+                _require(bool((side.sum(axis=1) == 1).all()), f"{one_hot} rows are not one-hot")
+    for name, value in example_values.items():
+        sampler.sample_bmf(BMFStructure(A, 2), **{**params, name: value})
+    first = sampler.sample_bmf(BMFStructure(A, 2), seed=3, **params)
+    second = sampler.sample_bmf(BMFStructure(A, 2), seed=3, **params)
+    _require(
+        np.array_equal(first.record.sample, second.record.sample), "the same seed gave two answers"
+    )
+    compiled = compile_model("formulation1", A, 2, one_hot="V")
+    best = solve(compiled, sampler, **params)[0]
+    _require(best.feasible and best.energy == best.error, "a decoded answer is not consistent")

@@ -1,0 +1,626 @@
+"""Arrays of quadratic polynomials over binary variables, with numpy semantics.
+
+A :class:`PolyArray` is what a model script computes with: ``model.binary(...)`` and
+``model.factors()`` return arrays of variables, and indexing, slicing, transposition,
+broadcasting, ``sum(axis=...)``, ``+ - *`` with numbers, numpy arrays and other
+:class:`PolyArray` objects, ``@`` and :func:`einsum` all work elementwise as in numpy. Every
+element is a polynomial of degree at most 2 (``x * x`` is ``x`` for binary ``x``); a product
+that would need degree 3 raises :class:`~bmfdsl.errors.ModelDefinitionError` naming the term.
+
+Internally an array is a table of terms ``(element, first variable, second variable,
+coefficient)`` plus a dense array of constants, so every operation is a few numpy calls
+whatever the array's size. An array of plain variables keeps only its variable indices, so
+``U[i][k]`` in a loop is cheap too.
+
+>>> space = VariableSpace()
+>>> U = space.allocate("U", (2, 1))
+>>> V = space.allocate("V", (3, 1))
+>>> P = einsum("ik,jk->ij", U, V)           # (U Vᵀ)_ij: quadratic
+>>> P.shape, P.degree
+((2, 3), 2)
+>>> residual = ((np.ones((2, 3)) - P) ** 2).sum()
+>>> x = np.zeros(space.size, dtype=np.int8); x[[0, 2]] = 1   # U[0][0] = V[0][0] = 1
+>>> float(residual.evaluate(x[None])[0])
+5.0
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from bmfdsl.errors import InvalidParameterError, ModelDefinitionError, ModelTooLargeError
+
+__all__ = ["PolyArray", "VariableBlock", "VariableSpace", "as_poly", "einsum", "stack"]
+
+#: Bytes one stored term costs (element, two variable indices, coefficient).
+TERM_BYTES = 32
+
+
+@dataclass(frozen=True)
+class VariableBlock:
+    """A named array of binary variables: indices ``start .. start + size`` in C order."""
+
+    name: str
+    shape: tuple[int, ...]
+    start: int
+
+    @property
+    def size(self) -> int:
+        """The number of variables in the block."""
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def labels(self) -> list[str]:
+        """Labels ``name[i][j]...`` in C order (``name`` alone for a 0-d block)."""
+        parts = [[f"[{i}]" for i in range(length)] for length in self.shape]
+        return [self.name + "".join(p) for p in itertools.product(*parts)]
+
+    def label(self, offset: int) -> str:
+        """The label of the block's ``offset``-th variable."""
+        index = np.unravel_index(offset, self.shape) if self.shape else ()
+        return self.name + "".join(f"[{int(i)}]" for i in index)
+
+
+class VariableSpace:
+    """The binary variables of one model, allocated block by block in declaration order.
+
+    ``term_limit`` bounds the number of terms any single array may hold (the size guard): an
+    operation that would exceed it raises :class:`~bmfdsl.errors.ModelTooLargeError` before
+    anything is allocated.
+    """
+
+    def __init__(self, term_limit: int | None = None) -> None:
+        self.blocks: dict[str, VariableBlock] = {}
+        self.size = 0
+        self.term_limit = term_limit
+
+    def allocate(self, name: str, shape: Sequence[int]) -> PolyArray:
+        """A new block of variables; returns it as a :class:`PolyArray` of variables."""
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ModelDefinitionError(f"variable array names must be identifiers; got {name!r}")
+        if name in self.blocks:
+            raise ModelDefinitionError(f"variable array {name!r} is declared twice")
+        dims = tuple(int(s) for s in shape)
+        if any(s < 0 for s in dims):
+            raise ModelDefinitionError(f"variable array {name!r} has a negative shape {dims}")
+        block = VariableBlock(name, dims, self.size)
+        self.check_terms(block.size, f"the variables of {name!r}")
+        self.blocks[name] = block
+        self.size += block.size
+        return PolyArray._variables(self, block.start + np.arange(block.size).reshape(dims))
+
+    def labels(self) -> list[str]:
+        """Every variable label, in index order."""
+        return [label for block in self.blocks.values() for label in block.labels()]
+
+    def label(self, index: int) -> str:
+        """The label of variable ``index``."""
+        for block in self.blocks.values():
+            if block.start <= index < block.start + block.size:
+                return block.label(index - block.start)
+        raise IndexError(index)
+
+    def check_terms(self, count: int, what: str) -> None:
+        """Refuse to build ``count`` terms beyond the size guard."""
+        if self.term_limit is not None and count > self.term_limit:
+            raise ModelTooLargeError(
+                f"{what} would hold {count:,} terms (about {count * TERM_BYTES / 2**30:.1f} GiB), "
+                f"over the model size limit of {self.term_limit * TERM_BYTES / 2**30:.1f} GiB; "
+                "sample rows (factorize(sample_rows='auto')), use the 'native' backend, lower "
+                "the rank, or raise compile_model(memory_limit=...)"
+            )
+
+
+def _empty_terms() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return np.zeros(0, np.int64), np.zeros((0, 2), np.int64), np.zeros(0, np.float64)
+
+
+class PolyArray:
+    """An array of polynomials of degree <= 2 in binary variables (see the module docs).
+
+    Create arrays through ``model.binary``/``model.factors`` (or :meth:`VariableSpace.allocate`)
+    and combine them with numpy-style operations.
+
+    Attributes:
+        shape: the array's shape.
+    """
+
+    __array_ufunc__ = None  # numpy defers to our reflected operators: ndarray * PolyArray works
+
+    def __init__(
+        self,
+        space: VariableSpace | None,
+        shape: tuple[int, ...],
+        const: np.ndarray,
+        elem: np.ndarray,
+        var: np.ndarray,
+        coef: np.ndarray,
+    ) -> None:
+        self.space = space
+        self.shape = tuple(int(s) for s in shape)
+        self.const = const  # float64, ``shape``
+        self.elem = elem  # int64 (T,): flat element of each term
+        self.var = var  # int64 (T, 2): variables; var[:, 1] == -1 for a linear term
+        self.coef = coef  # float64 (T,)
+        self._vars: np.ndarray | None = None  # set for arrays of plain variables
+
+    # -- construction ------------------------------------------------------------------------
+    @classmethod
+    def _variables(cls, space: VariableSpace | None, indices: np.ndarray) -> PolyArray:
+        out = cls.__new__(cls)
+        out.space = space
+        out.shape = tuple(int(s) for s in indices.shape)
+        out._vars = np.asarray(indices, dtype=np.int64)
+        return out
+
+    def _materialise(self) -> None:
+        if self._vars is not None and not hasattr(self, "elem"):
+            flat = self._vars.ravel()
+            self.const = np.zeros(self.shape)
+            self.elem = np.arange(flat.size, dtype=np.int64)
+            self.var = np.stack([flat, np.full(flat.size, -1, np.int64)], axis=1)
+            self.coef = np.ones(flat.size)
+
+    @property
+    def terms(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(const, elem, var, coef)``: the constant array and the term table."""
+        self._materialise()
+        return self.const, self.elem, self.var, self.coef
+
+    @property
+    def size(self) -> int:
+        """The number of elements."""
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions."""
+        return len(self.shape)
+
+    @property
+    def num_terms(self) -> int:
+        """The number of stored (non-constant) terms."""
+        return self.size if self._vars is not None else int(self.terms[1].size)
+
+    @property
+    def degree(self) -> int:
+        """The highest degree of any term (0 for a constant array)."""
+        if self._vars is not None:
+            return 1 if self.size else 0
+        _, _, var, _ = self.terms
+        if var.shape[0] == 0:
+            return 0
+        return 2 if (var[:, 1] >= 0).any() else 1
+
+    def variable_indices(self, role: str = "array") -> np.ndarray:
+        """The variable index of every element; each element must be one plain variable."""
+        if self._vars is not None:
+            return self._vars
+        const, elem, var, coef = self.terms
+        count = np.bincount(elem, minlength=self.size)
+        plain = (
+            (count == 1).all() and not const.any() and (var[:, 1] < 0).all() and (coef == 1).all()
+        )
+        if not plain:
+            raise ModelDefinitionError(
+                f"{role} must be an array of single binary variables (elements of "
+                "model.binary(...) or model.factors()), not expressions"
+            )
+        out = np.empty(self.size, np.int64)
+        out[elem] = var[:, 0]
+        return out.reshape(self.shape)
+
+    def __repr__(self) -> str:
+        return f"PolyArray(shape={self.shape}, terms={self.num_terms}, degree={self.degree})"
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d PolyArray")
+        return self.shape[0]
+
+    def __iter__(self) -> Any:
+        for i in range(len(self)):
+            yield self[i]
+
+    def __bool__(self) -> bool:
+        raise ModelDefinitionError(
+            "a PolyArray has no truth value (it is symbolic); compare data, not variables"
+        )
+
+    # -- structure: every reshaping is a gather of elements ---------------------------------
+    def _gather(self, index: np.ndarray) -> PolyArray:
+        """The array whose element ``p`` is this array's element ``index[p]``."""
+        index = np.asarray(index, dtype=np.int64)
+        if self._vars is not None:
+            return PolyArray._variables(self.space, self._vars.ravel()[index])
+        const, elem, var, coef = self.terms
+        flat = index.ravel()
+        counts = np.bincount(flat, minlength=self.size) if flat.size else np.zeros(self.size, int)
+        if flat.size == 0 or counts.max() <= 1:  # a selection or permutation: no copies
+            inverse = np.full(self.size, -1, np.int64)
+            inverse[flat] = np.arange(flat.size)
+            new_elem = inverse[elem]
+            keep = new_elem >= 0
+            if not keep.all():
+                new_elem, var, coef = new_elem[keep], var[keep], coef[keep]
+        else:  # broadcasting repeats elements: repeat their terms too
+            reps = counts[elem]
+            total = int(reps.sum())
+            if self.space is not None:
+                self.space.check_terms(total, "a broadcast")
+            order = np.argsort(flat, kind="stable")
+            starts = np.cumsum(counts) - counts
+            source = np.repeat(np.arange(elem.size), reps)
+            within = np.arange(total) - np.repeat(np.cumsum(reps) - reps, reps)
+            new_elem = order[starts[elem[source]] + within]
+            var, coef = var[source], coef[source]
+        return PolyArray(self.space, index.shape, const.ravel()[index], new_elem, var, coef)
+
+    def _positions(self) -> np.ndarray:
+        return np.arange(self.size, dtype=np.int64).reshape(self.shape)
+
+    def __getitem__(self, key: Any) -> PolyArray:
+        if isinstance(key, PolyArray):
+            raise ModelDefinitionError("index a PolyArray with integers, slices or index arrays")
+        try:
+            index = self._positions()[key]
+        except IndexError as exc:
+            raise ModelDefinitionError(
+                f"index {key!r} out of range for shape {self.shape}"
+            ) from exc
+        return self._gather(np.asarray(index))
+
+    def transpose(self, *axes: Any) -> PolyArray:
+        """Permute the axes as :meth:`numpy.ndarray.transpose`."""
+        if len(axes) == 1 and isinstance(axes[0], Sequence):
+            axes = tuple(axes[0])
+        return self._gather(self._positions().transpose(*axes) if axes else self._positions().T)
+
+    @property
+    def T(self) -> PolyArray:
+        """The transposed array."""
+        return self.transpose()
+
+    def reshape(self, *shape: Any) -> PolyArray:
+        """The same elements in another shape (C order)."""
+        if len(shape) == 1 and isinstance(shape[0], Sequence):
+            shape = tuple(shape[0])
+        return self._gather(self._positions().reshape(shape))
+
+    def broadcast_to(self, shape: Sequence[int]) -> PolyArray:
+        """This array broadcast to ``shape`` (numpy rules)."""
+        shape = tuple(int(s) for s in shape)
+        if shape == self.shape:
+            return self
+        try:
+            index = np.broadcast_to(self._positions(), shape)
+        except ValueError as exc:
+            raise ModelDefinitionError(
+                f"cannot broadcast shape {self.shape} to {shape}: {exc}"
+            ) from exc
+        return self._gather(index)
+
+    # -- reductions --------------------------------------------------------------------------
+    def sum(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> PolyArray:
+        """Sum over ``axis`` (all axes by default), as :meth:`numpy.ndarray.sum`."""
+        ndim = self.ndim
+        if axis is None:
+            axes = tuple(range(ndim))
+        else:
+            requested = (axis,) if isinstance(axis, int | np.integer) else tuple(axis)
+            axes = tuple(int(a) for a in requested)
+            for a in axes:
+                if not -ndim <= a < ndim:
+                    raise ModelDefinitionError(
+                        f"axis {a} is out of range for an array of {ndim} dimension(s)"
+                    )
+            axes = tuple(sorted({a % ndim for a in axes}))
+        const, elem, var, coef = self.terms
+        kept = [d for d in range(ndim) if d not in axes]
+        new_const = const.sum(axis=axes, keepdims=keepdims)
+        if kept:
+            coords = np.unravel_index(elem, self.shape)
+            new_elem = np.ravel_multi_index(
+                [coords[d] for d in kept], [self.shape[d] for d in kept]
+            )
+        else:
+            new_elem = np.zeros(elem.size, np.int64)
+        return PolyArray(
+            self.space, np.shape(new_const), np.asarray(new_const, float), new_elem, var, coef
+        )
+
+    # -- arithmetic --------------------------------------------------------------------------
+    def _combine_space(self, other: PolyArray) -> VariableSpace | None:
+        if self.space is not None and other.space is not None and self.space is not other.space:
+            raise ModelDefinitionError("cannot combine variables of two different models")
+        return self.space if self.space is not None else other.space
+
+    def __add__(self, other: Any) -> PolyArray:
+        other = as_poly(other, self.space)
+        space = self._combine_space(other)
+        shape = _broadcast_shapes(self.shape, other.shape)
+        a, b = self.broadcast_to(shape), other.broadcast_to(shape)
+        ca, ea, va, wa = a.terms
+        cb, eb, vb, wb = b.terms
+        if space is not None:
+            space.check_terms(ea.size + eb.size, "a sum")
+        return PolyArray(
+            space,
+            shape,
+            ca + cb,
+            np.concatenate([ea, eb]),
+            np.concatenate([va, vb]),
+            np.concatenate([wa, wb]),
+        )
+
+    __radd__ = __add__
+
+    def __neg__(self) -> PolyArray:
+        const, elem, var, coef = self.terms
+        return PolyArray(self.space, self.shape, -const, elem, var, -coef)
+
+    def __pos__(self) -> PolyArray:
+        return self
+
+    def __sub__(self, other: Any) -> PolyArray:
+        return self + (-as_poly(other, self.space))
+
+    def __rsub__(self, other: Any) -> PolyArray:
+        return as_poly(other, self.space) + (-self)
+
+    def _scale(self, factor: np.ndarray) -> PolyArray:
+        shape = _broadcast_shapes(self.shape, factor.shape)
+        a = self.broadcast_to(shape)
+        const, elem, var, coef = a.terms
+        factor = np.broadcast_to(factor, shape).ravel()
+        new_coef = coef * factor[elem]
+        keep = new_coef != 0
+        if not keep.all():
+            elem, var, new_coef = elem[keep], var[keep], new_coef[keep]
+        return PolyArray(self.space, shape, const * factor.reshape(shape), elem, var, new_coef)
+
+    def __mul__(self, other: Any) -> PolyArray:
+        if not isinstance(other, PolyArray):
+            return self._scale(_as_data(other))
+        space = self._combine_space(other)
+        shape = _broadcast_shapes(self.shape, other.shape)
+        a, b = self.broadcast_to(shape), other.broadcast_to(shape)
+        ca, ea, va, wa = a.terms
+        cb, eb, vb, wb = b.terms
+        size = int(np.prod(shape, dtype=np.int64))
+        # (ca + Ta)(cb + Tb) = ca cb + ca Tb + cb Ta + Ta Tb
+        na = np.bincount(ea, minlength=size)
+        nb = np.bincount(eb, minlength=size)
+        pairs = int((na * nb).sum())
+        if space is not None:
+            space.check_terms(ea.size + eb.size + pairs, "a product")
+        ca_flat, cb_flat = ca.ravel(), cb.ravel()
+        parts = [
+            (eb, vb, wb * ca_flat[eb]),
+            (ea, va, wa * cb_flat[ea]),
+            _term_products(ea, va, wa, eb, vb, wb, na, nb, pairs, space),
+        ]
+        elem = np.concatenate([p[0] for p in parts])
+        var = np.concatenate([p[1] for p in parts])
+        coef = np.concatenate([p[2] for p in parts])
+        keep = coef != 0
+        if not keep.all():
+            elem, var, coef = elem[keep], var[keep], coef[keep]
+        return PolyArray(space, shape, ca * cb, elem, var, coef)
+
+    __rmul__ = __mul__
+
+    def __pow__(self, exponent: int) -> PolyArray:
+        if exponent == 1:
+            return self
+        if exponent == 2:
+            return self * self
+        raise ModelDefinitionError(
+            f"only powers 1 and 2 of a PolyArray are supported (degree <= 2); got {exponent!r}"
+        )
+
+    def __matmul__(self, other: Any) -> PolyArray:
+        return einsum("ik,kj->ij", self, other)
+
+    def __rmatmul__(self, other: Any) -> PolyArray:
+        return einsum("ik,kj->ij", other, self)
+
+    def dot(self, other: Any) -> PolyArray:
+        """Matrix product (2-D operands), as ``self @ other``."""
+        return self @ other
+
+    # -- evaluation --------------------------------------------------------------------------
+    def evaluate(self, samples: np.ndarray) -> np.ndarray:
+        """Values at 0/1 assignments ``samples`` (S x num_variables): shape ``(S, *shape)``."""
+        X = np.asarray(samples)
+        if X.ndim == 1:
+            X = X[None]
+        const, elem, var, coef = self.terms
+        out = np.broadcast_to(const.ravel(), (X.shape[0], self.size)).astype(float)
+        if elem.size:
+            second = np.where(var[:, 1] >= 0, var[:, 1], var[:, 0])
+            values = X[:, var[:, 0]].astype(float) * X[:, second] * coef
+            for s in range(X.shape[0]):
+                out[s] += np.bincount(elem, weights=values[s], minlength=self.size)
+        return out.reshape((X.shape[0], *self.shape))
+
+
+def _broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError as exc:
+        raise ModelDefinitionError(
+            f"shapes {' and '.join(map(str, shapes))} do not broadcast"
+        ) from exc
+
+
+def _as_data(value: Any) -> np.ndarray:
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ModelDefinitionError(
+            f"cannot combine a PolyArray with {type(value).__name__}: use numbers, numpy "
+            "arrays or PolyArrays"
+        ) from exc
+    if not np.isfinite(array).all():
+        raise InvalidParameterError("data combined with model variables must be finite")
+    return array
+
+
+def as_poly(value: Any, space: VariableSpace | None = None) -> PolyArray:
+    """``value`` as a :class:`PolyArray`: numbers and arrays become constants.
+
+    Nested lists may mix numbers and :class:`PolyArray` elements (see :func:`stack`).
+    """
+    if isinstance(value, PolyArray):
+        return value
+    if isinstance(value, list | tuple) and _holds_poly(value):
+        return stack(value)
+    const = _as_data(value)
+    elem, var, coef = _empty_terms()
+    return PolyArray(space, const.shape, const.copy(), elem, var, coef)
+
+
+def _holds_poly(value: Any) -> bool:
+    if isinstance(value, PolyArray):
+        return True
+    if isinstance(value, list | tuple):
+        return any(_holds_poly(v) for v in value)
+    return False
+
+
+def stack(items: Sequence[Any], axis: int = 0) -> PolyArray:
+    """Stack equally shaped arrays (or nested lists of them) along a new ``axis``.
+
+    >>> space = VariableSpace()
+    >>> x = space.allocate("x", (3,))
+    >>> stack([[x[0], 1], [x[1], x[2]]]).shape
+    (2, 2)
+    """
+    if not isinstance(items, list | tuple) or not items:
+        raise ModelDefinitionError("stack() needs a non-empty list")
+    parts = [as_poly(item) for item in items]
+    space = next((p.space for p in parts if p.space is not None), None)
+    shape = parts[0].shape
+    if any(p.shape != shape for p in parts):
+        raise ModelDefinitionError(f"stack() needs equal shapes; got {[p.shape for p in parts]}")
+    size = int(np.prod(shape, dtype=np.int64))
+    consts, elems, vars_, coefs = [], [], [], []
+    for k, part in enumerate(parts):
+        const, elem, var, coef = part.terms
+        consts.append(const)
+        elems.append(elem + k * size)
+        vars_.append(var)
+        coefs.append(coef)
+    out = PolyArray(
+        space,
+        (len(parts), *shape),
+        np.stack(consts),
+        np.concatenate(elems),
+        np.concatenate(vars_),
+        np.concatenate(coefs),
+    )
+    return out if axis == 0 else out.transpose(_moved_axes(out.ndim, axis))
+
+
+def _moved_axes(ndim: int, axis: int) -> list[int]:
+    order = list(range(1, ndim))
+    order.insert(axis % ndim, 0)
+    return order
+
+
+def _term_products(
+    ea: np.ndarray,
+    va: np.ndarray,
+    wa: np.ndarray,
+    eb: np.ndarray,
+    vb: np.ndarray,
+    wb: np.ndarray,
+    na: np.ndarray,
+    nb: np.ndarray,
+    pairs: int,
+    space: VariableSpace | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every product of a term of ``a`` with a term of ``b`` in the same element."""
+    if pairs == 0:
+        return _empty_terms()
+    order_a = np.argsort(ea, kind="stable")
+    order_b = np.argsort(eb, kind="stable")
+    start_b = np.cumsum(nb) - nb
+    sorted_ea = ea[order_a]
+    reps = nb[sorted_ea]
+    left = np.repeat(order_a, reps)
+    within = np.arange(pairs) - np.repeat(np.cumsum(reps) - reps, reps)
+    right = order_b[np.repeat(start_b[sorted_ea], reps) + within]
+    elem = ea[left]
+    coef = wa[left] * wb[right]
+    a, b = va[left], vb[right]
+    if (a[:, 1] < 0).all() and (b[:, 1] < 0).all():  # linear x linear: the common case
+        x, y = a[:, 0], b[:, 0]
+        same = x == y
+        var = np.stack([np.minimum(x, y), np.where(same, -1, np.maximum(x, y))], axis=1)
+        return elem, var, coef
+    # General case: the product monomial is the union of the variables (x² = x).
+    slots = np.sort(np.concatenate([a, b], axis=1), axis=1)  # -1 (absent) sorts first
+    duplicate = np.zeros_like(slots, dtype=bool)
+    duplicate[:, 1:] = slots[:, 1:] == slots[:, :-1]
+    slots[duplicate] = -1
+    slots = np.sort(slots, axis=1)
+    too_high = slots[:, 1] >= 0  # three or more distinct variables
+    if too_high.any():
+        row = int(np.flatnonzero(too_high)[0])
+        names = [space.label(int(v)) if space else str(int(v)) for v in slots[row] if v >= 0]
+        raise ModelDefinitionError(
+            f"the product {' * '.join(names)} has degree {len(names)}; a QUBO allows degree 2. "
+            "Introduce an auxiliary variable for one product (model.binary(...) with "
+            "model.constrain_product(z, x, y, ...)) and use it instead"
+        )
+    last = slots[:, 3]
+    third = slots[:, 2]
+    var = np.stack([np.where(third >= 0, third, last), np.where(third >= 0, last, -1)], axis=1)
+    return elem, var, coef
+
+
+def einsum(subscripts: str, *operands: Any) -> PolyArray:
+    """:func:`numpy.einsum` for one or two operands, any of them a :class:`PolyArray`.
+
+    >>> space = VariableSpace()
+    >>> U, V = space.allocate("U", (4, 2)), space.allocate("V", (3, 2))
+    >>> einsum("ik,jk->ij", U, V).shape
+    (4, 3)
+    """
+    if "->" not in subscripts:
+        raise ModelDefinitionError("einsum needs explicit output subscripts, e.g. 'ik,jk->ij'")
+    inputs_text, output = subscripts.replace(" ", "").split("->")
+    inputs = inputs_text.split(",")
+    if len(inputs) != len(operands) or not 1 <= len(operands) <= 2:
+        raise ModelDefinitionError("einsum takes one or two operands matching its subscripts")
+    letters: list[str] = []
+    for spec in (*inputs, output):
+        for letter in spec:
+            if letter not in letters:
+                letters.append(letter)
+    if any(letter not in "".join(inputs) for letter in output):
+        raise ModelDefinitionError(f"einsum output {output!r} names an index no input has")
+    expanded = []
+    for spec, operand in zip(inputs, operands, strict=True):
+        array = operand if isinstance(operand, PolyArray) else _as_data(operand)
+        if len(spec) != array.ndim or len(set(spec)) != len(spec):
+            raise ModelDefinitionError(
+                f"einsum subscripts {spec!r} do not fit an operand of shape {array.shape}"
+            )
+        order = sorted(range(len(spec)), key=lambda d: letters.index(spec[d]))
+        array = array.transpose(order)
+        present = sorted(spec, key=letters.index)
+        shape = [array.shape[present.index(c)] if c in present else 1 for c in letters]
+        expanded.append(array.reshape(shape))
+    product = expanded[0] if len(expanded) == 1 else expanded[0] * expanded[1]
+    product = as_poly(product)
+    summed = tuple(d for d, c in enumerate(letters) if c not in output)
+    result = product.sum(axis=summed) if summed else product
+    kept = [c for c in letters if c in output]
+    return result.transpose([kept.index(c) for c in output]) if output else result

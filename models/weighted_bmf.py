@@ -1,0 +1,33 @@
+"""Weighted BMF: a non-negative weight per entry.
+
+    min Σ_ij c_ij (a_ij - Σ_k w_kij)² + lam Σ_ijk f(w_kij, u_ik, v_jk)
+
+Formulation 1 with entry weights ``c_ij >= 0`` passed as
+``compile_model("weighted-bmf", A, r, data={"weights": C})`` (e.g. confidence, or a heavier
+cost for missing ones than for extra ones). Variables as Formulation 1.
+"""
+
+from bmfdsl.dsl import ModelBuilder, squared_residual
+from bmfdsl.errors import ModelDefinitionError
+
+NAME = "weighted-bmf"
+DESCRIPTION = "BMF with a non-negative weight per entry (data={'weights': C})"
+
+
+def build(model: ModelBuilder) -> None:
+    """Declare weighted BMF on ``model``."""
+    if "weights" not in model.data:
+        raise ModelDefinitionError(
+            "weighted-bmf needs entry weights: compile_model(..., data={'weights': C})"
+        )
+    A, r = model.A, model.rank
+    weights = model.data["weights"]
+    m, n = A.shape
+    U, V = model.factors()
+    W = model.binary("W", (r, m, n))
+    lam = model.weight("lam", default=1.0)  # the paper uses λ = 1
+    # W[k][i][j] = U[i][k] V[j][k]: U's column k down the rows, V's across the columns
+    model.constrain_product(W, U.T[:, :, None], V.T[:, None, :], group="W", weight=lam)
+    model.minimize(squared_residual(A, W.sum(axis=0), weights=weights))
+    model.one_hot_constraint()
+    model.declare_bmf(weights=weights)
