@@ -50,7 +50,7 @@ class NativeSampler(StructuredSampler):
     >>> import numpy as np
     >>> structure = BMFStructure(np.kron(np.eye(2, dtype=np.int8), np.ones((2, 2), np.int8)), 2)
     >>> sampleset = NativeSampler().sample_bmf(structure, seed=0)
-    >>> sampleset.first.energy, sampleset.info["certificate"]["reason"]
+    >>> float(sampleset.first.energy), sampleset.info["certificate"]["reason"]
     (0.0, 'zero error')
     """
 

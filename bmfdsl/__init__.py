@@ -20,6 +20,7 @@ _EXPORTS: dict[str, str] = {
     "InvalidParameterError": "bmfdsl.errors",
     "UnknownNameError": "bmfdsl.errors",
     "ModelDefinitionError": "bmfdsl.errors",
+    "ModelTooLargeError": "bmfdsl.errors",
     "BackendUnavailableError": "bmfdsl.errors",
     "MissingCredentialsError": "bmfdsl.errors",
     "SolverError": "bmfdsl.errors",
@@ -27,6 +28,7 @@ _EXPORTS: dict[str, str] = {
     "DecodedSample": "bmfdsl.result",
     "Factorization": "bmfdsl.result",
     "BMFStructure": "bmfdsl.structure",
+    "StructuredSampler": "bmfdsl.structure",
     # modeling
     "compile_model": "bmfdsl.compile",
     "list_models": "bmfdsl.compile",
@@ -100,6 +102,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         InvalidParameterError,
         MissingCredentialsError,
         ModelDefinitionError,
+        ModelTooLargeError,
         NotFittedError,
         SolverError,
         UnknownNameError,
@@ -109,4 +112,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from bmfdsl.io import read_matrix
     from bmfdsl.result import DecodedSample, Factorization
     from bmfdsl.sampling import leverage_scores, sample_rows
-    from bmfdsl.structure import BMFStructure
+    from bmfdsl.structure import BMFStructure, StructuredSampler

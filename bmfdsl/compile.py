@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from bmfdsl.compiled import CompiledModel, _Lowered, structure_errors
+from bmfdsl.compiled import CompiledModel, Lowered, verify_claim
 from bmfdsl.dsl import ModelBuilder
 from bmfdsl.errors import InvalidParameterError, ModelDefinitionError, UnknownNameError
 from bmfdsl.expr import TERM_BYTES
@@ -40,13 +40,12 @@ _REGISTERED: dict[str, str] = {
 #: Default size guard: about 2 GiB of model terms.
 DEFAULT_MEMORY_LIMIT = 2 * 2**30
 #: Instances with at most this many ``m * n * rank`` cells are built (and checked) at once;
-#: larger ones are checked on sub-instances and built only when a BQM is asked for.
-EAGER_CELLS = 1_000_000
+#: larger ones are checked on sub-instances and built (and checked again) only when a BQM
+#: is asked for, so structure-aware solvers never pay for a model they do not use.
+EAGER_CELLS = 100_000
 #: The sub-instances' size (rows and columns) and count for large instances.
 _PROBE_SIZE = 16
 _PROBES = 2
-#: Random feasible points (besides U = V = 0) at which a structure claim is checked.
-_CHECK_POINTS = 4
 
 
 @dataclass(frozen=True)
@@ -181,47 +180,6 @@ def _restrict(
     return out
 
 
-def _random_factor(rng: np.random.Generator, rows: int, rank: int, one_hot: bool) -> np.ndarray:
-    if one_hot:
-        return np.eye(rank, dtype=np.int8)[rng.integers(0, rank, rows)]
-    return (rng.random((rows, rank)) < 0.5).astype(np.int8)
-
-
-def _verify(lowered: _Lowered, name: str, where: str) -> None:
-    """Check a structure claim: energy == declared objective at U = V = 0 and random points."""
-    builder = lowered.builder
-    claim = builder.claim
-    assert claim is not None
-    m, n = builder.A.shape
-    r = builder.rank
-    rng = np.random.default_rng(20211)
-    zero_u, zero_v = np.zeros((m, r), np.int8), np.zeros((n, r), np.int8)
-    if builder.one_hot is not None:  # the feasible point nearest zero: every row in cluster 0
-        (zero_u if builder.one_hot == "U" else zero_v)[:, 0] = 1
-    Us = [zero_u] + [
-        _random_factor(rng, m, r, builder.one_hot == "U") for _ in range(_CHECK_POINTS)
-    ]
-    Vs = [zero_v] + [
-        _random_factor(rng, n, r, builder.one_hot == "V") for _ in range(_CHECK_POINTS)
-    ]
-    U, V = np.stack(Us), np.stack(Vs)
-    X = lowered.fill(U, V)[:, lowered.positions]
-    weights = {w: 1.0 for w in builder.weights}
-    energies = lowered.terms.energies(X, weights)
-    declared = structure_errors(builder.A, U, V, claim.mask, claim.weights)
-    scale = 1e-6 * max(1.0, float(np.abs(declared).max()))
-    bad = np.flatnonzero(np.abs(energies - declared) > scale)
-    if bad.size:
-        point = int(bad[0])
-        zero = "U = V = 0" + (" (one-hot rows in cluster 0)" if builder.one_hot else "")
-        where_point = zero if point == 0 else f"a random feasible (U, V) #{point}"
-        raise ModelDefinitionError(
-            f"model {name!r} declares BMF structure (model.declare_bmf) but on {where} at "
-            f"{where_point} its energy is {energies[point]:g} while the declared objective "
-            f"Σ w m (a - UVᵀ)² is {declared[point]:g}; fix the model or drop the claim"
-        )
-
-
 def compile_model(
     model: str | os.PathLike[str] | ModuleType,
     A: Any,
@@ -251,9 +209,9 @@ def compile_model(
         without recompiling.
 
     A structure claim is checked on the instance itself when it has at most ``EAGER_CELLS``
-    (1,000,000) ``m * n * rank`` cells; a larger instance is checked on sub-instances (A and
+    (100,000) ``m * n * rank`` cells; a larger instance is checked on sub-instances (A and
     its data arrays restricted to random rows and columns) and its full model is built only
-    when a BQM is needed (``compiled.structure_check`` says which).
+    when a BQM is needed, and checked then (``compiled.structure_check`` says how far).
 
     >>> import numpy as np
     >>> compiled = compile_model("formulation1", np.ones((3, 2)), 2, one_hot="V")
@@ -277,12 +235,12 @@ def compile_model(
         return _declare(module, name, A, rank, one_hot, extra, term_limit)
 
     eager = m * n * rank <= EAGER_CELLS
-    lowered: _Lowered | None = None
+    lowered: Lowered | None = None
     if eager:
-        lowered = _Lowered(declare_full())
+        lowered = Lowered(declare_full())
         metadata = lowered.builder
         if metadata.claim is not None:
-            _verify(lowered, name, "this instance")
+            verify_claim(lowered, name, "this instance")
         check = "instance"
     else:
         rng = np.random.default_rng(0)
@@ -290,7 +248,7 @@ def compile_model(
         for _ in range(_PROBES):
             rows = np.sort(rng.choice(m, min(m, max(_PROBE_SIZE, rank)), replace=False))
             cols = np.sort(rng.choice(n, min(n, max(_PROBE_SIZE, rank)), replace=False))
-            probe = _Lowered(
+            probe = Lowered(
                 _declare(
                     module,
                     name,
@@ -302,7 +260,7 @@ def compile_model(
                 )
             )
             if probe.builder.claim is not None:
-                _verify(probe, name, "a sub-instance")
+                verify_claim(probe, name, "a sub-instance")
             metadata = metadata or probe.builder
         assert metadata is not None
         check = "sub-instances"
@@ -328,7 +286,7 @@ def compile_model(
 
 
 def _full_claim_arrays(
-    metadata: ModelBuilder, data: Mapping[str, Any], lowered: _Lowered | None
+    metadata: ModelBuilder, data: Mapping[str, Any], lowered: Lowered | None
 ) -> tuple[np.ndarray | None, np.ndarray | None]:
     """The claim's mask and weights on the whole instance."""
     claim = metadata.claim

@@ -17,12 +17,20 @@ import dimod
 import numpy as np
 
 from bmfdsl.dsl import ModelBuilder, WeightSpec
-from bmfdsl.errors import InvalidMatrixError, InvalidParameterError, UnknownNameError
+from bmfdsl.errors import (
+    InvalidMatrixError,
+    InvalidParameterError,
+    ModelDefinitionError,
+    UnknownNameError,
+)
 from bmfdsl.qubo import BQM_BYTES_PER_INTERACTION, BQM_BYTES_PER_VARIABLE, QuboTerms, lower
 from bmfdsl.result import DecodedSample
 from bmfdsl.structure import BMFStructure, OneHotSide
 
-__all__ = ["CompiledModel", "VariableLayout"]
+__all__ = ["CompiledModel", "Lowered", "VariableLayout", "structure_errors", "verify_claim"]
+
+#: Random feasible points (besides the one nearest zero) at which a structure claim is checked.
+_CHECK_POINTS = 4
 
 
 @dataclass
@@ -39,7 +47,7 @@ class VariableLayout:
     one_hot_groups: dict[str, np.ndarray] = field(default_factory=dict)
 
 
-class _Lowered:
+class Lowered:
     """A full declaration lowered to QUBO arrays, with only the variables it uses."""
 
     def __init__(self, builder: ModelBuilder) -> None:
@@ -119,6 +127,47 @@ class _Lowered:
         return counts
 
 
+def _random_factor(rng: np.random.Generator, rows: int, rank: int, one_hot: bool) -> np.ndarray:
+    if one_hot:
+        return np.eye(rank, dtype=np.int8)[rng.integers(0, rank, rows)]
+    return (rng.random((rows, rank)) < 0.5).astype(np.int8)
+
+
+def verify_claim(lowered: Lowered, name: str, where: str) -> None:
+    """Check a structure claim: energy == declared objective at U = V = 0 and random points."""
+    builder = lowered.builder
+    claim = builder.claim
+    assert claim is not None
+    m, n = builder.A.shape
+    r = builder.rank
+    rng = np.random.default_rng(20211)
+    zero_u, zero_v = np.zeros((m, r), np.int8), np.zeros((n, r), np.int8)
+    if builder.one_hot is not None:  # the feasible point nearest zero: every row in cluster 0
+        (zero_u if builder.one_hot == "U" else zero_v)[:, 0] = 1
+    Us = [zero_u] + [
+        _random_factor(rng, m, r, builder.one_hot == "U") for _ in range(_CHECK_POINTS)
+    ]
+    Vs = [zero_v] + [
+        _random_factor(rng, n, r, builder.one_hot == "V") for _ in range(_CHECK_POINTS)
+    ]
+    U, V = np.stack(Us), np.stack(Vs)
+    X = lowered.fill(U, V)[:, lowered.positions]
+    weights = {w: 1.0 for w in builder.weights}
+    energies = lowered.terms.energies(X, weights)
+    declared = structure_errors(builder.A, U, V, claim.mask, claim.weights)
+    scale = 1e-6 * max(1.0, float(np.abs(declared).max()))
+    bad = np.flatnonzero(np.abs(energies - declared) > scale)
+    if bad.size:
+        point = int(bad[0])
+        zero = "U = V = 0" + (" (one-hot rows in cluster 0)" if builder.one_hot else "")
+        where_point = zero if point == 0 else f"a random feasible (U, V) #{point}"
+        raise ModelDefinitionError(
+            f"model {name!r} declares BMF structure (model.declare_bmf) but on {where} at "
+            f"{where_point} its energy is {energies[point]:g} while the declared objective "
+            f"Σ w m (a - UVᵀ)² is {declared[point]:g}; fix the model or drop the claim"
+        )
+
+
 class CompiledModel:
     """A model compiled for one data matrix and rank; re-weighted without recompiling.
 
@@ -159,7 +208,7 @@ class CompiledModel:
         self.structure = structure
         self.structure_check = structure_check
         self._declare = declare
-        self._lowered: _Lowered | None = None
+        self._lowered: Lowered | None = None
 
     def __repr__(self) -> str:
         m, n = self.A.shape
@@ -169,10 +218,14 @@ class CompiledModel:
         )
 
     @property
-    def lowered(self) -> _Lowered:
+    def lowered(self) -> Lowered:
         """The full declaration, built on first use."""
         if self._lowered is None:
-            self._lowered = _Lowered(self._declare())
+            lowered = Lowered(self._declare())
+            if self.structure is not None:  # so far checked on sub-instances only
+                verify_claim(lowered, self.model_name, "this instance")
+                self.structure_check = "instance"
+            self._lowered = lowered
         return self._lowered
 
     @property
@@ -327,6 +380,10 @@ class CompiledModel:
         ``weights`` (the model's defaults where omitted) of the decoded assignment. Order:
         feasible first, then the model's error (see :meth:`errors`), then energy.
         """
+        if self._lowered is None and self.structure is not None:
+            decoded = self._decode_structured(sampleset)
+            if decoded is not None:
+                return decoded
         lowered = self.lowered
         samples = _columns_in_order(sampleset, lowered.labels, lowered.layout)
         occurrences = np.asarray(sampleset.record.num_occurrences)
@@ -349,6 +406,41 @@ class CompiledModel:
                 energy=float(energies[s]),
                 error=_as_number(errors[s]),
                 broken={name: int(count[s]) for name, count in broken.items()},
+                num_occurrences=int(occurrences[s]),
+            )
+            for s in order
+        ]
+
+    def _decode_structured(self, sampleset: dimod.SampleSet) -> list[DecodedSample] | None:
+        """Decode a structure-aware solver's answer without building the full model.
+
+        The verified claim says a feasible completion's energy is the declared objective, so
+        nothing else is needed; ``None`` (decode in full) when a sample is not one-hot where
+        the model asks for it, or the set is not over the structure's labels.
+        """
+        structure = self.structure
+        assert structure is not None
+        labels = structure.labels()
+        if list(sampleset.variables) != labels:
+            return None
+        (m, n), r = structure.shape, structure.rank
+        record = np.asarray(sampleset.record.sample, dtype=np.int8)
+        U = record[:, : m * r].reshape(-1, m, r)
+        V = record[:, m * r :].reshape(-1, n, r)
+        if structure.one_hot is not None:
+            side = U if structure.one_hot == "U" else V
+            if (side.sum(axis=2) != 1).any():
+                return None
+        errors = np.array([structure.error(u, v) for u, v in zip(U, V, strict=True)])
+        order = np.argsort(errors, kind="stable")
+        occurrences = np.asarray(sampleset.record.num_occurrences)
+        return [
+            DecodedSample(
+                U=U[s],
+                V=V[s],
+                energy=float(errors[s]),
+                error=_as_number(errors[s]),
+                broken=dict.fromkeys(self.group_weights, 0),
                 num_occurrences=int(occurrences[s]),
             )
             for s in order

@@ -588,11 +588,15 @@ def _term_products(
 def einsum(subscripts: str, *operands: Any) -> PolyArray:
     """:func:`numpy.einsum` for one or two operands, any of them a :class:`PolyArray`.
 
+    Without a :class:`PolyArray` operand it is :func:`numpy.einsum` itself.
+
     >>> space = VariableSpace()
     >>> U, V = space.allocate("U", (4, 2)), space.allocate("V", (3, 2))
     >>> einsum("ik,jk->ij", U, V).shape
     (4, 3)
     """
+    if not any(isinstance(operand, PolyArray) for operand in operands):
+        return np.einsum(subscripts, *operands)  # type: ignore[return-value]
     if "->" not in subscripts:
         raise ModelDefinitionError("einsum needs explicit output subscripts, e.g. 'ik,jk->ij'")
     inputs_text, output = subscripts.replace(" ", "").split("->")

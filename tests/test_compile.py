@@ -69,10 +69,15 @@ def test_reweighting_never_rebuilds(monkeypatch):
 
 def test_large_instances_are_checked_on_sub_instances_and_built_lazily(monkeypatch):
     shapes = _count_declarations(monkeypatch)
-    big = (np.random.default_rng(0).random((400, 500)) < 0.3).astype(np.int8)
-    compiled = compile_model("formulation1", big, 6)
+    big = (np.random.default_rng(0).random((150, 140)) < 0.3).astype(np.int8)
+    compiled = compile_model("formulation1", big, 5)
     assert compiled.structure_check == "sub-instances" and compiled.structure is not None
     assert shapes and all(shape[0] <= 16 and shape[1] <= 16 for shape in shapes)
+    best = bmfdsl.solve(compiled, "native", num_reads=1, seed=0)[0]
+    assert best.energy == best.error == int(((big - best.U @ best.V.T) ** 2).sum())
+    assert compiled.structure_check == "sub-instances"  # the native path built nothing
+    assert compiled.num_variables == (150 + 140 + 150 * 140) * 5  # built now: and checked
+    assert compiled.structure_check == "instance" and shapes[-1] == big.shape
     small = compile_model("formulation1", A, 2)
     assert small.structure_check == "instance"
 

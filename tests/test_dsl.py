@@ -1,0 +1,311 @@
+"""The array DSL: numpy semantics, the model library against brute force, claims, guards."""
+
+from __future__ import annotations
+
+import itertools
+
+import dimod
+import numpy as np
+import pytest
+
+import bmfdsl
+from bmfdsl import (
+    InvalidParameterError,
+    ModelDefinitionError,
+    ModelTooLargeError,
+    compile_model,
+    solve,
+)
+from bmfdsl.expr import VariableSpace, einsum, stack
+
+RNG = np.random.default_rng(7)
+
+
+# -- PolyArray is numpy on symbols ------------------------------------------------------------
+
+
+def _space():
+    space = VariableSpace()
+    U = space.allocate("U", (4, 3))
+    V = space.allocate("V", (5, 3))
+    x = space.allocate("x", (3,))
+    return space, U, V, x
+
+
+EXPRESSIONS = {
+    "index": lambda U, V, x, np_: U[1],
+    "fancy": lambda U, V, x, np_: U[[0, 2, 2]][:, ::-1],
+    "transpose": lambda U, V, x, np_: (2 * U.T - 1)[1:],
+    "broadcast product": lambda U, V, x, np_: U[:, None, :] * V[None, :, :],
+    "sum axis": lambda U, V, x, np_: (U[:, None, :] * V[None, :, :]).sum(axis=(0, 2)),
+    "matmul": lambda U, V, x, np_: U @ V.T - 0.5,
+    "einsum": lambda U, V, x, np_: einsum("ik,jk->ji", U, V),
+    "data weighted": lambda U, V, x, np_: (np_.arange(12.0).reshape(4, 3) * U).sum(axis=1),
+    "square": lambda U, V, x, np_: (U.sum(axis=1) - 1) ** 2,
+    "reshape": lambda U, V, x, np_: (V - x).reshape(3, 5),
+    "scalar chain": lambda U, V, x, np_: sum(U[i][k] * x[k] for i in range(4) for k in range(3)),
+    "negation": lambda U, V, x, np_: -(x * x) + x[0] * (1 - x[1]),
+}
+
+
+@pytest.mark.parametrize("name", EXPRESSIONS)
+def test_poly_arrays_follow_numpy_semantics(name):
+    space, U, V, x = _space()
+    expression = EXPRESSIONS[name](U, V, x, np)
+    samples = RNG.integers(0, 2, (25, space.size)).astype(np.int8)
+    values = expression.evaluate(samples)
+    for s, row in enumerate(samples):
+        u, v, y = row[:12].reshape(4, 3), row[12:27].reshape(5, 3), row[27:]
+        expected = EXPRESSIONS[name](u.astype(float), v.astype(float), y.astype(float), np)
+        np.testing.assert_allclose(values[s], expected)
+
+
+def test_stack_and_nested_lists():
+    space, U, _, x = _space()
+    stacked = stack([[U[0, 0], 1], [x[1], U[0, 0] * x[2]]])
+    samples = RNG.integers(0, 2, (10, space.size)).astype(np.int8)
+    values = stacked.evaluate(samples)
+    np.testing.assert_allclose(values[:, 0, 1], 1)
+    np.testing.assert_allclose(values[:, 1, 1], samples[:, 0] * samples[:, 29])
+
+
+def test_degree_three_is_refused_naming_the_term():
+    _, U, V, _ = _space()
+    with pytest.raises(ModelDefinitionError, match=r"U\[0\]\[0\] \* U\[0\]\[1\] \* V\[0\]\[1\]"):
+        (U @ V.T)[0, 0] * U[0, 0]
+    with pytest.raises(ModelDefinitionError, match="auxiliary"):
+        ((U @ V.T) ** 2).sum()
+
+
+def test_bad_axes_shapes_and_data_are_clear_errors():
+    _, U, V, _ = _space()
+    with pytest.raises(ModelDefinitionError, match="axis 2 is out of range"):
+        U.sum(axis=2)
+    with pytest.raises(ModelDefinitionError, match="do not broadcast"):
+        U + V
+    with pytest.raises(ModelDefinitionError, match="out of range"):
+        U[9]
+    with pytest.raises(InvalidParameterError, match="finite"):
+        U * np.nan
+    with pytest.raises(ModelDefinitionError, match="no truth value"):
+        bool(U[0, 0])
+
+
+# -- the model library: QUBO minimizers are optimal factorizations ---------------------------
+
+
+def _ground_states(bqm: dimod.BinaryQuadraticModel) -> tuple[float, dimod.SampleSet]:
+    exact = dimod.ExactSolver().sample(bqm)
+    energy = exact.first.energy
+    return energy, exact.lowest(atol=1e-6)
+
+
+def _all_factors(rows: int, rank: int, one_hot: bool):
+    codes = [c for c in itertools.product((0, 1), repeat=rank) if not one_hot or sum(c) == 1]
+    for choice in itertools.product(codes, repeat=rows):
+        yield np.array(choice, dtype=np.int64).reshape(rows, rank)
+
+
+def _brute_force(error, m, n, r, one_hot_u=False, one_hot_v=False):
+    return min(
+        error(U, V) for U in _all_factors(m, r, one_hot_u) for V in _all_factors(n, r, one_hot_v)
+    )
+
+
+def _plain(A):
+    return lambda U, V: int(((A - U @ V.T) ** 2).sum())
+
+
+CASES = {
+    "masked-bmf": (
+        lambda A, C: {"mask": C},
+        lambda A, C: lambda U, V: int((C * (A - U @ V.T) ** 2).sum()),
+        {},
+    ),
+    "weighted-bmf": (
+        lambda A, C: {"weights": C * 2.5 + 0.5},
+        lambda A, C: lambda U, V: float(((C * 2.5 + 0.5) * (A - U @ V.T) ** 2).sum()),
+        {},
+    ),
+    "boolean-bmf": (
+        lambda A, C: {},
+        lambda A, C: lambda U, V: int(((U @ V.T > 0) != A).sum()),
+        {},
+    ),
+    "bicluster": (
+        lambda A, C: {},
+        lambda A, C: _plain(A),
+        {"one_hot_u": True, "one_hot_v": True},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("shape", [(2, 2, 2), (3, 2, 1)])
+def test_library_minimizers_are_optimal(name, shape):
+    m, n, r = shape
+    data_of, error_of, sides = CASES[name]
+    for _ in range(2):
+        A = RNG.integers(0, 2, (m, n))
+        C = RNG.integers(0, 2, (m, n))
+        C[0, 0] = 1
+        data = data_of(A, C)
+        compiled = compile_model(name, A * (C if name == "masked-bmf" else 1), r, data=data)
+        big = 4 * r * (m * n * 3 + 1)  # far beyond any objective gain: minimizers feasible
+        weights = dict.fromkeys(compiled.weight_names, float(big))
+        bqm = compiled.to_bqm(**weights)
+        assert bqm.num_variables <= 20
+        energy, lowest = _ground_states(bqm)
+        optimum = _brute_force(
+            error_of(A * (C if name == "masked-bmf" else 1), C), m, n, r, **sides
+        )
+        assert energy == pytest.approx(optimum)
+        for decoded in compiled.decode(lowest, **weights):
+            assert decoded.feasible
+            assert decoded.error == pytest.approx(optimum)
+
+
+@pytest.mark.parametrize("name", [*CASES, "formulation1", "formulation2-reduced"])
+def test_every_model_equals_its_pyqubo_twin(name):
+    data_of = CASES[name][0] if name in CASES else (lambda A, C: {})
+    for m, n, r in [(2, 3, 1), (3, 4, 3)]:
+        A = RNG.integers(0, 2, (m, n))
+        C = RNG.integers(0, 2, (m, n))
+        compiled = compile_model(name, A, r, data=data_of(A, C))
+        twin = compiled.to_pyqubo().compile()
+        for lam in (0.5, 3.0):
+            weights = dict.fromkeys(compiled.weight_names, lam)
+            ours = compiled.to_bqm(**weights)
+            theirs = twin.to_bqm(feed_dict=weights)
+            assert set(ours.variables) == set(theirs.variables)
+            assert ours.is_almost_equal(theirs)
+
+
+def test_the_native_solver_handles_masks_optimally():
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        A = rng.integers(0, 2, (4, 3))
+        C = rng.integers(0, 2, (4, 3))
+        C[0] = 1
+        compiled = compile_model("masked-bmf", A * C, 2, data={"mask": C})
+        best = solve(compiled, "native", seed=0)[0]
+
+        def masked(U, V, A=A, C=C):
+            return int((C * (A * C - U @ V.T) ** 2).sum())
+
+        optimum = _brute_force(masked, 4, 3, 2)
+        assert best.error == optimum == best.energy
+
+
+# -- claims, data, ordering --------------------------------------------------------------
+
+
+def test_a_copy_named_like_a_registered_model_gets_its_own_bqm(tmp_path):
+    path = tmp_path / "copy.py"
+    path.write_text(
+        "from bmfdsl.dsl import squared_residual\n"
+        "NAME = 'formulation1'\n"
+        "def build(model):\n"
+        "    U, V = model.factors()\n"
+        "    W = model.binary('W', (model.rank, *model.A.shape))\n"
+        "    model.constrain_product(\n"
+        "        W, U.T[:, :, None], V.T[:, None, :], group='W', weight=model.weight('lam', 1.0))\n"
+        "    model.minimize(squared_residual(model.A, W.sum(axis=0)) + 15 * U[0, 0])\n"
+    )
+    A = np.array([[1, 1], [1, 1]])
+    compiled = compile_model(path, A, 1)
+    exact = compiled.encode([[1], [1]], [[1], [1]])
+    assert compiled.to_bqm().energy(exact) == 15.0
+    assert compile_model("formulation1", A, 1).to_bqm().energy(exact) == 0.0
+
+
+def test_data_reaches_the_script_and_decode_ranks_by_the_model_error(tmp_path):
+    A = np.array([[1, 0, 1], [1, 1, 0]])
+    mask = np.array([[1, 1, 0], [1, 0, 1]])
+    compiled = compile_model("masked-bmf", A * mask, 1, data={"mask": mask})
+    good = compiled.encode([[1], [1]], [[1], [0], [0]])  # masked error 0
+    worse = compiled.encode([[1], [1]], [[1], [1], [1]])  # masked error 2
+    bqm = compiled.to_bqm(lam=1.0)
+    decoded = compiled.decode(dimod.SampleSet.from_samples_bqm([worse, good], bqm), lam=1.0)
+    assert [d.error for d in decoded] == [0, 2]
+    assert [d.energy for d in decoded] == [0.0, 2.0]
+    with pytest.raises(ModelDefinitionError, match="mask"):
+        compile_model("masked-bmf", A, 1)
+    with pytest.raises(InvalidParameterError, match="shape"):
+        compile_model("masked-bmf", A, 1, data={"mask": mask[:1]})
+    with pytest.raises(InvalidParameterError, match="dict"):
+        compile_model("masked-bmf", A, 1, data=[mask])
+
+
+def test_or_and_custom_groups_report_broken(tmp_path):
+    path = tmp_path / "groups.py"
+    path.write_text(
+        "def build(model):\n"
+        "    U, V = model.factors()\n"
+        "    Y = model.binary('Y', (model.A.shape[0],))\n"
+        "    model.constrain_or(Y, U, axis=1, group='any', weight='lam')\n"
+        "    model.constrain('atmost', U[:, 0] * U[:, 1], weight='lam')\n"
+        "    model.minimize(-Y.sum() + V.sum())\n"
+    )
+    A = np.ones((3, 2))
+    compiled = compile_model(path, A, 2)
+    U = np.array([[1, 1], [0, 1], [0, 0]])
+    assignment = compiled.encode(U, np.zeros((2, 2)))
+    assert [assignment[f"Y[{i}]"] for i in range(3)] == [1, 1, 0]
+    bqm = compiled.to_bqm(lam=1.0)
+    broken = dict(assignment, **{"Y[2]": 1})
+    decoded = compiled.decode(dimod.SampleSet.from_samples_bqm([broken], bqm), lam=1.0)[0]
+    assert decoded.broken == {"any": 1, "atmost": 1}
+    assert decoded.energy == bqm.energy(broken)
+
+
+def test_or_over_many_inputs_chains_auxiliaries():
+    compiled = compile_model("boolean-bmf", np.ones((2, 2)), 2)
+    assert "Y_chain" not in "".join(compiled.variables)
+    compiled = compile_model("boolean-bmf", np.eye(3), 3)
+    assert any(label.startswith("Y_chain") for label in compiled.variables)
+    U = np.eye(3, dtype=int)
+    bqm = compiled.to_bqm(lam=5.0)
+    assert bqm.energy(compiled.encode(U, U)) == 0.0
+
+
+def test_the_size_guard_says_how_big_and_what_to_do():
+    A = (RNG.random((60, 50)) < 0.5).astype(np.int8)
+    with pytest.raises(ModelTooLargeError, match=r"GiB.*sample rows.*native.*rank") as info:
+        compile_model("formulation1", A, 8, memory_limit=2**20)
+    assert isinstance(info.value, MemoryError)
+    compiled = compile_model("formulation1", A, 8)
+    assert compiled.num_variables == (60 + 50 + 60 * 50) * 8
+    assert compiled.num_interactions == compiled.to_bqm().num_interactions
+    assert compiled.memory_estimate > 32 * compiled.num_interactions
+
+
+def test_every_declared_weight_is_tunable_everywhere():
+    A = np.array([[1, 0], [0, 1]])
+    compiled = compile_model("bicluster", A, 2)
+    sweep = bmfdsl.sweep_weights(compiled, "exact", lam_onehot=[0.1, 4.0])
+    assert [s.weights for s in sweep.settings] == [
+        {"lam": 1.0, "lam_onehot": 0.1},
+        {"lam": 1.0, "lam_onehot": 4.0},
+    ]
+    assert sweep.settings[-1].feasible and sweep.settings[-1].error == 0
+    result = bmfdsl.factorize(A, 2, model="bicluster", backend="exact", weights={"lam": 3.0})
+    assert result.info["weights"] == {"lam": 3.0, "lam_onehot": 3.0}
+    with pytest.raises(bmfdsl.UnknownNameError, match="unknown weight 'mu'.*'lam'"):
+        bmfdsl.factorize(A, 2, backend="neal", weights={"mu": 1.0})
+    with pytest.raises(InvalidParameterError, match="at least one weight"):
+        bmfdsl.sweep_weights(compiled, "exact", seed=0)
+
+
+def test_factorize_with_a_mask_and_masked_arrays():
+    A = bmfdsl.make_exact_rank(30, 20, 2, random_state=3)
+    mask = (np.random.default_rng(1).random(A.shape) < 0.75).astype(np.int8)
+    result = bmfdsl.factorize(A, 2, mask=mask, random_state=0)
+    assert result.error == int((mask * (A - result.reconstruct()) ** 2).sum())
+    again = bmfdsl.factorize(np.ma.masked_array(A, mask=mask == 0), 2, random_state=0)
+    assert again.error == result.error and np.array_equal(again.U, result.U)
+    for bad, message in ((mask[:3], "shape"), (mask * 2, "only 0 and 1"), (0 * mask, "no entry")):
+        with pytest.raises(InvalidParameterError, match=message):
+            bmfdsl.factorize(A, 2, mask=bad)
+    with pytest.raises(InvalidParameterError, match="sample_rows"):
+        bmfdsl.factorize(A, 2, mask=mask, sample_rows=10)
