@@ -291,7 +291,7 @@ def test_every_declared_weight_is_tunable_everywhere():
     assert sweep.settings[-1].feasible and sweep.settings[-1].error == 0
     result = bmfdsl.factorize(A, 2, model="bicluster", backend="exact", weights={"lam": 3.0})
     assert result.info["weights"] == {"lam": 3.0, "lam_onehot": 3.0}
-    with pytest.raises(bmfdsl.UnknownNameError, match="unknown weight 'mu'.*'lam'"):
+    with pytest.raises(bmfdsl.UnknownNameError, match=r"unknown weight 'mu'.*'lam'"):
         bmfdsl.factorize(A, 2, backend="neal", weights={"mu": 1.0})
     with pytest.raises(InvalidParameterError, match="at least one weight"):
         bmfdsl.sweep_weights(compiled, "exact", seed=0)
