@@ -17,7 +17,7 @@ from bmfdsl.dsl import ModelBuilder
 from bmfdsl.errors import InvalidParameterError, ModelDefinitionError, UnknownNameError
 from bmfdsl.fastpath import FAST_BUILDERS
 from bmfdsl.structure import BMFStructure
-from bmfdsl.validation import check_binary_matrix, check_rank
+from bmfdsl.validation import check_binary_matrix, check_one_hot, check_rank
 
 __all__ = ["ModelInfo", "compile_model", "list_models", "load_model"]
 
@@ -165,10 +165,7 @@ def compile_model(
     """
     A = check_binary_matrix(A)
     rank = check_rank(rank, A.shape)
-    if one_hot is not None:
-        if not isinstance(one_hot, str) or one_hot.upper() not in ("U", "V"):
-            raise InvalidParameterError(f"one_hot must be None, 'U' or 'V'; got {one_hot!r}")
-        one_hot = one_hot.upper()
+    one_hot = check_one_hot(one_hot)
     name, module = load_model(model)
     use_fast = name in FAST_BUILDERS if fast is None else bool(fast)
     if use_fast and name not in FAST_BUILDERS:
