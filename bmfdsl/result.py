@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from bmfdsl.matrix import DaskMatrix, InMemoryMatrix, as_matrix, is_dask_array
+from bmfdsl.matrix import DaskMatrix, InMemoryMatrix, is_dask_array
 
 __all__ = [
     "DecodedSample",
@@ -40,12 +40,11 @@ def squared_error(A: Any, U: np.ndarray, V: np.ndarray) -> int:
     U = np.asarray(U)
     V = np.asarray(V)
     if is_dask_array(A) or isinstance(A, DaskMatrix):
-        data = as_matrix(A)
-        return int(
-            data.sum_blocks(
-                _block_squared_error, data.row_aligned(U), V, shape=(1,), dtype=np.int64
-            )[0]
+        data = A if isinstance(A, DaskMatrix) else DaskMatrix(A)
+        per_block = data.sum_blocks(
+            _block_squared_error, data.row_aligned(U), V, shape=(1,), dtype=np.int64
         )
+        return int(per_block[0])
     A = A.A if isinstance(A, InMemoryMatrix) else np.asarray(A)
     m, n = A.shape
     step = max(1, _ERROR_CHUNK_ENTRIES // max(n, 1))

@@ -61,7 +61,7 @@ Method = Callable[[np.ndarray, int, MethodSettings], Factorization]
 
 
 def _factorize() -> Callable[..., Factorization]:
-    from bmfdsl import factorize
+    from bmfdsl._factorize import factorize
 
     return factorize
 
