@@ -15,28 +15,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import numba
 import numpy as np
 
-from bmfdsl import bls as bls_module
-from bmfdsl.bls import (
-    _cached_codes,
-    _check_chunk_rows,
-    _code_scores,
-    _cross_products,
-    _solve_checked,
-    _solve_rows_kernel,
-    solve_bls_from_stats,
-)
+from bmfdsl.bls import fits_compiled_kernel, solve_bls_from_stats, solve_bls_with_error
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
-from bmfdsl.validation import check_binary_matrix
+from bmfdsl.kernels import als_loop, code_table
+from bmfdsl.matrix import InMemoryMatrix, as_matrix
+from bmfdsl.validation import check_binary_matrix, check_one_hot
 
 __all__ = ["ALSResult", "als"]
 
 OneHotSide = Literal["U", "V"]
-
-# Rows of A converted to float at a time when accumulating Aᵀ U (bounded memory).
-_CHUNK_ELEMENTS = 4 * 2**20
 
 
 @dataclass(frozen=True)
@@ -95,15 +84,12 @@ def als(
     >>> result.history, result.error, result.solves
     ([5, 2, 0], 0, 2)
     """
-    if one_hot not in (None, "U", "V"):
-        raise InvalidParameterError(f'one_hot must be None, "U" or "V"; got {one_hot!r}')
+    one_hot = check_one_hot(one_hot)
     max_solves = _check_count(max_solves, "max_solves", minimum=0)
     patience = _check_count(patience, "patience", minimum=1)
-    chunk_rows = _check_chunk_rows(chunk_rows)
-    if isinstance(A, _DaskData):  # already validated (the factorize pipeline)
-        data: _DaskData | _NumpyData = A
-    else:
-        data = _DaskData(A) if _is_dask_array(A) else _NumpyData(A, chunk_rows)
+    if chunk_rows is not None:
+        chunk_rows = _check_count(chunk_rows, "chunk_rows", minimum=1)
+    data = as_matrix(A, chunk_rows)  # a matrix wrapped by the pipeline is validated already
     m, n = data.shape
     U = check_binary_matrix(U, name="U")
     V = check_binary_matrix(V, name="V")
@@ -125,12 +111,7 @@ def als(
     rank = U.shape[1]
     # Small in-memory problems (restarts on paper-sized matrices) run the whole loop in one
     # compiled kernel: no per-solve Python overhead. Larger ones use the chunked BLAS route.
-    if (
-        isinstance(data, _NumpyData)
-        and backend is None
-        and rank <= bls_module._KERNEL_MAX_RANK
-        and m * n <= bls_module._KERNEL_MAX_ENTRIES
-    ):
+    if isinstance(data, InMemoryMatrix) and backend is None and fits_compiled_kernel(rank, m * n):
         return _als_compiled(
             data.A, U, V, one_hot, max_solves, patience, side, start_error, start_feasible
         )
@@ -145,7 +126,7 @@ def als(
                 cross_t, gram, data.column_norms, one_hot=one_hot == "V", **solve_options
             )
         else:
-            U, error = data.solve_rows(V, one_hot=one_hot == "U", **solve_options)
+            U, error = solve_bls_with_error(data, V, one_hot=one_hot == "U", **solve_options)
         cross_t = None
         solves += 1
         history.append(error)
@@ -181,96 +162,6 @@ def _is_one_hot(factor: np.ndarray) -> bool:
     return bool(np.all(factor.sum(axis=1) == 1))
 
 
-def _is_dask_array(A: Any) -> bool:
-    return type(A).__module__.split(".")[0] == "dask" and hasattr(A, "map_blocks")
-
-
-class _NumpyData:
-    """An in-memory ``A`` with the statistics ALS needs."""
-
-    def __init__(self, A: Any, chunk_rows: int | None) -> None:
-        self.A = check_binary_matrix(A)
-        self.shape = self.A.shape
-        self.chunk_rows = chunk_rows
-        self.column_norms = np.count_nonzero(self.A, axis=0).astype(np.int64)
-        self.total = int(self.column_norms.sum())
-
-    def transposed_cross(self, U: np.ndarray) -> np.ndarray:
-        m, n = self.shape
-        dtype = np.float32 if m < 2**24 else np.float64  # exact integer sums
-        step = self.chunk_rows or max(1, _CHUNK_ELEMENTS // max(n, 1))
-        total = np.zeros((n, U.shape[1]), dtype=np.float64)
-        for start in range(0, m, step):
-            block = self.A[start : start + step].astype(dtype)
-            total += block.T @ U[start : start + step].astype(dtype)
-        return np.rint(total).astype(np.int64)
-
-    def solve_rows(self, V: np.ndarray, **options: Any) -> tuple[np.ndarray, int]:
-        return _solve_checked(self.A, V, **options)
-
-
-class _DaskData:
-    """A ``dask.array`` ``A``: row blocks that each span all columns."""
-
-    def __init__(self, A: Any) -> None:
-        if A.ndim != 2 or 0 in A.shape:
-            raise InvalidMatrixError(f"A must be a non-empty 2-D array; got shape {A.shape}")
-        self.A = A.rechunk({1: -1})
-        self.shape = tuple(int(s) for s in self.A.shape)
-        non_binary = ((self.A != 0) & (self.A != 1)).sum()
-        column_norms = (self.A != 0).sum(axis=0, dtype=np.int64)
-        import dask
-
-        non_binary, self.column_norms = dask.compute(non_binary, column_norms)
-        if int(non_binary):
-            raise InvalidMatrixError(
-                f"A must contain only 0 and 1; found {int(non_binary)} other value(s). "
-                "Binarize it first (e.g. (A >= threshold).astype(int))."
-            )
-        self.column_norms = np.asarray(self.column_norms, dtype=np.int64)
-        self.total = int(self.column_norms.sum())
-
-    def take_rows(self, indices: np.ndarray) -> np.ndarray:
-        """Rows ``indices`` (repeats allowed, any order) gathered as an ``int8`` numpy array."""
-        unique, inverse = np.unique(np.asarray(indices, dtype=np.int64), return_inverse=True)
-        rows = check_binary_matrix(np.asarray(self.A[unique].compute()))
-        return np.ascontiguousarray(rows[np.ravel(inverse)])
-
-    def _row_chunked(self, factor: np.ndarray) -> Any:
-        import dask.array as da
-
-        return da.from_array(factor, chunks=(self.A.chunks[0], factor.shape[1]))
-
-    def transposed_cross(self, U: np.ndarray) -> np.ndarray:
-        product = self.A.astype(np.int64).T @ self._row_chunked(U.astype(np.int64))
-        return np.asarray(product.compute(), dtype=np.int64)
-
-    def solve_rows(self, V: np.ndarray, **options: Any) -> tuple[np.ndarray, int]:
-        import dask
-
-        rank = V.shape[1]
-        # One int64 block per row block: the codes and, in the last column, the row errors.
-        # Only the int8 codes and one summed error are gathered (no m x (r + 1) int64 result).
-        solved = self.A.map_blocks(
-            _solve_block,
-            V,
-            options,
-            dtype=np.int64,
-            chunks=(self.A.chunks[0], (rank + 1,)),
-        )
-        codes, error = dask.compute(solved[:, :rank].astype(np.int8), solved[:, rank].sum())
-        return np.ascontiguousarray(codes, dtype=np.int8), int(error)
-
-
-def _solve_block(block: np.ndarray, V: np.ndarray, options: dict[str, Any]) -> np.ndarray:
-    block = check_binary_matrix(block)
-    gram = _gram(V)
-    cross = _cross_products(block, V, options.get("chunk_rows"))
-    U, _ = solve_bls_from_stats(cross, gram, **options)
-    row_errors = np.count_nonzero(block, axis=1) + _code_scores(cross, gram, U)
-    return np.concatenate([U.astype(np.int64), row_errors[:, None]], axis=1)
-
-
 def _als_compiled(
     A: np.ndarray,
     U: np.ndarray,
@@ -286,18 +177,19 @@ def _als_compiled(
     rank = U.shape[1]
     history = np.zeros(max_solves + 1, dtype=np.int64)
     history[0] = start_error
-    best_U, best_V, best_error, solves = _als_kernel(
+    best_U, best_V, best_error, solves = als_loop(
         A,
         np.ascontiguousarray(A.T),
         U.copy(),
         V.copy(),
-        _cached_codes(rank, one_hot == "U"),
-        _cached_codes(rank, one_hot == "V"),
+        code_table(rank, one_hot == "U"),
+        code_table(rank, one_hot == "V"),
         max_solves,
         patience,
         side == "U",
         start_error if start_feasible else -1,
         history,
+        False,  # ties go to the lowest code index, as on the chunked route
     )
     if best_error < 0:  # no solve ran: the (infeasible) start is all there is
         best_U, best_V, best_error = U, V, start_error
@@ -308,43 +200,3 @@ def _als_compiled(
         solves=int(solves),
         history=[int(h) for h in history[: solves + 1]],
     )
-
-
-@numba.njit(cache=True)
-def _als_kernel(
-    A: np.ndarray,
-    A_t: np.ndarray,
-    U: np.ndarray,
-    V: np.ndarray,
-    codes_u: np.ndarray,
-    codes_v: np.ndarray,
-    max_solves: int,
-    patience: int,
-    u_first: bool,
-    start_best: int,
-    history: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, int, int]:
-    best_U = U.copy()
-    best_V = V.copy()
-    best_error = start_best  # -1: the start is not a valid answer (broken one-hot)
-    solve_u = u_first
-    solves = 0
-    stalled = 0
-    while solves < max_solves and best_error != 0:
-        if solve_u:
-            error = _solve_rows_kernel(A, V, codes_u, U)
-        else:
-            error = _solve_rows_kernel(A_t, U, codes_v, V)
-        solves += 1
-        history[solves] = error
-        if best_error < 0 or error < best_error:
-            best_U[:] = U
-            best_V[:] = V
-            best_error = error
-            stalled = 0
-        else:
-            stalled += 1
-        if error == 0 or stalled >= patience:
-            break
-        solve_u = not solve_u
-    return best_U, best_V, best_error, solves

@@ -1,16 +1,24 @@
-"""The pipeline most users call: sampling → core solve → BLS for the full factor → ALS."""
+"""The pipeline most users call: orient → sample → core solve → extend by BLS → polish by ALS.
+
+:func:`factorize` is a short sequence of stage functions, each returning its value; the
+:class:`~bmfdsl.timings.StageTimer` records their wall seconds in ``info["timings"]``. The data
+layer (:mod:`bmfdsl.matrix`) hides whether ``A`` is in memory or a ``dask.array``, and the
+orientation (solving on ``Aᵀ`` when ``A`` is wide and sampled) is decided once and undone once.
+"""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError, UnknownNameError
+from bmfdsl.matrix import DaskMatrix, InMemoryMatrix, Orientation, as_matrix, is_dask_array
 from bmfdsl.result import Factorization, relative_error, squared_error, to_jsonable
-from bmfdsl.validation import check_binary_matrix, check_random_state, check_rank
+from bmfdsl.timings import StageTimer
+from bmfdsl.validation import check_binary_matrix, check_one_hot, check_random_state, check_rank
 
 __all__ = ["DEFAULT_BACKEND", "METHOD_NAMES", "factorize"]
 
@@ -18,38 +26,6 @@ __all__ = ["DEFAULT_BACKEND", "METHOD_NAMES", "factorize"]
 DEFAULT_BACKEND = "native"
 #: ``method`` values: the QUBO pipeline and the paper's comparison methods.
 METHOD_NAMES = ("qubo", "baseline", "thresholded", "penalized")
-
-
-def _check_one_hot(one_hot: Any) -> str | None:
-    if one_hot is None:
-        return None
-    if isinstance(one_hot, str) and one_hot.upper() in ("U", "V"):
-        return one_hot.upper()
-    raise InvalidParameterError(f"one_hot must be None, 'U' or 'V'; got {one_hot!r}")
-
-
-def _sample_size(sample_rows: Any, m: int, n: int, rank: int) -> int | None:
-    """The number of rows to sample, or ``None`` to work on the full matrix."""
-    from bmfdsl.sampling import choose_sample_size
-
-    if sample_rows is None:
-        return None
-    if sample_rows == "auto":
-        s = choose_sample_size(m, n, rank)
-        return None if s >= m else s
-    if isinstance(sample_rows, bool) or not isinstance(sample_rows, int | np.integer):
-        raise InvalidParameterError(
-            f"sample_rows must be None, 'auto' or a positive integer; got {sample_rows!r}"
-        )
-    if not rank <= sample_rows:
-        raise InvalidParameterError(
-            f"sample_rows={sample_rows} is smaller than the rank {rank}; sample at least r rows"
-        )
-    return int(sample_rows)
-
-
-def _seed_from(rng: np.random.Generator) -> int:
-    return int(rng.integers(2**31 - 1))
 
 
 def factorize(
@@ -80,10 +56,11 @@ def factorize(
         one_hot: ``"V"`` to put every column of A in exactly one cluster (``"U"``: rows).
         weights: penalty weights for the model, by the names it declares (default: the
             model's own defaults, e.g. the paper's λ = 1 for ``lam``).
-        mask: 0/1 array of A's shape, 1 = observed: missing data. Only observed entries
-            count in the error; the default model becomes ``"masked-bmf"`` (a custom model
-            reads the mask as ``model.data["mask"]``), and ALS is the masked one. Not with
-            ``sample_rows``; ``method="qubo"`` only.
+        mask: 0/1 array of A's shape, 1 = observed: missing data (a numpy masked array's
+            mask is used the same way). Only observed entries count in the error; the default
+            model becomes ``"masked-bmf"`` (a custom model reads the mask as
+            ``model.data["mask"]``) and ALS is the masked one. ``method="qubo"`` only, on an
+            in-memory matrix without ``sample_rows``.
         sample_rows: ``None`` (use all rows), an int ``s`` (the paper's leverage-score
             sampling of ``s`` rows, then BLS for the full ``U``) or ``"auto"`` (sample
             ``s = max(30, r)`` rows when the long side has at least 2,000 rows, else use all).
@@ -103,8 +80,8 @@ def factorize(
     the ``s`` sampled rows are gathered for the core solve, and BLS and ALS run blockwise; the
     factors come back as numpy arrays. A dask input is always sampled (``"auto"`` unless
     ``sample_rows`` says otherwise), except one whose long side has fewer than 2,000 rows:
-    that one is small and is loaded and factorized in memory. Wide dask inputs are polished
-    by ALS on ``Aᵀ`` (the first solve is then for ``U``).
+    that one is small and is loaded and factorized in memory. A wide input that is sampled is
+    solved, extended and polished as ``Aᵀ ≈ V Uᵀ`` (its first ALS solve is then for ``U``).
 
     >>> import numpy as np
     >>> A = np.array([[1, 1, 0], [1, 1, 0], [0, 1, 1]])
@@ -112,20 +89,129 @@ def factorize(
     >>> result.error, result.relative_error
     (0, 0.0)
     """
-    start = time.perf_counter()
-    if isinstance(A, np.ma.MaskedArray):  # its mask marks missing entries
-        missing = np.ma.getmaskarray(A)
-        if mask is None and missing.any():
-            mask = (~missing).astype(np.int8)
-        A = A.filled(0)
-    blockwise = _is_dask_array(A)
-    if blockwise:
-        A, sample_rows = _prepare_dask(A, rank, sample_rows)
-        blockwise = not isinstance(A, np.ndarray)
+    timer = StageTimer()
+    A, mask = _split_masked_array(A, mask)
+    if mask is not None:
+        return _factorize_masked(
+            A,
+            rank,
+            mask,
+            model=model,
+            backend=backend,
+            one_hot=one_hot,
+            weights=weights,
+            method=method,
+            sample_rows=sample_rows,
+            als=als,
+            random_state=random_state,
+            backend_params=backend_params,
+            timer=timer,
+        )
+    data, s = _load(A, rank, sample_rows)
+    rank = check_rank(rank, data.shape)
+    one_hot = check_one_hot(one_hot)
+    method_key = _check_method(method, one_hot, weights, backend_params)
+    rng = check_random_state(random_state)
+    info: dict[str, Any] = {"method": method_key, "rank": rank, "shape": list(data.shape)}
+
+    # Sampling works on the long side: a wide A is solved as Aᵀ ≈ V Uᵀ.
+    orientation = Orientation(transposed=s is not None and data.shape[1] > data.shape[0])
+    data = orientation.matrix(data)
+    side = orientation.side(one_hot)
+    if isinstance(data, DaskMatrix):
+        info["dask_blocks"] = data.num_blocks
+    if s is not None:
+        core = timer.run("sampling", _sample, data, s, rng)
+        info.update(sampled_rows=s, transposed=orientation.transposed)
     else:
-        A = check_binary_matrix(A)
-    rank = check_rank(rank, A.shape)
-    one_hot = _check_one_hot(one_hot)
+        core = _whole(data)
+    rank_core = check_rank(rank, core.shape)
+
+    if method_key == "qubo":
+        compiled = timer.run("compile", _compile, model, core, rank_core, side, weights, {})
+        solution = timer.run("solve", _solve_compiled, compiled, backend, rng, backend_params)
+    else:
+        solution = timer.run("solve", _solve_by_method, method_key, core, rank_core, rng)
+    info.update(solution.info)
+    U, V = solution.U, solution.V
+
+    # Errors come from the BLS/ALS solves themselves (exact integer statistics): no m x n
+    # temporaries on the hot path.
+    if s is not None:
+        U, error = timer.run("bls", _extend, data, V, side)
+    else:
+        error = squared_error(core, U, V)  # the core is all of A
+    info["error_before_als"] = error
+    if als:
+        U, V, error, info["als_solves"] = timer.run("als", _polish, data, U, V, side)
+    U, V = orientation.factors(U, V)
+    info["timings"] = timer.timings()
+    return Factorization(
+        U=U,
+        V=V,
+        error=int(error),
+        relative_error=relative_error(int(error), data.total),
+        broken_constraints=solution.broken,
+        info=info,
+    )
+
+
+@dataclass(frozen=True)
+class _CoreSolution:
+    """The factors of the core matrix, the constraints they break and what to report."""
+
+    U: np.ndarray
+    V: np.ndarray
+    broken: dict[str, int] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def _load(A: Any, rank: Any, sample_rows: Any) -> tuple[InMemoryMatrix | DaskMatrix, int | None]:
+    """The validated data and the number of rows to sample (``None``: use all rows).
+
+    A dask input samples with ``"auto"`` by default; one too small to sample is loaded.
+    """
+    if not is_dask_array(A):
+        data: InMemoryMatrix | DaskMatrix = InMemoryMatrix(A)
+        m, n = data.shape
+        return data, _sample_size(sample_rows, max(m, n), min(m, n), check_rank(rank, (m, n)))
+    if A.ndim != 2 or 0 in A.shape:
+        raise InvalidMatrixError(f"A must be a non-empty 2-D array; got shape {A.shape}")
+    m, n = (int(size) for size in A.shape)
+    wanted = "auto" if sample_rows is None else sample_rows
+    s = _sample_size(wanted, max(m, n), min(m, n), check_rank(rank, (m, n)))
+    if s is None:
+        # Fewer than 2,000 rows on the long side: at most 4M entries, cheap to hold in memory.
+        return InMemoryMatrix(check_binary_matrix(np.asarray(A.compute()))), None
+    return as_matrix(A), s  # validated once; every later pass reuses it
+
+
+def _sample_size(sample_rows: Any, m: int, n: int, rank: int) -> int | None:
+    """The number of rows to sample, or ``None`` to work on the full matrix."""
+    from bmfdsl.sampling import choose_sample_size
+
+    if sample_rows is None:
+        return None
+    if sample_rows == "auto":
+        s = choose_sample_size(m, n, rank)
+        return None if s >= m else s
+    if isinstance(sample_rows, bool) or not isinstance(sample_rows, int | np.integer):
+        raise InvalidParameterError(
+            f"sample_rows must be None, 'auto' or a positive integer; got {sample_rows!r}"
+        )
+    if not rank <= sample_rows:
+        raise InvalidParameterError(
+            f"sample_rows={sample_rows} is smaller than the rank {rank}; sample at least r rows"
+        )
+    return int(sample_rows)
+
+
+def _check_method(
+    method: Any,
+    one_hot: str | None,
+    weights: Mapping[str, float] | None,
+    backend_params: Mapping[str, Any],
+) -> str:
     method_key = str(method).strip().lower()
     if method_key not in METHOD_NAMES:
         raise UnknownNameError("method", method, METHOD_NAMES)
@@ -138,184 +224,121 @@ def factorize(
         raise InvalidParameterError(
             f"method {method_key!r} has no one-hot constraint; use method='qubo' with one_hot"
         )
-    if mask is not None:
-        return _factorize_masked(
-            A,
-            rank,
-            mask,
-            model=model,
-            backend=backend,
-            one_hot=one_hot,
-            weights=weights,
-            method=method_key,
-            sample_rows=sample_rows,
-            als=als,
-            random_state=random_state,
-            blockwise=blockwise,
-            backend_params=backend_params,
-            start=start,
-        )
-    rng = check_random_state(random_state)
-    timings: dict[str, float] = {}
-    info: dict[str, Any] = {"method": method_key, "rank": rank, "shape": list(A.shape)}
-
-    # Sampling works on the long side: transpose when A is wide (n >> m).
-    m, n = A.shape
-    s = _sample_size(sample_rows, max(m, n), min(m, n), rank)
-    transposed = s is not None and n > m
-    data: Any = A.T if transposed else A
-    if blockwise:
-        from bmfdsl._als import _DaskData
-
-        data = _DaskData(data)  # validated once; every later pass reuses it
-        info["dask_blocks"] = len(data.A.chunks[0])
-    side = {"U": "V", "V": "U"}.get(one_hot or "") if transposed else one_hot
-    core = data
-    if s is not None:
-        from bmfdsl.sampling import sample_rows as draw_rows
-
-        stage = time.perf_counter()
-        rows, _ = draw_rows(data, s, random_state=rng)
-        core = data.take_rows(rows) if blockwise else np.ascontiguousarray(data[rows])
-        rank_core = check_rank(rank, core.shape)
-        timings["sampling"] = time.perf_counter() - stage
-        info["sampled_rows"] = int(s)
-        info["transposed"] = transposed
-    else:
-        rank_core = rank
-
-    broken: dict[str, int] = {}
-    if method_key == "qubo":
-        U, V, broken = _solve_qubo(
-            core,
-            rank_core,
-            model,
-            backend,
-            side,
-            weights,
-            rng,
-            backend_params,
-            timings,
-            info,
-            {},
-        )
-    else:
-        from bmfdsl.methods import get_method
-
-        stage = time.perf_counter()
-        U, V = get_method(method_key)(core, rank_core, random_state=rng)
-        timings["solve"] = time.perf_counter() - stage
-    U = np.asarray(U, dtype=np.int8)
-    V = np.asarray(V, dtype=np.int8)
-
-    # Errors come from the BLS/ALS solves themselves (exact integer statistics): no m x n
-    # temporaries on the hot path.
-    if s is not None:
-        from bmfdsl.bls import solve_bls_with_error
-
-        stage = time.perf_counter()
-        U, error = solve_bls_with_error(data, V, one_hot=side == "U")
-        timings["bls"] = time.perf_counter() - stage
-    else:
-        error = squared_error(A, U, V)
-    if transposed and not blockwise:
-        U, V = V, U
-    info["error_before_als"] = error
-
-    if als:
-        from bmfdsl._als import als as alternating
-
-        stage = time.perf_counter()
-        if blockwise:  # ALS on the tall orientation: the row blocks span every column
-            polished = alternating(data, U, V, one_hot=side)
-        else:
-            polished = alternating(A, U, V, one_hot=one_hot)
-        U, V, error = polished.U, polished.V, polished.error
-        timings["als"] = time.perf_counter() - stage
-        info["als_solves"] = polished.solves
-    if transposed and blockwise:
-        U, V = V, U
-
-    timings["total"] = time.perf_counter() - start
-    info["timings"] = timings
-    info["total_time"] = timings["total"]
-    return Factorization(
-        U=U,
-        V=V,
-        error=int(error),
-        relative_error=relative_error(int(error), data.total if blockwise else A),
-        broken_constraints=broken,
-        info=info,
-    )
+    return method_key
 
 
-def _is_dask_array(A: Any) -> bool:
-    return type(A).__module__.split(".")[0] == "dask" and hasattr(A, "map_blocks")
+def _seed_from(rng: np.random.Generator) -> int:
+    return int(rng.integers(2**31 - 1))
 
 
-def _prepare_dask(A: Any, rank: Any, sample_rows: Any) -> tuple[Any, Any]:
-    """A dask input samples with ``"auto"`` by default; one too small to sample is loaded."""
-    if A.ndim != 2 or 0 in A.shape:
-        raise InvalidMatrixError(f"A must be a non-empty 2-D array; got shape {A.shape}")
-    if sample_rows is None:
-        sample_rows = "auto"
-    m, n = (int(size) for size in A.shape)
-    if _sample_size(sample_rows, max(m, n), min(m, n), check_rank(rank, (m, n))) is None:
-        # Fewer than 2,000 rows on the long side: at most 4M entries, cheap to hold in memory.
-        return check_binary_matrix(np.asarray(A.compute())), sample_rows
-    return A, sample_rows
+def _sample(data: InMemoryMatrix | DaskMatrix, s: int, rng: np.random.Generator) -> np.ndarray:
+    """The core: ``s`` rows drawn by leverage score (the paper's sampling)."""
+    from bmfdsl.sampling import sample_rows as draw_rows
+
+    rows, _ = draw_rows(data, s, random_state=rng)
+    return data.take_rows(rows)
 
 
-def _solve_qubo(
+def _whole(data: InMemoryMatrix | DaskMatrix) -> np.ndarray:
+    """All of ``A`` in memory (a dask input is loaded only when it is small; see _load)."""
+    if isinstance(data, InMemoryMatrix):
+        return data.A
+    return data.take_rows(np.arange(data.shape[0]))
+
+
+def _solve_by_method(
+    method: str, core: np.ndarray, rank: int, rng: np.random.Generator
+) -> _CoreSolution:
+    """One of the paper's comparison methods on the core."""
+    from bmfdsl.methods import get_method
+
+    U, V = get_method(method)(core, rank, random_state=rng)
+    return _CoreSolution(U=np.asarray(U, dtype=np.int8), V=np.asarray(V, dtype=np.int8))
+
+
+def _compile(
+    model: Any,
     core: np.ndarray,
     rank: int,
-    model: Any,
-    backend: Any,
     one_hot: str | None,
     weights: Mapping[str, float] | None,
-    rng: np.random.Generator,
-    backend_params: dict[str, Any],
-    timings: dict[str, float],
-    info: dict[str, Any],
     data: Mapping[str, Any],
-) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
-    """Compile the model on the core matrix and solve it; returns the best decoded factors."""
+) -> tuple[Any, dict[str, Any]]:
+    """The compiled model on the core and the weights to solve it with (defaults: the
+    model's own)."""
+    from bmfdsl.compile import compile_model
+
+    compiled = compile_model(model, core, rank, one_hot=one_hot, data=data)
+    chosen = dict(weights or {})
+    unknown = set(chosen) - set(compiled.weight_names)
+    if unknown:
+        raise UnknownNameError("weight", sorted(unknown)[0], compiled.weight_names)
+    return compiled, chosen
+
+
+def _solve_compiled(
+    compiled_and_weights: tuple[Any, dict[str, Any]],
+    backend: Any,
+    rng: np.random.Generator,
+    backend_params: Mapping[str, Any],
+) -> _CoreSolution:
+    """Solve the compiled model on the backend; the best decoded sample."""
     from bmfdsl._solve import solve
     from bmfdsl.backends.registry import get_backend
-    from bmfdsl.compile import compile_model
     from bmfdsl.structure import StructuredSampler
 
-    stage = time.perf_counter()
-    compiled = compile_model(model, core, rank, one_hot=one_hot, data=data)
-    timings["compile"] = time.perf_counter() - stage
-
+    compiled, weights = compiled_and_weights
     name = DEFAULT_BACKEND if backend is None else backend
     sampler = get_backend(name) if isinstance(name, str) else name
     params = dict(backend_params)
     if "seed" in sampler.parameters and "seed" not in params:
         params["seed"] = _seed_from(rng)
-    chosen = dict(weights or {})
-    unknown = set(chosen) - set(compiled.weight_names)
-    if unknown:
-        raise UnknownNameError("weight", sorted(unknown)[0], compiled.weight_names)
-
-    stage = time.perf_counter()
-    decoded = solve(compiled, sampler, **chosen, **params)
-    timings["solve"] = time.perf_counter() - stage
+    decoded = solve(compiled, sampler, **weights, **params)
     best = decoded[0]
-    info.update(
-        model=compiled.model_name,
-        backend=name if isinstance(name, str) else type(name).__name__,
-        weights=decoded.info.get("weights"),
-        energy=best.energy,
-        backend_info=to_jsonable(decoded.info.get("backend_info", {})),
-        structure_aware=isinstance(sampler, StructuredSampler),
-    )
-    return best.U, best.V, dict(best.broken)
+    info = {
+        "model": compiled.model_name,
+        "backend": name if isinstance(name, str) else type(name).__name__,
+        "weights": decoded.info.get("weights"),
+        "energy": best.energy,
+        "backend_info": to_jsonable(decoded.info.get("backend_info", {})),
+        "structure_aware": isinstance(sampler, StructuredSampler),
+    }
+    U = np.asarray(best.U, dtype=np.int8)
+    V = np.asarray(best.V, dtype=np.int8)
+    return _CoreSolution(U=U, V=V, broken=dict(best.broken), info=info)
+
+
+def _extend(
+    data: InMemoryMatrix | DaskMatrix, V: np.ndarray, side: str | None
+) -> tuple[np.ndarray, int]:
+    """The full ``U`` for the core's ``V`` by exact BLS, and its error."""
+    from bmfdsl.bls import solve_bls_with_error
+
+    return solve_bls_with_error(data, V, one_hot=side == "U")
+
+
+def _polish(
+    data: InMemoryMatrix | DaskMatrix, U: np.ndarray, V: np.ndarray, side: str | None
+) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """ALS from ``(U, V)``: the best pair seen, its error and the number of solves."""
+    from bmfdsl._als import als as alternating
+
+    polished = alternating(data, U, V, one_hot=side)
+    return polished.U, polished.V, polished.error, polished.solves
+
+
+def _split_masked_array(A: Any, mask: Any) -> tuple[Any, Any]:
+    """A numpy masked array's mask marks missing entries: data filled with 0, and the mask."""
+    if not isinstance(A, np.ma.MaskedArray):
+        return A, mask
+    missing = np.ma.getmaskarray(A)
+    if mask is None and missing.any():
+        mask = (~missing).astype(np.int8)
+    return A.filled(0), mask
 
 
 def _factorize_masked(
-    A: np.ndarray,
+    A: Any,
     rank: int,
     mask: Any,
     *,
@@ -323,57 +346,45 @@ def _factorize_masked(
     backend: Any,
     one_hot: str | None,
     weights: Mapping[str, float] | None,
-    method: str,
+    method: Any,
     sample_rows: Any,
     als: bool,
     random_state: Any,
-    blockwise: bool,
     backend_params: dict[str, Any],
-    start: float,
+    timer: StageTimer,
 ) -> Factorization:
     """Missing data: the model sees the mask; the error and ALS count observed entries only."""
     from bmfdsl.native.weighted import weighted_als, weighted_error
     from bmfdsl.validation import check_mask
 
-    if blockwise or sample_rows is not None or method != "qubo":
+    if is_dask_array(A) or sample_rows is not None or str(method).strip().lower() != "qubo":
         raise InvalidParameterError(
             "mask= works with method='qubo' on an in-memory matrix without sample_rows"
         )
+    A = check_binary_matrix(A)
+    rank = check_rank(rank, A.shape)
+    one_hot = check_one_hot(one_hot)
     observed = check_mask(mask, A.shape)
     rng = check_random_state(random_state)
-    timings: dict[str, float] = {}
-    info: dict[str, Any] = {"method": method, "rank": rank, "shape": list(A.shape)}
+    A = A * observed  # unobserved entries carry no information
+    info: dict[str, Any] = {"method": "qubo", "rank": rank, "shape": list(A.shape)}
     info["observed"] = int(observed.sum())
     model = "masked-bmf" if model == "formulation1" else model
-    A = A * observed  # unobserved entries carry no information
-    U, V, broken = _solve_qubo(
-        A,
-        rank,
-        model,
-        backend,
-        one_hot,
-        weights,
-        rng,
-        backend_params,
-        timings,
-        info,
-        {"mask": observed},
-    )
+    compiled = timer.run("compile", _compile, model, A, rank, one_hot, weights, {"mask": observed})
+    solution = timer.run("solve", _solve_compiled, compiled, backend, rng, backend_params)
+    info.update(solution.info)
     C = observed.astype(np.float64)
+    U, V = solution.U, solution.V
     error = weighted_error(A, C, U, V)
     info["error_before_als"] = round(error)
     if als:
-        stage = time.perf_counter()
-        U, V, error = weighted_als(A, C, U, V, one_hot)
-        timings["als"] = time.perf_counter() - stage
-    timings["total"] = time.perf_counter() - start
-    info["timings"] = timings
-    observed_ones = int((A * observed).sum())
+        U, V, error = timer.run("als", weighted_als, A, C, U, V, one_hot)
+    info["timings"] = timer.timings()
     return Factorization(
         U=np.asarray(U, dtype=np.int8),
         V=np.asarray(V, dtype=np.int8),
         error=round(error),
-        relative_error=relative_error(round(error), observed_ones),
-        broken_constraints=broken,
+        relative_error=relative_error(round(error), int(A.sum())),
+        broken_constraints=solution.broken,
         info=info,
     )

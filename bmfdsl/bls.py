@@ -16,19 +16,20 @@ which is what lets ALS run blockwise on a dask array.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from typing import Any
 
-import numba
 import numpy as np
 
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
+from bmfdsl.kernels import code_table, solve_rows_exact
+from bmfdsl.matrix import DaskMatrix, as_matrix
 from bmfdsl.validation import check_binary_matrix
 
 __all__ = [
     "MAX_ENUMERATION_RANK",
     "enumerate_codes",
+    "fits_compiled_kernel",
     "solve_bls",
     "solve_bls_from_stats",
     "solve_bls_with_error",
@@ -45,6 +46,15 @@ _FLOAT32_EXACT = 2**24  # integers below this are exact in float32
 # the chunked BLAS route, whose fixed per-call cost dominates there.
 _KERNEL_MAX_RANK = 8
 _KERNEL_MAX_ENTRIES = 2**18
+
+
+def fits_compiled_kernel(rank: int, entries: int) -> bool:
+    """True when a problem of this rank and ``m * n`` goes through the compiled kernels.
+
+    >>> fits_compiled_kernel(3, 30 * 30), fits_compiled_kernel(12, 30 * 30)
+    (True, False)
+    """
+    return rank <= _KERNEL_MAX_RANK and entries <= _KERNEL_MAX_ENTRIES
 
 
 def enumerate_codes(rank: int, *, one_hot: bool = False) -> np.ndarray:
@@ -71,19 +81,7 @@ def enumerate_codes(rank: int, *, one_hot: bool = False) -> np.ndarray:
         raise InvalidParameterError(
             f"cannot enumerate 2^{rank} codes; use a QUBO backend for rank > {MAX_ENUMERATION_RANK}"
         )
-    return _cached_codes(int(rank), bool(one_hot)).copy()
-
-
-@functools.lru_cache(maxsize=64)
-def _cached_codes(rank: int, one_hot: bool) -> np.ndarray:
-    """The code table, built once per (rank, one_hot): ALS asks for it on every solve."""
-    if one_hot:
-        codes = np.eye(rank, dtype=np.int8)
-    else:
-        indices = np.arange(2**rank, dtype=np.int64)[:, None]
-        codes = ((indices >> np.arange(rank)) & 1).astype(np.int8)
-    codes.flags.writeable = False
-    return codes
+    return code_table(int(rank), bool(one_hot)).copy()
 
 
 def solve_bls(
@@ -145,33 +143,42 @@ def solve_bls_with_error(
     ([[1], [0]], 1)
     """
     V = check_binary_matrix(V, name="V")
-    if type(A).__module__.split(".")[0] == "dask" or type(A).__name__ == "_DaskData":
-        from bmfdsl._als import _DaskData  # blockwise over row blocks
-
-        data = A if isinstance(A, _DaskData) else _DaskData(A)
-        if V.shape[0] != data.shape[1]:
-            raise InvalidMatrixError(f"V must have {data.shape[1]} rows; got {V.shape[0]}")
-        return data.solve_rows(
-            V,
-            one_hot=one_hot,
-            chunk_rows=_check_chunk_rows(chunk_rows),
-            backend=backend,
-            backend_params=backend_params,
-        )
-    A = check_binary_matrix(A)
-    if V.shape[0] != A.shape[1]:
+    data = as_matrix(A)
+    m, n = data.shape
+    if V.shape[0] != n:
         raise InvalidMatrixError(
-            f"V must have one row per column of A: A is {A.shape[0]}x{A.shape[1]} but V has "
-            f"{V.shape[0]} rows; pass V of shape ({A.shape[1]}, rank)"
+            f"V must have one row per column of A: A is {m}x{n} but V has "
+            f"{V.shape[0]} rows; pass V of shape ({n}, rank)"
         )
-    return _solve_checked(
-        A,
-        V,
-        one_hot=one_hot,
-        chunk_rows=_check_chunk_rows(chunk_rows),
-        backend=backend,
-        backend_params=backend_params,
-    )
+    options: dict[str, Any] = {
+        "one_hot": one_hot,
+        "chunk_rows": _check_chunk_rows(chunk_rows),
+        "backend": backend,
+        "backend_params": backend_params,
+    }
+    if isinstance(data, DaskMatrix):
+        return _solve_blockwise(data, V, options)
+    return _solve_checked(data.A, V, **options)
+
+
+def _solve_blockwise(
+    data: DaskMatrix, V: np.ndarray, options: dict[str, Any]
+) -> tuple[np.ndarray, int]:
+    """BLS over the row blocks of a dask ``A``; only the codes and one error are gathered."""
+    rank = V.shape[1]
+    # One int64 block per row block: the codes and, in the last column, the row errors.
+    solved = data.map_rows(_solve_block, V, options, columns=rank + 1, dtype=np.int64)
+    codes, error = data.compute(solved[:, :rank].astype(np.int8), solved[:, rank].sum())
+    return np.ascontiguousarray(codes, dtype=np.int8), int(error)
+
+
+def _solve_block(block: np.ndarray, V: np.ndarray, options: dict[str, Any]) -> np.ndarray:
+    block = check_binary_matrix(block)
+    gram = V.astype(np.int64).T @ V.astype(np.int64)
+    cross = _cross_products(block, V, options.get("chunk_rows"))
+    U, _ = solve_bls_from_stats(cross, gram, **options)
+    row_errors = np.count_nonzero(block, axis=1) + _code_scores(cross, gram, U)
+    return np.concatenate([U.astype(np.int64), row_errors[:, None]], axis=1)
 
 
 def _solve_checked(
@@ -193,10 +200,10 @@ def _solve_checked(
         return solve_bls_from_stats(
             cross, gram, row_norms, backend=backend, backend_params=backend_params
         )
-    codes = _cached_codes(rank, one_hot)
-    if rank <= _KERNEL_MAX_RANK and m * n <= _KERNEL_MAX_ENTRIES:
+    codes = code_table(rank, one_hot)
+    if fits_compiled_kernel(rank, m * n):
         U = np.empty((m, rank), dtype=np.int8)
-        return U, int(_solve_rows_kernel(A, V, codes, U))
+        return U, int(solve_rows_exact(A, V, codes, U, False))
     step = chunk_rows or max(1, min(_CHUNK_BYTES // (4 * len(codes)), _CHUNK_BYTES // (8 * n)))
     U = np.empty((m, rank), dtype=np.int8)
     error = 0
@@ -248,7 +255,7 @@ def solve_bls_from_stats(
         row_norms = np.zeros(cross.shape[0], dtype=np.int64)
     chunk_rows = _check_chunk_rows(chunk_rows)
     if one_hot or (backend is None and rank <= MAX_ENUMERATION_RANK):
-        codes = _cached_codes(rank, one_hot)
+        codes = code_table(rank, one_hot)
         best, scores = _best_codes(cross, gram, codes, chunk_rows)
         U = codes[best]
     else:
@@ -353,66 +360,6 @@ def _resolve_sampler(
                 f"backend must be a backend name or a dimod.Sampler; got {type(backend).__name__}"
             )
         return backend, params
-    try:
-        from bmfdsl.backends.registry import get_backend
-    except ImportError:  # registry not available: the one solver every install has
-        if backend.lower() != "neal":
-            raise
-        from dwave.samplers import SimulatedAnnealingSampler
+    from bmfdsl.backends.registry import get_backend  # lazy: the registry loads plugins
 
-        return SimulatedAnnealingSampler(), params
     return get_backend(backend), params
-
-
-@numba.njit(cache=True)
-def _code_quadratics(codes: np.ndarray, factor: np.ndarray) -> np.ndarray:
-    """``cᵀ (FᵀF) c`` for every code ``c``."""
-    n, rank = factor.shape
-    gram = np.zeros((rank, rank), dtype=np.int64)
-    for j in range(n):
-        for k in range(rank):
-            if factor[j, k]:
-                for l in range(rank):
-                    gram[k, l] += factor[j, l]
-    quad = np.zeros(codes.shape[0], dtype=np.int64)
-    for c in range(codes.shape[0]):
-        for k in range(rank):
-            if codes[c, k]:
-                for l in range(rank):
-                    if codes[c, l]:
-                        quad[c] += gram[k, l]
-    return quad
-
-
-@numba.njit(cache=True)
-def _solve_rows_kernel(
-    data: np.ndarray, factor: np.ndarray, codes: np.ndarray, out: np.ndarray
-) -> int:
-    """Exact BLS of every row of ``data`` for fixed ``factor`` into ``out``; returns the error."""
-    rows, n = data.shape
-    rank = factor.shape[1]
-    quad = _code_quadratics(codes, factor)
-    cross = np.zeros(rank, dtype=np.int64)
-    total = 0
-    for i in range(rows):
-        norm = 0
-        cross[:] = 0
-        for j in range(n):
-            if data[i, j]:
-                norm += 1
-                for k in range(rank):
-                    cross[k] += factor[j, k]
-        best_code = 0
-        best_score = 0
-        for c in range(codes.shape[0]):
-            score = quad[c]
-            for k in range(rank):
-                if codes[c, k]:
-                    score -= 2 * cross[k]
-            if c == 0 or score < best_score:  # strict: ties keep the lowest code index
-                best_code = c
-                best_score = score
-        for k in range(rank):
-            out[i, k] = codes[best_code, k]
-        total += norm + best_score
-    return total

@@ -73,7 +73,7 @@ def _factorize(args: argparse.Namespace) -> int:
     (out / "report.json").write_text(json.dumps(report, indent=2, default=str))
     print(
         f"rank {args.rank}: error {result.error} "
-        f"(relative {result.relative_error:.4f}) in {result.info['total_time']:.2f} s; "
+        f"(relative {result.relative_error:.4f}) in {result.info['timings']['total']:.2f} s; "
         f"wrote {out / 'U.csv'}, {out / 'V.csv'}, {out / 'report.json'}"
     )
     return 0

@@ -23,7 +23,7 @@ from bmfdsl.dsl import ModelBuilder
 from bmfdsl.errors import InvalidParameterError, ModelDefinitionError, UnknownNameError
 from bmfdsl.expr import TERM_BYTES
 from bmfdsl.structure import BMFStructure
-from bmfdsl.validation import check_binary_matrix, check_rank
+from bmfdsl.validation import check_binary_matrix, check_one_hot, check_rank
 
 __all__ = ["DEFAULT_MEMORY_LIMIT", "ModelInfo", "compile_model", "list_models", "load_model"]
 
@@ -220,10 +220,7 @@ def compile_model(
     """
     A = check_binary_matrix(A)
     rank = check_rank(rank, A.shape)
-    if one_hot is not None:
-        if not isinstance(one_hot, str) or one_hot.upper() not in ("U", "V"):
-            raise InvalidParameterError(f"one_hot must be None, 'U' or 'V'; got {one_hot!r}")
-        one_hot = one_hot.upper()
+    one_hot = check_one_hot(one_hot)
     if isinstance(memory_limit, bool) or not isinstance(memory_limit, int | np.integer):
         raise InvalidParameterError(f"memory_limit must be a number of bytes; got {memory_limit!r}")
     extra = _check_data(data)

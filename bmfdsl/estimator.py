@@ -138,7 +138,7 @@ class BinaryMatrixFactorization:
     def transform(self, X: Any) -> np.ndarray:
         """The 0/1 ``W`` minimising ``||X - W H||²_F`` for the fitted ``H`` (exact BLS)."""
         from bmfdsl.bls import solve_bls
-        from bmfdsl.validation import check_binary_matrix
+        from bmfdsl.validation import check_binary_matrix, check_one_hot
 
         self._check_fitted()
         X = check_binary_matrix(X, name="X")
@@ -146,7 +146,7 @@ class BinaryMatrixFactorization:
             raise InvalidParameterError(
                 f"X has {X.shape[1]} features, but the model was fitted with {self.n_features_in_}"
             )
-        return solve_bls(X, self.components_.T, one_hot=self.one_hot == "U")
+        return solve_bls(X, self.components_.T, one_hot=check_one_hot(self.one_hot) == "U")
 
     def inverse_transform(self, W: Any) -> np.ndarray:
         """The reconstruction ``W H`` (integer counts; 0/1 when the factors do not overlap)."""

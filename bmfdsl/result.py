@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from bmfdsl.matrix import DaskMatrix, InMemoryMatrix, is_dask_array
+
 __all__ = [
     "DecodedSample",
     "Factorization",
@@ -37,9 +39,13 @@ def squared_error(A: Any, U: np.ndarray, V: np.ndarray) -> int:
     """
     U = np.asarray(U)
     V = np.asarray(V)
-    if type(A).__module__.split(".")[0] == "dask":
-        return _dask_squared_error(A, U, V)
-    A = np.asarray(A)
+    if is_dask_array(A) or isinstance(A, DaskMatrix):
+        data = A if isinstance(A, DaskMatrix) else DaskMatrix(A)
+        per_block = data.sum_blocks(
+            _block_squared_error, data.row_aligned(U), V, shape=(1,), dtype=np.int64
+        )
+        return int(per_block[0])
+    A = A.A if isinstance(A, InMemoryMatrix) else np.asarray(A)
     m, n = A.shape
     step = max(1, _ERROR_CHUNK_ENTRIES // max(n, 1))
     # Exact in float64 (BLAS speed) while every chunk's sum of squares stays below 2^53.
@@ -55,23 +61,6 @@ def squared_error(A: Any, U: np.ndarray, V: np.ndarray) -> int:
         )
         total += int(np.rint(np.einsum("ij,ij->", residual, residual)))
     return total
-
-
-def _dask_squared_error(A: Any, U: np.ndarray, V: np.ndarray) -> int:
-    import dask.array as da
-
-    A = A.rechunk({1: -1})
-    U_blocks = da.from_array(U, chunks=(A.chunks[0], U.shape[1]))
-    per_block = da.map_blocks(
-        _block_squared_error,
-        A,
-        U_blocks,
-        V,
-        dtype=np.int64,
-        drop_axis=1,
-        chunks=((1,) * len(A.chunks[0]),),
-    )
-    return int(per_block.sum().compute())
 
 
 def _block_squared_error(block: np.ndarray, U: np.ndarray, V: np.ndarray) -> np.ndarray:

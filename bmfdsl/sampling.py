@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from bmfdsl.errors import InvalidParameterError
-from bmfdsl.validation import check_binary_matrix, check_random_state
+from bmfdsl.matrix import DaskMatrix, as_matrix
+from bmfdsl.validation import check_random_state
 
 __all__ = [
     "PAPER_SAMPLE_SIZE",
@@ -57,10 +58,10 @@ def leverage_scores(A: Any) -> np.ndarray:
     >>> leverage_scores([[1, 0], [1, 0], [0, 1]]).round(3).tolist()
     [0.5, 0.5, 1.0]
     """
-    blockwise = _blockwise_view(A)
-    if blockwise is not None:
-        return _blockwise_leverage_scores(blockwise)
-    A = check_binary_matrix(A)
+    data = as_matrix(A)
+    if isinstance(data, DaskMatrix):
+        return _blockwise_leverage_scores(data)
+    A = data.A
     m, n = A.shape
     if not A.any():
         return np.zeros(m)
@@ -69,18 +70,6 @@ def leverage_scores(A: Any) -> np.ndarray:
         rank = int(np.sum(singular > singular[0] * max(m, n) * np.finfo(np.float64).eps))
         return np.einsum("ik,ik->i", left[:, :rank], left[:, :rank])
     return _block_scores(A, _gram_projector(_block_gram(A), m))
-
-
-def _blockwise_view(A: Any) -> Any:
-    """The validated row-block view (``bmfdsl._als._DaskData``) of a dask array, else ``None``."""
-    module = type(A).__module__
-    if module.split(".")[0] != "dask" and module != "bmfdsl._als":
-        return None  # plain arrays never pay for importing the dask code path
-    from bmfdsl._als import _DaskData, _is_dask_array
-
-    if isinstance(A, _DaskData):
-        return A
-    return _DaskData(A) if _is_dask_array(A) else None
 
 
 def _block_gram(block: np.ndarray) -> np.ndarray:
@@ -116,18 +105,14 @@ def _block_scores(block: np.ndarray, projector: np.ndarray) -> np.ndarray:
     return scores
 
 
-def _blockwise_leverage_scores(data: Any) -> np.ndarray:
+def _blockwise_leverage_scores(data: DaskMatrix) -> np.ndarray:
     """Leverage scores of a dask array in two passes: ``AᵀA`` per block, then scores per block."""
     m, n = data.shape
     if data.total == 0:
         return np.zeros(m)
-    blocks = data.A.blocks.size
-    grams = data.A.map_blocks(_block_gram, dtype=np.float64, chunks=((n,) * blocks, (n,)))
-    gram = np.asarray(grams.compute()).reshape(blocks, n, n).sum(axis=0)
+    gram = data.sum_blocks(_block_gram, shape=(n, n), dtype=np.float64)
     projector = _gram_projector(gram, m)
-    scores = data.A.map_blocks(
-        _block_scores, projector, dtype=np.float64, drop_axis=1, chunks=(data.A.chunks[0],)
-    )
+    scores = data.map_rows(_block_scores, projector, columns=None, dtype=np.float64)
     return np.asarray(scores.compute(), dtype=np.float64)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
 
-__all__ = ["check_binary_matrix", "check_mask", "check_random_state", "check_rank"]
+__all__ = ["check_binary_matrix", "check_mask", "check_one_hot", "check_random_state", "check_rank"]
 
 
 def check_binary_matrix(A: Any, *, name: str = "A") -> np.ndarray:
@@ -104,6 +104,26 @@ def check_rank(rank: Any, shape: tuple[int, int]) -> int:
             f"matrix; got {rank}"
         )
     return rank
+
+
+def check_one_hot(one_hot: Any) -> str | None:
+    """Return the one-hot side as ``None``, ``"U"`` or ``"V"`` (lower case accepted).
+
+    ``"V"`` asks for exactly one 1 in every row of ``V`` (each column of ``A`` in one cluster),
+    ``"U"`` the same for the rows of ``U``.
+
+    >>> check_one_hot("v"), check_one_hot(None)
+    ('V', None)
+    >>> check_one_hot("W")
+    Traceback (most recent call last):
+    ...
+    bmfdsl.errors.InvalidParameterError: one_hot must be None, 'U' or 'V'; got 'W'
+    """
+    if one_hot is None:
+        return None
+    if isinstance(one_hot, str) and one_hot.strip().upper() in ("U", "V"):
+        return one_hot.strip().upper()
+    raise InvalidParameterError(f"one_hot must be None, 'U' or 'V'; got {one_hot!r}")
 
 
 def check_random_state(random_state: Any) -> np.random.Generator:

@@ -24,6 +24,6 @@ print("\nU =\n", result.U)
 print("V =\n", result.V)
 print(
     f"factorize: ||A - UV^T||^2 = {result.error}, relative error {result.relative_error:.4f}, "
-    f"{result.info['total_time']:.2f} s"
+    f"{result.info['timings']['total']:.2f} s"
 )
 assert np.array_equal(result.U.astype(int) @ result.V.T.astype(int), A) == (result.error == 0)

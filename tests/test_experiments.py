@@ -497,3 +497,23 @@ def test_unknown_backend_fails_before_any_run(tmp_path):
     with pytest.raises(UnknownNameError, match="no-such-solver"):
         run_experiment("table1", tmp_path, methods=["qubo:no-such-solver+als"], progress=False)
     assert not results_path(tmp_path, "table1").exists()
+
+
+def test_report_times_come_from_timings_and_old_records_still_read():
+    from bmfdsl.experiments.report import summarize
+
+    base = {"status": "ok", "table": 1, "group": "m=30", "method": "x", "rank": 2}
+    new = {**base, "relative_error": 0.5, "timings": {"solve": 1.0, "total": 3.0}}
+    old = {**base, "relative_error": 0.25, "time": 1.0, "total_time": 0.9}
+    entry = summarize([new, old])[(1, "m=30", "x", 2)]
+    assert entry["time"] == pytest.approx(2.0) and entry["mean"] == pytest.approx(0.375)
+
+
+def test_records_carry_time_only_as_timings(tmp_path):
+    run_experiment(
+        "table1", tmp_path, methods=["baseline"], ranks=[1], trials=1, sizes=[30], progress=False
+    )
+    records = load_records(results_path(tmp_path, "table1"))
+    assert records and all(r["status"] == "ok" for r in records)
+    for record in records:
+        assert record["timings"]["total"] >= 0 and not {"time", "total_time"} & set(record)

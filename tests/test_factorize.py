@@ -137,6 +137,27 @@ def test_estimator_follows_scikit_learn_conventions():
         BinaryMatrixFactorization(2, random_state=0).fit(A).transform(A[:, :5])
 
 
+@pytest.mark.parametrize("one_hot", ["u", "U"])
+def test_estimator_with_one_hot_u_transforms_to_one_hot_rows(one_hot):
+    A = planted(12, 8, 3, seed=4)
+    estimator = BinaryMatrixFactorization(
+        3, one_hot=one_hot, backend="neal", backend_params={"num_reads": 4}, random_state=0
+    )
+    W = estimator.fit_transform(A)
+    assert (W.sum(axis=1) == 1).all()
+    assert (estimator.transform(A).sum(axis=1) == 1).all()
+
+
+def test_factorize_reports_time_only_as_timings_in_seconds():
+    result = factorize(planted(2100, 12, 2, seed=2), 2, method="baseline", random_state=0,
+                       sample_rows="auto")  # fmt: skip
+    timings = result.info["timings"]
+    assert {"sampling", "solve", "bls", "als", "total"} <= set(timings)
+    assert all(seconds >= 0 for seconds in timings.values())
+    assert timings["total"] >= sum(v for k, v in timings.items() if k != "total")
+    assert not {"total_time", "timing", "time_s"} & set(result.info)
+
+
 APPLICABLE_SKLEARN_CHECKS = [
     "check_no_attributes_set_in_init",
     "check_get_params_invariance",

@@ -43,3 +43,19 @@ def test_nan_empty_and_sparse_input():
         check_binary_matrix(np.zeros((0, 3), dtype=np.int8))
     sparse = scipy.sparse.csr_matrix(np.eye(3, dtype=np.int64))
     assert check_binary_matrix(sparse).tolist() == np.eye(3, dtype=int).tolist()
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, None), ("u", "U"), (" V ", "V")])
+def test_check_one_hot_normalises(given, expected):
+    from bmfdsl.validation import check_one_hot
+
+    assert check_one_hot(given) == expected
+
+
+@pytest.mark.parametrize("given", ["W", "", 1, True, ("U",)])
+def test_check_one_hot_rejects_other_values(given):
+    from bmfdsl.errors import InvalidParameterError
+    from bmfdsl.validation import check_one_hot
+
+    with pytest.raises(InvalidParameterError, match="one_hot must be None, 'U' or 'V'"):
+        check_one_hot(given)

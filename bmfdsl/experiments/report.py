@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from bmfdsl.experiments.runner import load_records
+from bmfdsl.experiments.runner import load_records, record_seconds
 from bmfdsl.experiments.tables import EXPERIMENTS, paper_method_for
 
 __all__ = [
@@ -68,7 +68,7 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> dict[tuple[int, str, str,
     summary = {}
     for key, items in buckets.items():
         errors = np.array([r["relative_error"] for r in items], dtype=float)
-        times = np.array([r.get("time", np.nan) for r in items], dtype=float)
+        times = np.array([record_seconds(r) for r in items], dtype=float)
         entry: dict[str, Any] = {
             "mean": float(errors.mean()),
             "std": float(errors.std(ddof=1)) if len(errors) > 1 else 0.0,

@@ -5,8 +5,9 @@ error of row ``i`` with code ``c ∈ {0,1}^r`` is ``|a_i|² - 2 bᵢ·c + cᵀ G
 ``G = VᵀV``. All ``2^r`` codes (only the ``r`` one-hot codes when the factor is one-hot) are
 scored in Gray-code order at O(1) each and one is drawn from ``exp(-error / T)``. Single-bit
 flips are special cases of this move, so every state visited is feasible (it is the QUBO of
-Formulation 1 sampled on its feasible set ``W = U∘V``). At ``T = 0`` the update is an exact
-binary least-squares (BLS) solve, i.e. one half-step of ALS.
+Formulation 1 sampled on its feasible set ``W = U∘V``). At ``T = 0`` the update would be an
+exact binary least-squares (BLS) solve, i.e. one half-step of ALS: polishing uses the package's
+one compiled ALS (:func:`bmfdsl.kernels.als_loop`) for that.
 
 Everything here is ``numba.njit(cache=True)``; errors are exact integers.
 """
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+
+from bmfdsl.kernels import als_loop
 
 __all__ = [
     "als_polish",
@@ -111,11 +114,11 @@ def _resample_rows(
     flip_bit: np.ndarray,
     temperature: float,
 ) -> np.int64:
-    """Redraw every row of ``X`` given the other factor; return Σ_rows (cᵀGc - 2 b·c).
+    """Redraw every row of ``X`` at ``temperature > 0`` given the other factor; return
+    Σ_rows (cᵀGc - 2 b·c).
 
     ``B`` holds ``bᵢ`` per row (data times the other factor), ``G`` the other factor's Gram
-    matrix. At ``temperature == 0`` each row becomes a least-squares optimum, keeping the
-    current row on ties so that ALS never worsens.
+    matrix.
     """
     K, r = codes.shape
     one_hot = flip_bit[K - 1] < 0
@@ -152,26 +155,6 @@ def _resample_rows(
         for t in range(1, K):
             if energy[t] < energy[best]:
                 best = t
-        if temperature <= 0.0:
-            # keep the current row on ties, unless it breaks the one-hot constraint
-            valid = True
-            if one_hot:
-                ones = 0
-                for k in range(r):
-                    ones += X[i, k]
-                valid = ones == 1
-            current = 0
-            for k in range(r):
-                for k2 in range(r):
-                    current += X[i, k] * G[k, k2] * X[i, k2]
-                current -= 2 * X[i, k] * B[i, k]
-            if energy[best] < current or not valid:
-                for k in range(r):
-                    X[i, k] = codes[best, k]
-                total += energy[best]
-            else:
-                total += current
-            continue
         norm = 0.0
         emin = energy[best]
         for t in range(K):
@@ -285,7 +268,6 @@ def anneal_replicas(
     return out
 
 
-@numba.njit(cache=True)
 def als_polish(
     A: np.ndarray,
     U: np.ndarray,
@@ -297,27 +279,20 @@ def als_polish(
     max_solves: int,
 ) -> tuple[np.int64, int]:
     """Alternate exact BLS solves (U, then V, ...) in place until two solves in a row bring no
-    improvement or ``max_solves`` is reached; never worsens. Returns ``(error, solves)``."""
-    At = np.ascontiguousarray(A.T)
-    norm_a = np.int64(0)
-    for i in range(A.shape[0]):
-        for j in range(A.shape[1]):
-            norm_a += A[i, j]
-    err = total_error(A, U, V)
-    stale = 0
-    solves = 0
-    while solves < max_solves and stale < 2:
-        if solves % 2 == 0:
-            new = norm_a + _half_sweep_u(A, At, U, V, codes_u, flips_u, 0.0)
-        else:
-            new = norm_a + _half_sweep_v(A, At, U, V, codes_v, flips_v, 0.0)
-        solves += 1
-        if new < err:
-            err = new
-            stale = 0
-        else:
-            stale += 1
-    return err, solves
+    improvement or ``max_solves`` is reached; never worsens. Returns ``(error, solves)``.
+
+    ``codes_u``/``codes_v`` come from :func:`row_codes` (the Gray-code flips are not needed by
+    exact solves); a row keeps its code on ties. Runs :func:`bmfdsl.kernels.als_loop`.
+    """
+    history = np.zeros(max_solves + 1, dtype=np.int64)
+    start = int(total_error(A, U, V))
+    best_U, best_V, error, solves = als_loop(
+        A, np.ascontiguousarray(A.T), U, V, codes_u, codes_v, max_solves, 2, True, start, history,
+        True,
+    )  # fmt: skip
+    U[:] = best_U
+    V[:] = best_V
+    return np.int64(error), int(solves)
 
 
 @numba.njit(cache=True)

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from bmfdsl.errors import InvalidParameterError
+from bmfdsl.matrix import Orientation
 from bmfdsl.methods.baseline import baseline
 from bmfdsl.native.anneal import (
     als_polish,
@@ -42,7 +43,7 @@ from bmfdsl.native.anneal import (
     row_codes,
 )
 from bmfdsl.native.certify import DEFAULT_MAX_ENUMERATION, exact_rank1
-from bmfdsl.validation import check_binary_matrix, check_random_state, check_rank
+from bmfdsl.validation import check_binary_matrix, check_one_hot, check_random_state, check_rank
 
 __all__ = ["NativeResult", "NativeSettings", "auto_time_limit", "compile_kernels", "solve_bmf"]
 
@@ -274,12 +275,6 @@ def auto_time_limit(shape: tuple[int, int]) -> float:
     return float(min(4.8, max(1.0, shape[0] * shape[1] / 300_000)))
 
 
-def _validate_one_hot(one_hot: Any) -> str | None:
-    if one_hot in (None, "U", "V"):
-        return one_hot
-    raise InvalidParameterError(f"one_hot must be None, 'U' or 'V'; got {one_hot!r}")
-
-
 # Not exactly factorizable at rank 2, so the warm-up solves below run every restart mode.
 _WARM_UP_MATRIX = np.array(
     [[1, 1, 0, 0, 1], [1, 1, 0, 1, 0], [0, 0, 1, 1, 1], [0, 1, 1, 1, 0], [1, 0, 1, 0, 1],
@@ -349,7 +344,7 @@ def solve_bmf(
     settings = settings or NativeSettings()
     A = check_binary_matrix(A)
     rank = check_rank(rank, A.shape)
-    one_hot = _validate_one_hot(one_hot)
+    one_hot = check_one_hot(one_hot)
     rng = check_random_state(seed)
     time_limit = auto_time_limit(A.shape) if settings.time_limit is None else settings.time_limit
     deadline = started + time_limit
@@ -368,11 +363,10 @@ def solve_bmf(
         keep_rows[:1] = keep_cols[:1] = True  # solve a 1x1 zero problem instead of nothing
     A = np.ascontiguousarray(A[np.ix_(keep_rows, keep_cols)])
     warm = [(U[keep_rows], V[keep_cols]) for U, V in warm]
-    transposed = A.shape[1] > A.shape[0]
-    if transposed:
-        A = np.ascontiguousarray(A.T)
-        one_hot = {"U": "V", "V": "U", None: None}[one_hot]
-        warm = [(V, U) for U, V in warm]
+    orientation = Orientation(transposed=A.shape[1] > A.shape[0])
+    A = np.ascontiguousarray(orientation.matrix(A))
+    one_hot = orientation.side(one_hot)
+    warm = [orientation.factors(U, V) for U, V in warm]
     solver = _Solver(A, rank, one_hot, settings, rng)
     certificate: dict[str, Any] = {"optimal": False, "reason": None}
 
@@ -429,8 +423,7 @@ def solve_bmf(
         solver.polish(U, V)
     solutions = []
     for error, U, V in solver.pool.items:
-        if transposed:
-            U, V = V, U
+        U, V = orientation.factors(U, V)
         full_U = np.zeros((full_shape[0], rank), dtype=np.int8)
         full_V = np.zeros((full_shape[1], rank), dtype=np.int8)
         full_U[keep_rows], full_V[keep_cols] = U, V
@@ -442,10 +435,10 @@ def solve_bmf(
         "restarts": restarts,
         "stopped_early": stalled,
         "strategies": dict(solver.counts),
-        "transposed": transposed,
-        "reduced_shape": A.T.shape if transposed else A.shape,
+        "transposed": orientation.transposed,
+        "reduced_shape": orientation.matrix(A).shape,
         "time_limit": time_limit,
-        "timing": {
+        "timings": {
             "compile": compile_seconds,
             "certificate_and_setup": seeded - started,
             "search": finished - seeded,

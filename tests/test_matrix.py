@@ -1,0 +1,126 @@
+"""The data layer (bmfdsl.matrix), the shared kernels (bmfdsl.kernels) and StageTimer."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from bmfdsl.errors import InvalidMatrixError
+from bmfdsl.kernels import als_loop, code_table, solve_rows_exact
+from bmfdsl.matrix import (
+    DaskMatrix,
+    InMemoryMatrix,
+    Orientation,
+    as_matrix,
+    is_dask_array,
+    transpose,
+)
+from bmfdsl.result import squared_error
+from bmfdsl.timings import StageTimer
+
+
+def _random(shape, p=0.5, seed=0):
+    return (np.random.default_rng(seed).random(shape) < p).astype(np.int8)
+
+
+def _brute_force_rows(A, V, one_hot):
+    """Per row: the minimal error over every (one-hot) code, by enumeration."""
+    rank = V.shape[1]
+    codes = [c for c in itertools.product((0, 1), repeat=rank) if not one_hot or sum(c) == 1]
+    products = np.array(codes) @ V.T
+    return ((A[:, None, :] - products[None]) ** 2).sum(axis=2).min(axis=1)
+
+
+@pytest.mark.parametrize("one_hot", [False, True])
+@pytest.mark.parametrize("keep_ties", [False, True])
+def test_exact_bls_kernel_matches_brute_force(one_hot, keep_ties):
+    A, V = _random((20, 9), seed=1), _random((9, 3), seed=2)
+    U = code_table(3, one_hot)[np.zeros(20, dtype=int)].copy()  # a valid start for both tables
+    error = solve_rows_exact(A, V, code_table(3, one_hot), U, keep_ties)
+    assert error == _brute_force_rows(A, V, one_hot).sum() == squared_error(A, U, V)
+    assert not one_hot or (U.sum(axis=1) == 1).all()
+
+
+def test_keep_ties_keeps_the_current_row_and_replaces_an_invalid_one():
+    A = np.array([[1, 1]], dtype=np.int8)
+    V = np.array([[1, 0], [1, 0]], dtype=np.int8)  # column 1 of V is empty: its bit is a tie
+    U = np.array([[1, 1]], dtype=np.int8)
+    assert solve_rows_exact(A, V, code_table(2, False), U, True) == 0
+    assert U.tolist() == [[1, 1]]  # kept: as good as the lowest code [1, 0]
+    assert solve_rows_exact(A, V, code_table(2, False), U, False) == 0
+    assert U.tolist() == [[1, 0]]  # without keep_ties: the lowest code index
+    broken = np.array([[1, 1]], dtype=np.int8)  # not one-hot: replaced although it scores 0
+    assert solve_rows_exact(A, V, code_table(2, True), broken, True) == 0
+    assert broken.tolist() == [[1, 0]]
+
+
+def test_als_loop_never_returns_worse_than_its_start_and_reports_true_errors():
+    A = _random((15, 8), seed=3)
+    for seed in range(5):
+        U, V = _random((15, 3), seed=10 + seed), _random((8, 3), seed=20 + seed)
+        start = squared_error(A, U, V)
+        history = np.zeros(21, dtype=np.int64)
+        best_U, best_V, best, solves = als_loop(
+            A, np.ascontiguousarray(A.T), U.copy(), V.copy(), code_table(3, False),
+            code_table(3, False), 20, 2, False, start, history, False,
+        )  # fmt: skip
+        assert best <= start and best == squared_error(A, best_U, best_V)
+        assert 1 <= solves <= 20 and min(history[1 : solves + 1]) == best
+
+
+def test_in_memory_matrix_statistics():
+    A = _random((13, 5), seed=4)
+    data = as_matrix(A, chunk_rows=4)
+    assert isinstance(data, InMemoryMatrix) and as_matrix(data) is data
+    assert data.total == int(A.sum()) and data.column_norms.tolist() == A.sum(axis=0).tolist()
+    U = _random((13, 2), seed=5)
+    assert data.transposed_cross(U).tolist() == (A.T.astype(int) @ U).tolist()
+    assert data.take_rows([3, 0, 3]).tolist() == A[[3, 0, 3]].tolist()
+    assert transpose(data).A.tolist() == A.T.tolist()
+    assert not is_dask_array(A)
+
+
+def test_dask_matrix_agrees_with_memory():
+    da = pytest.importorskip("dask.array")
+    A = _random((40, 6), seed=6)
+    lazy = da.from_array(A, chunks=(7, 3))
+    assert is_dask_array(lazy)
+    data = as_matrix(lazy)
+    assert isinstance(data, DaskMatrix) and data.num_blocks == 6
+    assert data.total == int(A.sum()) and data.column_norms.tolist() == A.sum(axis=0).tolist()
+    U = _random((40, 2), seed=7)
+    assert data.transposed_cross(U).tolist() == (A.T.astype(int) @ U).tolist()
+    assert data.take_rows([39, 0, 39]).tolist() == A[[39, 0, 39]].tolist()
+    sums = data.sum_blocks(lambda block: block.sum(axis=0), shape=(6,), dtype=np.int64)
+    assert sums.tolist() == A.sum(axis=0).tolist()
+    rows = data.map_rows(lambda block: block.sum(axis=1), columns=None, dtype=np.int64)
+    assert rows.compute().tolist() == A.sum(axis=1).tolist()
+    assert transpose(data).shape == (6, 40)
+    with pytest.raises(InvalidMatrixError, match="only 0 and 1"):
+        as_matrix(da.from_array(A * 2, chunks=(7, 3)))
+
+
+def test_orientation_round_trips():
+    A = _random((3, 5), seed=8)
+    U, V = _random((3, 2), seed=9), _random((5, 2), seed=10)
+    flipped = Orientation(transposed=True)
+    solved_U, solved_V = flipped.factors(U, V)  # the factors of Aᵀ ≈ V Uᵀ
+    assert squared_error(flipped.matrix(A), solved_U, solved_V) == squared_error(A, U, V)
+    assert flipped.factors(solved_U, solved_V) == (U, V)
+    assert [flipped.side(s) for s in ("U", "V", None)] == ["V", "U", None]
+    same = Orientation(transposed=False)
+    assert same.matrix(A) is A and same.side("U") == "U" and same.factors(U, V) == (U, V)
+
+
+def test_stage_timer_adds_up_repeated_stages_and_returns_values():
+    timer = StageTimer()
+    assert timer.run("a", sum, [1, 2]) == 3
+    first = timer.timings()["a"]
+    timer.run("a", sorted, range(1000))
+    timings = timer.timings()
+    assert timings["a"] >= first >= 0 and timings["total"] >= timings["a"]
+    with pytest.raises(ZeroDivisionError):
+        timer.run("b", lambda: 1 / 0)
+    assert "b" in timer.timings()  # a failed stage is still timed
