@@ -137,7 +137,7 @@ class NativeSampler(StructuredSampler):
             solutions = [(U, V) for U, V, _ in result.solutions]
             info = dict(result.info)
         else:
-            options = {**plain_only, "num_solutions": num_solutions}
+            options: dict[str, Any] = {**plain_only, "num_solutions": num_solutions}
             settings = NativeSettings(
                 num_reads=None if num_reads is None else int(num_reads),
                 **{key: value for key, value in options.items() if value is not None},

@@ -223,7 +223,7 @@ def _weight_values(name: str, values: Any) -> list[float]:
     if not listed:
         raise InvalidParameterError(f"{name} must list at least one value")
     for value in listed:
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not float(value) > 0:
             raise InvalidParameterError(f"every {name} value must be a positive number; {value!r}")
         if not math.isfinite(value):
             raise InvalidParameterError(f"every {name} value must be finite; got {value!r}")
@@ -262,7 +262,9 @@ def sweep_weights(
             f"name at least one weight to sweep; model {compiled.model_name!r} declares "
             f"{list(compiled.weight_names)}"
         )
-    grid = [dict(zip(axes, values, strict=True)) for values in itertools.product(*axes.values())]
+    grid: list[dict[str, Any]] = [
+        dict(zip(axes, values, strict=True)) for values in itertools.product(*axes.values())
+    ]
     settings = []
     for weights in grid:
         solved = solve(compiled, sampler, **weights, **params)

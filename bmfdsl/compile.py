@@ -241,7 +241,7 @@ def compile_model(
         check = "instance"
     else:
         rng = np.random.default_rng(0)
-        metadata = None
+        probes: list[ModelBuilder] = []
         for _ in range(_PROBES):
             rows = np.sort(rng.choice(m, min(m, max(_PROBE_SIZE, rank)), replace=False))
             cols = np.sort(rng.choice(n, min(n, max(_PROBE_SIZE, rank)), replace=False))
@@ -258,14 +258,19 @@ def compile_model(
             )
             if probe.builder.claim is not None:
                 verify_claim(probe, name, "a sub-instance")
-            metadata = metadata or probe.builder
-        assert metadata is not None
+            probes.append(probe.builder)
+        metadata = probes[0]
         check = "sub-instances"
     structure = None
     if metadata.claim is not None:
         mask, weights = _full_claim_arrays(metadata, extra, lowered)
         structure = BMFStructure(
-            A, rank, one_hot, mask, weights, factor_names=metadata.factor_names or ("U", "V")
+            A,
+            rank,
+            one_hot,  # type: ignore[arg-type]
+            mask,
+            weights,
+            factor_names=metadata.factor_names or ("U", "V"),
         )
     compiled = CompiledModel(
         model_name=name,
@@ -290,7 +295,7 @@ def _full_claim_arrays(
     assert claim is not None
     if lowered is not None:
         return claim.mask, claim.weights
-    arrays = []
+    arrays: list[np.ndarray | None] = []
     for source, value in ((claim.mask_source, claim.mask), (claim.weights_source, claim.weights)):
         if value is None:
             arrays.append(None)

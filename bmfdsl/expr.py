@@ -26,7 +26,6 @@ whatever the array's size. An array of plain variables keeps only its variable i
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -56,8 +55,11 @@ class VariableBlock:
 
     def labels(self) -> list[str]:
         """Labels ``name[i][j]...`` in C order (``name`` alone for a 0-d block)."""
-        parts = [[f"[{i}]" for i in range(length)] for length in self.shape]
-        return [self.name + "".join(p) for p in itertools.product(*parts)]
+        labels = [self.name]
+        for length in self.shape:  # one concatenation per label and axis: fast for millions
+            suffixes = [f"[{i}]" for i in range(length)]
+            labels = [prefix + suffix for prefix in labels for suffix in suffixes]
+        return labels
 
     def label(self, offset: int) -> str:
         """The label of the block's ``offset``-th variable."""
@@ -386,6 +388,10 @@ class PolyArray:
     def __mul__(self, other: Any) -> PolyArray:
         if not isinstance(other, PolyArray):
             return self._scale(_as_data(other))
+        if other is self:
+            square = self._linear_square()
+            if square is not None:
+                return square
         space = self._combine_space(other)
         shape = _broadcast_shapes(self.shape, other.shape)
         a, b = self.broadcast_to(shape), other.broadcast_to(shape)
@@ -413,6 +419,38 @@ class PolyArray:
         return PolyArray(space, shape, ca * cb, elem, var, coef)
 
     __rmul__ = __mul__
+
+    def _linear_square(self) -> PolyArray | None:
+        """``self * self`` for a linear array, each pair of terms once: (Σ w x)² =
+        Σ w² x + 2 Σ_{s<t} w_s w_t x_s x_t + 2 c Σ w x + c² (x² = x). None if not linear."""
+        const, elem, var, coef = self.terms
+        if (var[:, 1] >= 0).any():
+            return None
+        order = np.argsort(elem, kind="stable")
+        elem, first, coef = elem[order], var[order, 0], coef[order]
+        counts = np.bincount(elem, minlength=self.size)
+        starts = np.cumsum(counts) - counts
+        pairs = int((counts * (counts - 1) // 2).sum())
+        if self.space is not None:
+            self.space.check_terms(2 * elem.size + pairs, "a square")
+        # term t of element e pairs with the later terms of e: t+1 .. end(e)-1
+        later = (starts + counts)[elem] - np.arange(elem.size) - 1
+        left = np.repeat(np.arange(elem.size), later)
+        right = left + 1 + (np.arange(pairs) - np.repeat(np.cumsum(later) - later, later))
+        x, y = first[left], first[right]
+        same = x == y
+        flat_const = const.ravel()
+        quad_var = np.stack([np.minimum(x, y), np.where(same, -1, np.maximum(x, y))], axis=1)
+        none = np.full(elem.size, -1, np.int64)
+        out_elem = np.concatenate([elem, elem, elem[left]])
+        out_var = np.concatenate([np.stack([first, none], 1), np.stack([first, none], 1), quad_var])
+        out_coef = np.concatenate(
+            [coef * coef, 2.0 * flat_const[elem] * coef, 2.0 * coef[left] * coef[right]]
+        )
+        keep = out_coef != 0
+        return PolyArray(
+            self.space, self.shape, const * const, out_elem[keep], out_var[keep], out_coef[keep]
+        )
 
     def __pow__(self, exponent: int) -> PolyArray:
         if exponent == 1:

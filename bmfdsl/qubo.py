@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import dimod
 import numpy as np
+import scipy.sparse
 
 from bmfdsl.expr import PolyArray
 
@@ -82,7 +83,7 @@ def lower(parts: Mapping[str, list[PolyArray]], num_variables: int) -> QuboTerms
     """Sum each weight's expressions into QUBO arrays with shared, coalesced pairs."""
     linear: dict[str, np.ndarray] = {}
     offset: dict[str, float] = {}
-    codes, owners, values = [], [], []
+    firsts, seconds, owners, values = [], [], [], []
     keys = list(parts)
     for key_index, key in enumerate(keys):
         lin = np.zeros(num_variables)
@@ -95,24 +96,57 @@ def lower(parts: Mapping[str, list[PolyArray]], num_variables: int) -> QuboTerms
                 lin += np.bincount(var[single, 0], weights=coef[single], minlength=num_variables)
             pair = ~single
             if pair.any():
-                codes.append(var[pair, 0] * num_variables + var[pair, 1])
+                firsts.append(var[pair, 0])
+                seconds.append(var[pair, 1])
                 owners.append(np.full(int(pair.sum()), key_index, np.int8))
                 values.append(coef[pair])
         linear[key] = lin
         offset[key] = constant
-    if codes:
-        all_codes = np.concatenate(codes)
-        unique, inverse = np.unique(all_codes, return_inverse=True)
-        all_owners = np.concatenate(owners)
-        all_values = np.concatenate(values)
-        quadratic = {
-            key: np.bincount(
-                inverse[all_owners == k], weights=all_values[all_owners == k], minlength=unique.size
-            )
-            for k, key in enumerate(keys)
-        }
-        row, col = np.divmod(unique, num_variables)
-    else:
-        row = col = np.zeros(0, np.int64)
-        quadratic = {key: np.zeros(0) for key in keys}
+    row, col, quadratic = _coalesce(keys, firsts, seconds, owners, values, num_variables)
     return QuboTerms(num_variables, row, col, linear, quadratic, offset)
+
+
+def _coalesce(
+    keys: list[str],
+    firsts: list[np.ndarray],
+    seconds: list[np.ndarray],
+    owners: list[np.ndarray],
+    values: list[np.ndarray],
+    num_variables: int,
+) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """Merge repeated pairs, one coefficient vector per weight over the same pairs.
+
+    Each weight's coefficients (zeros elsewhere) go through scipy's COO -> CSR conversion,
+    which sums duplicates with a counting sort by row: all of them get the same canonical
+    pattern, faster than sorting pair codes.
+    """
+    if not firsts:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, {key: np.zeros(0) for key in keys}
+    first, second = np.concatenate(firsts), np.concatenate(seconds)
+    owner, value = np.concatenate(owners), np.concatenate(values)
+    shape = (num_variables, num_variables)
+    quadratic: dict[str, np.ndarray] = {}
+    pattern: tuple[np.ndarray, np.ndarray] | None = None
+    for k, key in enumerate(keys):
+        data = np.where(owner == k, value, 0.0)
+        matrix = scipy.sparse.coo_matrix((data, (first, second)), shape=shape).tocsr()
+        matrix.sum_duplicates()
+        if pattern is None:
+            pattern = (matrix.indptr, matrix.indices)
+        elif not (
+            np.array_equal(pattern[0], matrix.indptr) and np.array_equal(pattern[1], matrix.indices)
+        ):  # pragma: no cover - scipy keeps explicit zeros; this guards the assumption
+            raise RuntimeError("coalescing gave different patterns per weight")
+        quadratic[key] = np.asarray(matrix.data, dtype=np.float64)
+    assert pattern is not None
+    indptr, indices = pattern
+    row = np.repeat(np.arange(num_variables, dtype=np.int64), np.diff(indptr))
+    col = indices.astype(np.int64)
+    used = np.zeros(row.size, dtype=bool)
+    for part in quadratic.values():
+        used |= part != 0
+    if not used.all():  # pairs that cancelled out in every weight are no interaction
+        row, col = row[used], col[used]
+        quadratic = {key: part[used] for key, part in quadratic.items()}
+    return row, col, quadratic

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import dimod
 import numpy as np
@@ -91,7 +91,7 @@ class StructuredSampler(abc.ABC):
     ``sample_bmf``; ``properties`` describes the solver.
     """
 
-    name: str = "structured"
+    name: ClassVar[str] = "structured"
 
     @property
     @abc.abstractmethod
@@ -104,5 +104,5 @@ class StructuredSampler(abc.ABC):
         return {"name": self.name}
 
     @abc.abstractmethod
-    def sample_bmf(self, structure: BMFStructure, **parameters: Any) -> dimod.SampleSet:
+    def sample_bmf(self, structure: BMFStructure, *args: Any, **parameters: Any) -> dimod.SampleSet:
         """Solve the BMF of ``structure``; every sample is feasible for its one-hot side."""
