@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from bmfdsl import StructuredSampler, solve
 from bmfdsl.backends.registry import get_backend
 from bmfdsl.compile import compile_model
 from bmfdsl.datasets import make_bernoulli, make_exact_rank
@@ -113,7 +114,8 @@ def run_structure(name: str, sampler: Any, compiled: Any, budget: float, seed: i
     """A structure-aware backend solves the BMF itself; its answers are always feasible and
     their Formulation 1 energy equals their error."""
     start = time.perf_counter()
-    decoded, info = sampler.sample_structure(compiled.structure, time_limit=budget, seed=seed)
+    decoded = solve(compiled, sampler, time_limit=budget, seed=seed)
+    info = decoded.info["backend_info"]
     wall = time.perf_counter() - start
     best = decoded[0]
     return {
@@ -218,8 +220,8 @@ def main(argv: list[str] | None = None) -> dict:
             "ones": int(A.sum()),
         }
         for name, sampler in samplers.items():
-            if hasattr(sampler, "sample_structure"):
-                sampler.sample_structure(compiled.structure, time_limit=0.05, seed=1)  # warm up
+            if isinstance(sampler, StructuredSampler):
+                solve(compiled, sampler, time_limit=0.05, seed=1)  # warm up
                 for budget in args.times:
                     row = run_structure(name, sampler, compiled, budget, args.seed)
                     row["instance"] = instance
