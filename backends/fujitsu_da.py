@@ -371,6 +371,8 @@ class FujitsuDABackend(BackendSampler):
             connection.request(method, target, body=data, headers=headers)
             response = connection.getresponse()
             raw = _read_capped(response, self.max_response_bytes, f"{method} {path}")
+            if fired.is_set():  # cut short by the watchdog: what arrived is incomplete
+                raise TimeoutError
             return response.status, response.headers, raw
         except (OSError, http.client.HTTPException, ValueError) as exc:
             if fired.is_set() or isinstance(exc, TimeoutError):
@@ -558,10 +560,13 @@ def _read_capped(response: http.client.HTTPResponse, cap: int, where: str) -> by
         raise DAServiceError(
             f"{where} announced {int(declared)} bytes, over max_response_bytes={cap}"
         )
-    chunks, size = [], 0
+    chunks: list[bytes] = []
+    size = 0
     while True:
         chunk = response.read1(1 << 16)
         if not chunk:
+            if declared and declared.strip().isdigit() and size != int(declared):
+                raise http.client.IncompleteRead(b"", int(declared) - size)
             return b"".join(chunks)
         size += len(chunk)
         if size > cap:
