@@ -23,6 +23,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from bmfdsl.credentials import scrub
 from bmfdsl.errors import BackendUnavailableError, InvalidParameterError, UnknownNameError
 from bmfdsl.experiments.clustering import adjusted_rand_index, clusters_from_factor
 from bmfdsl.experiments.tables import (
@@ -297,10 +298,10 @@ def execute_run(task: RunTask, method: Method) -> dict[str, Any]:
         result = method(A, task.rank, settings)
         elapsed = time.perf_counter() - started
     except Exception as exc:
-        record.update(
+        record.update(  # scrubbed: a credential quoted by a failing service never lands here
             status="failed",
-            message=f"{type(exc).__name__}: {exc}",
-            traceback=traceback.format_exc(limit=-4),
+            message=scrub(f"{type(exc).__name__}: {exc}"),
+            traceback=scrub(traceback.format_exc(limit=-4)),
         )
         return record
     info = result.info or {}
