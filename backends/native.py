@@ -9,6 +9,7 @@ BQM goes through :meth:`NativeSampler.sample`, which warns and runs the ``da`` s
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from typing import Any, ClassVar
 
@@ -93,7 +94,11 @@ class NativeSampler(BackendSampler):
         seed = check_seed(params.pop("seed", None))
         initial_factors = params.pop("initial_factors", ())
         num_reads = params.pop("num_reads", None)
-        if num_reads is not None and (isinstance(num_reads, bool) or int(num_reads) < 0):
+        if num_reads is not None and (
+            isinstance(num_reads, bool)
+            or not isinstance(num_reads, numbers.Integral)  # 2.5 was truncated to 2
+            or num_reads < 0
+        ):
             raise InvalidParameterError(f"num_reads must be >= 0; got {num_reads!r}")
         settings = NativeSettings(
             num_reads=None if num_reads is None else int(num_reads),

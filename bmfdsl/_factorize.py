@@ -10,7 +10,13 @@ import numpy as np
 
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError, UnknownNameError
 from bmfdsl.result import Factorization, relative_error, squared_error, to_jsonable
-from bmfdsl.validation import check_binary_matrix, check_random_state, check_rank
+from bmfdsl.validation import (
+    check_backend,
+    check_binary_matrix,
+    check_flag,
+    check_random_state,
+    check_rank,
+)
 
 __all__ = ["DEFAULT_BACKEND", "DEFAULT_WEIGHTS", "METHOD_NAMES", "factorize"]
 
@@ -130,6 +136,8 @@ def factorize(
             f"method {method_key!r} has no one-hot constraint; use method='qubo' with one_hot"
         )
     rng = check_random_state(random_state)
+    als = check_flag(als, "als")
+    check_backend(backend)
     timings: dict[str, float] = {}
     info: dict[str, Any] = {"method": method_key, "rank": rank, "shape": list(A.shape)}
 
