@@ -11,9 +11,11 @@ import textwrap
 import numpy as np
 import pytest
 
+from bmfdsl.errors import BmfdslError
 from bmfdsl.experiments.records import (
     LOCK_NAME,
     OutDirLockedError,
+    ResultsPathError,
     lock_out_dir,
     read_records,
     write_text_atomic,
@@ -124,10 +126,21 @@ def test_results_are_never_appended_through_a_symlink(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     results_path(out, "table1").symlink_to(outside)
-    with pytest.raises(Exception, match="symlink") as caught:
+    with pytest.raises(ResultsPathError, match="symlink") as caught:
         run(out)
-    assert type(caught.value).__module__.startswith("bmfdsl")
+    assert isinstance(caught.value, BmfdslError) and isinstance(caught.value, OSError)
     assert outside.read_text() == ""
+
+
+def test_a_symlinked_lock_file_is_refused(tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.write_text("")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / LOCK_NAME).symlink_to(outside)
+    with pytest.raises(ResultsPathError, match="lock file"):
+        run(out)
+    assert outside.read_text() == "" and CALLS == []
 
 
 def test_an_atomic_write_that_fails_leaves_the_old_file(tmp_path, monkeypatch):

@@ -30,6 +30,7 @@ __all__ = [
     "LOCK_NAME",
     "OutDirLockedError",
     "RecordsFile",
+    "ResultsPathError",
     "append_line",
     "check_record",
     "lock_out_dir",
@@ -43,6 +44,10 @@ LOCK_NAME = ".bmfdsl.lock"
 
 class OutDirLockedError(BmfdslError, RuntimeError):
     """Another runner is writing to the same results folder."""
+
+
+class ResultsPathError(BmfdslError, OSError):
+    """A results file cannot be written safely (a symlink in its place, ...)."""
 
 
 @dataclass
@@ -186,7 +191,7 @@ def append_line(path: str | os.PathLike[str], line: bytes) -> None:
         descriptor = os.open(path, flags, 0o644)
     except OSError as exc:
         if Path(path).is_symlink():
-            raise BmfdslError(
+            raise ResultsPathError(
                 f"{path} is a symlink; results are not written through links. Remove it or "
                 "choose another --out folder"
             ) from exc
@@ -215,7 +220,13 @@ def lock_out_dir(out_dir: str | os.PathLike[str]) -> Iterator[None]:
         yield
         return
     path = Path(out_dir) / LOCK_NAME
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    try:
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError as exc:
+        raise ResultsPathError(
+            f"cannot create the lock file {path} ({exc.strerror}); the results folder must be "
+            "writable and the lock file must not be a symlink"
+        ) from exc
     try:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
