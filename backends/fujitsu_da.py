@@ -367,7 +367,9 @@ class FujitsuDABackend(BackendSampler):
         watchdog.daemon = True
         watchdog.start()
         try:
-            target = url if _via_plain_proxy(connection, parts) else _request_target(parts)
+            target = _request_target(parts)
+            if _via_plain_proxy(connection, parts):  # absolute form, without user:password
+                target = f"http://{parts.netloc.rpartition('@')[2]}{target}"
             connection.request(method, target, body=data, headers=headers)
             response = connection.getresponse()
             raw = _read_capped(response, self.max_response_bytes, f"{method} {path}")

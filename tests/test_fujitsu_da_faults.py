@@ -457,3 +457,18 @@ def test_non_finite_parameters_are_refused_before_any_request(server, params):
     with pytest.raises(InvalidParameterError):
         backend().sample(bqm(), **params)
     assert server.requests == []
+
+
+def test_a_remote_http_url_goes_through_the_proxy_without_url_credentials(server, monkeypatch):
+    monkeypatch.setenv("http_proxy", URL)  # our server plays the proxy
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    sampler = FujitsuDABackend(
+        "http://user:proxy-pass-3@da.invalid/api", api_key=API_KEY, allow_http=True
+    )
+    sampleset = sampler.sample(bqm(), num_reads=1, time_limit=1)
+    assert len(sampleset) == 1
+    paths = [r["path"] for r in server.requests]
+    assert paths[0] == "http://da.invalid/api/v4/async/qubo/solve"
+    assert all(p.startswith("http://da.invalid/api/") for p in paths)
+    assert not any("proxy-pass-3" in p for p in paths)
