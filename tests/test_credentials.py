@@ -119,3 +119,28 @@ def test_a_failed_run_records_no_credential(tmp_path, monkeypatch):
     text = (tmp_path / "table1.jsonl").read_text()
     assert "RuntimeError" in text and "***" in text
     assert "secret-in-record-9" not in text
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [("secret-run-key\n", "ConnectionRefusedError"), ("secret-run\x1bkey", "BMFDSL_DA_API_KEY")],
+)
+def test_a_fujitsu_run_records_why_it_failed_without_the_key(tmp_path, monkeypatch, key, expected):
+    monkeypatch.setenv("BMFDSL_DA_API_KEY", key)
+    monkeypatch.setenv("BMFDSL_DA_URL", "http://127.0.0.1:9")  # nothing listens there
+    for name in ("http_proxy", "HTTP_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    records = run_experiment(
+        "table1",
+        tmp_path,
+        sizes=[30],
+        ranks=[1],
+        trials=1,
+        methods=["qubo:fujitsu-da"],
+        workers=1,
+        progress=False,
+    )
+    assert records == []
+    text = (tmp_path / "table1.jsonl").read_text()
+    assert '"status": "failed"' in text and expected in text
+    assert "secret-run" not in text
