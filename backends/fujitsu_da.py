@@ -666,19 +666,27 @@ def _solution_rows(answer: Any, size: int) -> tuple[np.ndarray, np.ndarray, dict
         if len(configuration) != size:
             raise bad(f"solution {row} assigns {len(configuration)} variables, not {size}")
         for key, value in configuration.items():
-            if not _INDEX.fullmatch(key) or int(key) >= size:
+            # the length check first: int() of thousands of digits raises, and is slow
+            if len(key) > len(str(size)) or not _INDEX.fullmatch(key) or int(key) >= size:
                 raise bad(f"solution {row} has variable index {key[:20]!r} outside 0..{size - 1}")
             if not isinstance(value, bool):
                 raise bad(f"solution {row} gives variable {key} the non-boolean {value!r:.20}")
             samples[row, int(key)] = value
         frequency = item.get("frequency", 1)
-        if isinstance(frequency, bool) or not isinstance(frequency, int) or frequency < 1:
+        if (
+            isinstance(frequency, bool)
+            or not isinstance(frequency, int)
+            or not 1 <= frequency <= 2**62
+        ):
             raise bad(f"solution {row} has frequency {frequency!r:.20}; expected a positive int")
         frequencies[row] = frequency
         energy = item.get("energy")
         if isinstance(energy, bool) or not isinstance(energy, int | float | None):
             raise bad(f"solution {row} has a non-numeric energy {energy!r:.20}")
-        energies.append(math.nan if energy is None else float(energy))
+        try:
+            energies.append(math.nan if energy is None else float(energy))
+        except OverflowError:  # an integer beyond any float
+            raise bad(f"solution {row} has an energy out of range") from None
     timing = solution.get("timing", {})
     if not isinstance(timing, dict):
         raise bad("timing is not an object")

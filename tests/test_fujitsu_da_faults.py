@@ -339,6 +339,9 @@ def test_protocol_faults_are_one_typed_error(server, method, fault, match):
         (solution_for(2, frequency=-3), "frequency"),
         (solution_for(2, frequency=1.5), "frequency"),
         (solution_for(2, energy="low"), "energy"),
+        (solution_for(2, configuration={"0": False, "9" * 5000: True}), "index '9999"),
+        (solution_for(2, frequency=10**30), "frequency"),
+        (solution_for(2, energy=10**400), "energy out of range"),
     ],
     ids=[
         "list",
@@ -352,6 +355,9 @@ def test_protocol_faults_are_one_typed_error(server, method, fault, match):
         "frequency-negative",
         "frequency-float",
         "energy-string",
+        "index-5000-digits",
+        "frequency-overflow",
+        "energy-overflow",
     ],
 )
 def test_bad_solutions_are_refused(server, solution, match):
