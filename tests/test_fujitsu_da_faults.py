@@ -16,6 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import dimod
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bmfdsl.backends.fujitsu_da import (
     DACleanupWarning,
@@ -478,3 +480,34 @@ def test_a_remote_http_url_goes_through_the_proxy_without_url_credentials(server
     assert paths[0] == "http://da.invalid/api/v4/async/qubo/solve"
     assert all(p.startswith("http://da.invalid/api/") for p in paths)
     assert not any("proxy-pass-3" in p for p in paths)
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.sampled_from(["0", "1", "-1", "x"]), children, max_size=3)
+    ),
+    max_leaves=12,
+)
+SOLUTION = st.fixed_dictionaries(
+    {"configuration": st.dictionaries(st.sampled_from(["0", "1", "2", "01"]), JSON, max_size=3)},
+    optional={"frequency": JSON, "energy": JSON},
+)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None)
+@given(st.lists(SOLUTION | JSON, max_size=3))
+def test_any_answer_is_a_valid_sampleset_or_one_typed_error(solutions):
+    SERVER.faults, SERVER.requests = {"GET": [answer(done(*solutions))]}, []
+    try:
+        sampleset = backend().sample(bqm(), num_reads=3, time_limit=1)
+    except DAServiceError as error:
+        assert type(error).__module__ == "bmfdsl.backends.fujitsu_da"
+        return
+    assert set(sampleset.variables) == {"a", "b"}
+    assert set(sampleset.record.sample.ravel().tolist()) <= {0, 1}
+    assert (sampleset.record.num_occurrences >= 1).all()
+    for item in solutions:  # only complete boolean configurations get through
+        assert sorted(item["configuration"]) == ["0", "1"]
+        assert all(isinstance(v, bool) for v in item["configuration"].values())
