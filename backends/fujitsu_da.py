@@ -17,8 +17,10 @@ Idempotent calls (polling ``GET``, ``DELETE``) are retried on resets, timeouts a
 429/500/502/503/504 with capped exponential backoff that honours ``Retry-After``; the
 solve ``POST`` is never repeated (it would start a second paid job). One deadline bounds the
 whole solve: ``time_limit`` (rounded up) + ``job_timeout``; every request, retry wait and
-byte read fits inside it. Redirects are followed only within the same origin. A finished
-result is returned even when deleting the job fails afterwards (a :class:`DACleanupWarning`).
+byte read fits inside it (clean-up after it gets at most ``min(request_timeout, 10)`` s
+more). Redirects are followed only within the same origin. A finished result is returned
+even when deleting the job fails afterwards (a :class:`DACleanupWarning`). The HTTP
+machinery is :mod:`bmfdsl.backends._http`.
 
 One-hot constraints can be passed natively: ``one_hot_groups=[[label, ...], ...]`` sends
 them as ``one_way_one_hot_groups`` (those variables are indexed first, group by group)
@@ -27,20 +29,11 @@ instead of as penalty terms, which the model should then leave out.
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import email.utils
-import http.client
 import json
 import math
 import os
 import re
-import socket
-import ssl
-import threading
 import time
-import urllib.parse
-import urllib.request
 import warnings
 from collections.abc import Hashable, Sequence
 from typing import Any, ClassVar
@@ -49,7 +42,8 @@ import dimod
 import numpy as np
 
 from bmfdsl.backends._common import BackendSampler, check_num_reads, parse_initial_states
-from bmfdsl.credentials import check_service_url, clean_credential, is_loopback, redact_url, scrub
+from bmfdsl.backends._http import HTTPCallError, Limits, call_json
+from bmfdsl.credentials import check_service_url, clean_credential, redact_url, scrub
 from bmfdsl.errors import InvalidParameterError, MissingCredentialsError, SolverError
 
 __all__ = [
@@ -70,8 +64,6 @@ API_KEY_VARIABLE = "BMFDSL_DA_API_KEY"
 URL_VARIABLE = "BMFDSL_DA_URL"
 DEFAULT_URL = "https://api.aispf.global.fujitsu.com/da"
 
-_TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
-_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}")
 _INDEX = re.compile(r"0|[1-9][0-9]*")
 
@@ -81,21 +73,14 @@ class DAServiceError(SolverError):
 
     Attributes:
         status: the HTTP status, if the service answered one.
-        transient: a retry of an idempotent request may succeed (reset, 502, 503, ...).
         retry_after: seconds the service asked to wait (``Retry-After``), if it did.
     """
 
     def __init__(
-        self,
-        message: str,
-        status: int | None = None,
-        *,
-        transient: bool = False,
-        retry_after: float | None = None,
+        self, message: str, status: int | None = None, *, retry_after: float | None = None
     ) -> None:
-        super().__init__(scrub(message))
+        super().__init__(scrub(message))  # a server may echo the key back
         self.status = status
-        self.transient = transient
         self.retry_after = retry_after
 
 
@@ -276,6 +261,9 @@ class FujitsuDABackend(BackendSampler):
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
         self.max_response_bytes = max_response_bytes
+        self._limits = Limits(
+            self.request_timeout, max_retries, self.backoff, self.max_backoff, max_response_bytes
+        )
 
     @property
     def url(self) -> str:
@@ -297,102 +285,44 @@ class FujitsuDABackend(BackendSampler):
     ) -> Any:
         """One API call within ``deadline``; ``retry`` repeats it on transient failures."""
         data = None if body is None else _encode_body(body)
-        for attempt in range(self.max_retries + 1):
-            try:
-                return self._follow(method, self._base + path, data, deadline)
-            except DAServiceError as exc:
-                if not (retry and exc.transient) or attempt == self.max_retries:
-                    raise
-                wait = min(self.max_backoff, self.backoff * 2**attempt)
-                if exc.retry_after is not None:
-                    wait = min(self.max_backoff, max(wait, exc.retry_after))
-                if time.monotonic() + wait >= deadline:
-                    raise
-                time.sleep(wait)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _follow(self, method: str, url: str, data: bytes | None, deadline: float) -> Any:
-        """Send the request, following at most 5 redirects within the same origin."""
-        origin = _origin(url)
-        for _ in range(6):
-            status, headers, raw = self._exchange(method, url, data, deadline)
-            if status not in _REDIRECT_STATUSES:
-                return _decode_answer(method, _path_of(url), status, headers, raw)
-            target = urllib.parse.urljoin(url, headers.get("Location") or "")
-            if _origin(target) != origin:
-                raise DAServiceError(
-                    f"{method} {_path_of(url)} was redirected to another origin "
-                    f"({redact_url(target)}); the API key is not sent there. If that is the "
-                    f"service's new address, set {URL_VARIABLE} to it",
-                    status,
-                )
-            url = target
-        raise DAServiceError(f"{method} {_path_of(url)}: too many redirects")
-
-    def _exchange(
-        self, method: str, url: str, data: bytes | None, deadline: float
-    ) -> tuple[int, http.client.HTTPMessage, bytes]:
-        """One HTTP exchange; a watchdog cuts the connection at the time limit."""
-        path = _path_of(url)
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise DATimeoutError(f"{method} {path}: {self._deadline_hint()}", transient=False)
-        timeout = min(self.request_timeout, remaining)
-        limit_hint = (
-            f"took longer than request_timeout={self.request_timeout:g} s"
-            if timeout == self.request_timeout
-            else self._deadline_hint()
-        )
-        parts = urllib.parse.urlsplit(url)
-        connection = _connection(parts, timeout)
         headers = {
             "X-Api-Key": self._api_key,
             "Content-Type": "application/json",
             "Accept": "application/json",
         }
-        if parts.username is not None:  # credentials in the URL: basic auth, same origin only
-            user, password = parts.username, parts.password or ""
-            pair = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}"
-            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
-        fired = threading.Event()
-
-        def cut() -> None:  # a drip-feeding server cannot outlast the time limit
-            fired.set()
-            sock = connection.sock
-            if sock is not None:
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
-
-        watchdog = threading.Timer(timeout, cut)
-        watchdog.daemon = True
-        watchdog.start()
         try:
-            target = _request_target(parts)
-            if _via_plain_proxy(connection, parts):  # absolute form, without user:password
-                target = f"http://{parts.netloc.rpartition('@')[2]}{target}"
-            connection.request(method, target, body=data, headers=headers)
-            response = connection.getresponse()
-            raw = _read_capped(response, self.max_response_bytes, f"{method} {path}")
-            if fired.is_set():  # cut short by the watchdog: what arrived is incomplete
-                raise TimeoutError
-            return response.status, response.headers, raw
-        except (OSError, http.client.HTTPException, ValueError) as exc:
-            if fired.is_set() or isinstance(exc, TimeoutError):
-                raise DATimeoutError(f"{method} {path} {limit_hint}", transient=True) from None
-            raise DAServiceError(
-                f"{method} {path}: the connection to the Digital Annealer at {self.url} failed "
-                f"({type(exc).__name__}: {str(exc)[:200]})",
-                transient=True,
-            ) from None
-        finally:
-            watchdog.cancel()
-            connection.close()
+            return call_json(
+                method,
+                self._base + path,
+                data,
+                headers,
+                deadline=deadline,
+                limits=self._limits,
+                retry=retry,
+            )
+        except HTTPCallError as failure:
+            raise self._error(f"{method} {path}", failure) from None
 
-    def _deadline_hint(self) -> str:
-        return (
-            "the solve's deadline (time_limit + job_timeout) passed; raise job_timeout or "
-            "lower time_limit"
-        )
+    def _error(self, where: str, failure: HTTPCallError) -> DAServiceError:
+        """The adapter's typed error for a failed call."""
+        if failure.kind == "status":
+            return _http_error(where, failure)
+        if failure.kind == "deadline":
+            return DATimeoutError(
+                f"{where}: the solve's deadline (time_limit + job_timeout) passed; raise "
+                "job_timeout or lower time_limit"
+            )
+        if failure.kind == "timeout":
+            return DATimeoutError(f"{where} {failure.reason}")
+        if failure.kind == "redirect":
+            return DAServiceError(
+                f"{where} was {failure.reason}. If that is the service's new address, set "
+                f"{URL_VARIABLE} to it",
+                failure.status,
+            )
+        if failure.kind == "answer":
+            return DAServiceError(f"{where} {failure.reason}")
+        return DAServiceError(f"{where}: {failure.reason} (Digital Annealer at {self.url})")
 
     # --- sampling ---------------------------------------------------------------------
 
@@ -504,110 +434,10 @@ def _encode_body(body: Any) -> bytes:
         ) from None
 
 
-def _origin(url: str) -> tuple[str, str, int | None]:
-    parts = urllib.parse.urlsplit(url)
-    try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-    except ValueError:
-        port = None
-    return parts.scheme.lower(), (parts.hostname or "").lower(), port
-
-
-def _path_of(url: str) -> str:
-    parts = urllib.parse.urlsplit(url)
-    return parts.path + (f"?{parts.query}" if parts.query else "")
-
-
-def _request_target(parts: urllib.parse.SplitResult) -> str:
-    return urllib.parse.quote(parts.path or "/", safe="/%:@!$&'()*+,;=-._~") + (
-        f"?{parts.query}" if parts.query else ""
-    )
-
-
-def _proxy_for(parts: urllib.parse.SplitResult) -> urllib.parse.SplitResult | None:
-    """The environment's proxy for this URL (none for this machine or ``no_proxy`` hosts)."""
-    host = parts.hostname or ""
-    proxy = urllib.request.getproxies().get(parts.scheme)
-    if not proxy or is_loopback(host) or urllib.request.proxy_bypass(host):
-        return None
-    return urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
-
-
-def _connection(parts: urllib.parse.SplitResult, timeout: float) -> http.client.HTTPConnection:
-    proxy = _proxy_for(parts)
-    host, port = parts.hostname or "", parts.port
-    if parts.scheme == "https":
-        context = ssl.create_default_context()
-        if proxy is None:
-            return http.client.HTTPSConnection(host, port, timeout=timeout, context=context)
-        connection = http.client.HTTPSConnection(
-            proxy.hostname or "", proxy.port, timeout=timeout, context=context
-        )
-        connection.set_tunnel(host, port)
-        return connection
-    if proxy is None:
-        return http.client.HTTPConnection(host, port, timeout=timeout)
-    return http.client.HTTPConnection(proxy.hostname or "", proxy.port, timeout=timeout)
-
-
-def _via_plain_proxy(
-    connection: http.client.HTTPConnection, parts: urllib.parse.SplitResult
-) -> bool:
-    return parts.scheme == "http" and connection.host != (parts.hostname or "")
-
-
-def _read_capped(response: http.client.HTTPResponse, cap: int, where: str) -> bytes:
-    declared = response.getheader("Content-Length")
-    if declared and declared.strip().isdigit() and int(declared) > cap:
-        raise DAServiceError(
-            f"{where} announced {int(declared)} bytes, over max_response_bytes={cap}"
-        )
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        chunk = response.read1(1 << 16)
-        if not chunk:
-            if declared and declared.strip().isdigit() and size != int(declared):
-                raise http.client.IncompleteRead(b"", int(declared) - size)
-            return b"".join(chunks)
-        size += len(chunk)
-        if size > cap:
-            raise DAServiceError(f"{where} answered more than max_response_bytes={cap} bytes")
-        chunks.append(chunk)
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Seconds from a ``Retry-After`` header (delta seconds or an HTTP date)."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-def _decode_answer(
-    method: str, path: str, status: int, headers: http.client.HTTPMessage, raw: bytes
-) -> Any:
-    where = f"{method} {path}"
-    if not 200 <= status < 300:
-        raise _http_error(where, status, raw, _retry_after(headers.get("Retry-After")))
-    if not raw.strip():
-        return {}
-    try:
-        return json.loads(raw)
-    except (ValueError, RecursionError):
-        raise DAServiceError(f"{where} answered malformed JSON: {raw[:200]!r}") from None
-
-
-def _http_error(where: str, status: int, raw: bytes, retry_after: float | None) -> DAServiceError:
-    detail = raw[:200].decode(errors="replace")
+def _http_error(where: str, failure: HTTPCallError) -> DAServiceError:
+    detail = failure.body.decode(errors="replace")
+    status = failure.status
     where = f"{where} -> HTTP {status}"
-    transient = status in _TRANSIENT_STATUSES
     if status in (401, 403):
         return DAAuthenticationError(
             f"{where}: the API key was rejected; check {API_KEY_VARIABLE}", status
@@ -616,14 +446,11 @@ def _http_error(where: str, status: int, raw: bytes, retry_after: float | None) 
         return DARateLimitError(
             f"{where}: too many jobs queued; wait for running jobs or retry later",
             status,
-            transient=True,
-            retry_after=retry_after,
+            retry_after=failure.retry_after,
         )
     if status == 400:
         return DARequestError(f"{where}: request refused (parameters or quota): {detail}", status)
-    return DAServiceError(
-        f"{where}: {detail}", status, transient=transient, retry_after=retry_after
-    )
+    return DAServiceError(f"{where}: {detail}", status, retry_after=failure.retry_after)
 
 
 def _time_limit_sec(time_limit: Any) -> int:

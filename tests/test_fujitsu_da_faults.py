@@ -267,6 +267,7 @@ def test_a_huge_answer_is_refused_at_the_size_cap(server):
     server.faults = {"GET": [huge]}
     with pytest.raises(DAServiceError, match="max_response_bytes"):
         backend(max_response_bytes=1 << 20).sample(bqm(), time_limit=1)
+    assert methods(server).count("GET") == 1  # the same answer again would not help
 
 
 def test_an_announced_huge_answer_is_refused_before_reading(server):
@@ -384,6 +385,13 @@ def test_a_redirect_to_another_origin_is_refused_without_sending_the_key(server)
     with pytest.raises(DAServiceError, match="another origin"):
         backend().sample(bqm(), time_limit=1)
     assert OTHER.requests == []
+
+
+def test_a_redirect_loop_ends_in_one_typed_error(server):
+    server.faults = {"GET": [redirect("/v4/async/jobs/result/job-1")] * 10}
+    with pytest.raises(DAServiceError, match="more than 5 redirects"):
+        backend().sample(bqm(), time_limit=1)
+    assert methods(server).count("GET") == 6
 
 
 def test_a_same_origin_redirect_is_followed(server):
