@@ -60,7 +60,8 @@ class BackendSampler(dimod.Sampler):
         params = {key: value for key, value in params.items() if value is not None}
         start = time.perf_counter()
         if bqm.num_variables == 0:
-            sampleset = _empty_sampleset(bqm, int(params.get("num_reads", 1)))
+            reads = params.get("num_reads", 1)  # checked, not truncated: 2.5 is an error
+            sampleset = _empty_sampleset(bqm, check_num_reads(reads) if reads else 1)
         else:
             sampleset = self._sample(bqm, **params)
         sampleset.info["wall_time_s"] = time.perf_counter() - start

@@ -4,11 +4,15 @@ Credentials come from Ocean's own configuration (the ``DWAVE_API_TOKEN`` environ
 variable or ``dwave config create``) or an explicit ``token=`` option. Constructing a
 backend only reads that configuration; the cloud is contacted on the first ``sample`` call.
 A child sampler can be injected (``child=``) to run offline, e.g.
-``dwave.system.testing.MockDWaveSampler``. Tokens never appear in reprs or messages.
+``dwave.system.testing.MockDWaveSampler``. Tokens never appear in reprs or messages: a
+token from ``token=`` or ``DWAVE_API_TOKEN`` is stripped of surrounding whitespace and
+refused if it holds control characters, and an Ocean error quoting it is re-raised as a
+:class:`~bmfdsl.errors.SolverError` with the token blanked out.
 """
 
 from __future__ import annotations
 
+import os
 import warnings
 from typing import Any, ClassVar
 
@@ -16,7 +20,8 @@ import dimod
 import numpy as np
 
 from bmfdsl.backends._common import BackendSampler, check_num_reads, check_seed, check_time_limit
-from bmfdsl.errors import BackendUnavailableError, MissingCredentialsError
+from bmfdsl.credentials import clean_credential, scrub
+from bmfdsl.errors import BackendUnavailableError, BmfdslError, MissingCredentialsError, SolverError
 
 __all__ = ["DWaveHybridBackend", "DWaveQPUBackend"]
 
@@ -54,15 +59,39 @@ def _check_credentials(token: str | None) -> None:
         )
 
 
+def _clean_token(token: str | None) -> str | None:
+    """The explicit or ``DWAVE_API_TOKEN`` token, cleaned; None leaves it to Ocean's config."""
+    if token is not None:
+        return clean_credential(token, "token")
+    raw = os.environ.get(TOKEN_VARIABLE)
+    if raw is None or not raw.strip():
+        return None
+    return clean_credential(raw, TOKEN_VARIABLE)
+
+
 class _LeapBackend(BackendSampler):
     def __init__(
         self, child: dimod.Sampler | None = None, *, token: str | None = None, solver: Any = None
     ) -> None:
         if child is None:
+            token = _clean_token(token)
             _check_credentials(token)
         self._child = child
         self._token = token
         self._solver = solver
+
+    def sample(self, bqm: dimod.BinaryQuadraticModel, **params: Any) -> dimod.SampleSet:
+        """Sample ``bqm``; an Ocean error quoting the token comes back scrubbed."""
+        try:
+            return super().sample(bqm, **params)
+        except BmfdslError:
+            raise
+        except Exception as exc:
+            text = f"{type(exc).__name__}: {exc}"
+            if scrub(text) == text:
+                raise
+            # from None: the original's message, chained, would show the token again
+            raise SolverError(f"the D-Wave call failed: {scrub(text)}") from None
 
     def __repr__(self) -> str:  # never shows the token
         child = "injected" if self._child is not None else "Leap"

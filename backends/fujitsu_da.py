@@ -6,8 +6,21 @@ One ``sample`` call posts the QUBO to ``{url}/v4/async/qubo/solve``, polls
 Energies are recomputed locally from the model.
 
 Configuration: the base URL from the ``url`` option or ``BMFDSL_DA_URL``; the API key from
-``api_key`` or ``BMFDSL_DA_API_KEY`` (sent as ``X-Api-Key``, never shown in reprs or
-messages). Construction contacts nothing.
+``api_key`` or ``BMFDSL_DA_API_KEY`` (sent as ``X-Api-Key``, never shown in reprs, messages
+or records; surrounding whitespace is stripped and control characters are refused). The URL
+must be ``https://`` (plain ``http://`` only to this machine, or with ``allow_http=True``);
+credentials in it are redacted wherever it is shown. Construction contacts nothing.
+
+Under faults every failure is one :class:`DAServiceError` (or a subclass): resets, truncated
+or oversized bodies (``max_response_bytes``), bad JSON, invalid job ids and solutions.
+Idempotent calls (polling ``GET``, ``DELETE``) are retried on resets, timeouts and HTTP
+429/500/502/503/504 with capped exponential backoff that honours ``Retry-After``; the
+solve ``POST`` is never repeated (it would start a second paid job). One deadline bounds the
+whole solve: ``time_limit`` (rounded up) + ``job_timeout``; every request, retry wait and
+byte read fits inside it (clean-up after it gets at most ``min(request_timeout, 10)`` s
+more). Redirects are followed only within the same origin. A finished result is returned
+even when deleting the job fails afterwards (a :class:`DACleanupWarning`). The HTTP
+machinery is :mod:`bmfdsl.backends._http`.
 
 One-hot constraints can be passed natively: ``one_hot_groups=[[label, ...], ...]`` sends
 them as ``one_way_one_hot_groups`` (those variables are indexed first, group by group)
@@ -19,10 +32,9 @@ from __future__ import annotations
 import json
 import math
 import os
-import socket
+import re
 import time
-import urllib.error
-import urllib.request
+import warnings
 from collections.abc import Hashable, Sequence
 from typing import Any, ClassVar
 
@@ -30,12 +42,15 @@ import dimod
 import numpy as np
 
 from bmfdsl.backends._common import BackendSampler, check_num_reads, parse_initial_states
+from bmfdsl.backends._http import HTTPCallError, Limits, call_json
+from bmfdsl.credentials import check_service_url, clean_credential, redact_url, scrub
 from bmfdsl.errors import InvalidParameterError, MissingCredentialsError, SolverError
 
 __all__ = [
     "API_KEY_VARIABLE",
     "URL_VARIABLE",
     "DAAuthenticationError",
+    "DACleanupWarning",
     "DAJobError",
     "DARateLimitError",
     "DARequestError",
@@ -49,13 +64,24 @@ API_KEY_VARIABLE = "BMFDSL_DA_API_KEY"
 URL_VARIABLE = "BMFDSL_DA_URL"
 DEFAULT_URL = "https://api.aispf.global.fujitsu.com/da"
 
+_JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}")
+_INDEX = re.compile(r"0|[1-9][0-9]*")
+
 
 class DAServiceError(SolverError):
-    """The Digital Annealer service failed or answered something unreadable."""
+    """The Digital Annealer service failed or answered something unreadable.
 
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
+    Attributes:
+        status: the HTTP status, if the service answered one.
+        retry_after: seconds the service asked to wait (``Retry-After``), if it did.
+    """
+
+    def __init__(
+        self, message: str, status: int | None = None, *, retry_after: float | None = None
+    ) -> None:
+        super().__init__(scrub(message))  # a server may echo the key back
         self.status = status
+        self.retry_after = retry_after
 
 
 class DAAuthenticationError(DAServiceError):
@@ -76,6 +102,10 @@ class DAJobError(DAServiceError):
 
 class DATimeoutError(DAServiceError, TimeoutError):
     """A request or the whole job took longer than allowed."""
+
+
+class DACleanupWarning(UserWarning):
+    """Cancelling or deleting a job failed; the solve's own outcome stands."""
 
 
 _SOLVER_OPTIONS = {
@@ -153,10 +183,17 @@ class FujitsuDABackend(BackendSampler):
     Args:
         url: base URL of the service (default: ``BMFDSL_DA_URL`` or Fujitsu's endpoint).
         api_key: API key (default: ``BMFDSL_DA_API_KEY``); a missing key raises
-            :class:`~bmfdsl.errors.MissingCredentialsError`.
+            :class:`~bmfdsl.errors.MissingCredentialsError`, a malformed one
+            :class:`~bmfdsl.errors.InvalidCredentialsError`.
         poll_interval: seconds between result polls.
         request_timeout: seconds allowed for one HTTP request.
-        job_timeout: seconds to wait for a job beyond its ``time_limit`` before cancelling.
+        job_timeout: seconds to wait for a job beyond its ``time_limit`` before cancelling;
+            ``time_limit + job_timeout`` bounds the whole solve.
+        max_retries: retries of one idempotent request (``GET``, ``DELETE``).
+        backoff: first retry wait in seconds, doubled on each retry up to ``max_backoff``.
+        max_backoff: longest wait between retries, also for a larger ``Retry-After``.
+        max_response_bytes: largest answer read; a larger one is an error.
+        allow_http: accept plain ``http://`` to a remote host (trusted test rigs only).
 
     >>> FujitsuDABackend(url="http://127.0.0.1:1", api_key="secret")
     FujitsuDABackend(url='http://127.0.0.1:1')
@@ -179,25 +216,59 @@ class FujitsuDABackend(BackendSampler):
         poll_interval: float = 1.0,
         request_timeout: float = 60.0,
         job_timeout: float = 120.0,
+        max_retries: int = 5,
+        backoff: float = 0.5,
+        max_backoff: float = 30.0,
+        max_response_bytes: int = 256 * 2**20,
+        allow_http: bool = False,
     ) -> None:
-        self.url = (url or os.environ.get(URL_VARIABLE) or DEFAULT_URL).rstrip("/")
-        key = api_key or os.environ.get(API_KEY_VARIABLE)
-        if not key:
+        url_source = "url" if url is not None else URL_VARIABLE
+        raw_url = url if url is not None else os.environ.get(URL_VARIABLE) or DEFAULT_URL
+        self._base = check_service_url(raw_url, variable=url_source, allow_http=allow_http)
+        key_source = "api_key" if api_key is not None else API_KEY_VARIABLE
+        key = api_key if api_key is not None else os.environ.get(API_KEY_VARIABLE)
+        if key is None or (isinstance(key, str) and not key.strip()):
             raise MissingCredentialsError(
                 f"no Digital Annealer API key: set the {API_KEY_VARIABLE} environment variable "
                 "or pass api_key=... to get_backend('fujitsu-da', ...)"
             )
-        self._api_key = key
+        self._api_key = clean_credential(key, key_source)
         for option, value in (
             ("poll_interval", poll_interval),
             ("request_timeout", request_timeout),
             ("job_timeout", job_timeout),
+            ("backoff", backoff),
+            ("max_backoff", max_backoff),
         ):
-            if not value > 0:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not 0 < value < math.inf
+            ):
                 raise InvalidParameterError(f"{option} must be positive seconds; got {value!r}")
+        for option, count, lowest in (
+            ("max_retries", max_retries, 0),
+            ("max_response_bytes", max_response_bytes, 1),
+        ):
+            if isinstance(count, bool) or not isinstance(count, int) or count < lowest:
+                raise InvalidParameterError(
+                    f"{option} must be an integer >= {lowest}; got {count!r}"
+                )
         self.poll_interval = float(poll_interval)
         self.request_timeout = float(request_timeout)
         self.job_timeout = float(job_timeout)
+        self.max_retries = max_retries
+        self.backoff = float(backoff)
+        self.max_backoff = float(max_backoff)
+        self.max_response_bytes = max_response_bytes
+        self._limits = Limits(
+            self.request_timeout, max_retries, self.backoff, self.max_backoff, max_response_bytes
+        )
+
+    @property
+    def url(self) -> str:
+        """The service's base URL, any ``user:password@`` redacted."""
+        return redact_url(self._base)
 
     def __repr__(self) -> str:  # never shows the API key
         return f"FujitsuDABackend(url={self.url!r})"
@@ -209,41 +280,49 @@ class FujitsuDABackend(BackendSampler):
 
     # --- HTTP -------------------------------------------------------------------------
 
-    def _request(self, method: str, path: str, body: Any = None) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(
-            self.url + path,
-            data=data,
-            method=method,
-            headers={
-                "X-Api-Key": self._api_key,
-                "Content-Type": "application/json",
-                "Accept": "application/json",
-            },
-        )
+    def _request(
+        self, method: str, path: str, body: Any = None, *, deadline: float, retry: bool = False
+    ) -> Any:
+        """One API call within ``deadline``; ``retry`` repeats it on transient failures."""
+        data = None if body is None else _encode_body(body)
+        headers = {
+            "X-Api-Key": self._api_key,
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        }
         try:
-            with urllib.request.urlopen(request, timeout=self.request_timeout) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as exc:
-            raise _http_error(method, path, exc) from None
-        except TimeoutError as exc:
-            raise DATimeoutError(
-                f"{method} {path} took longer than request_timeout={self.request_timeout} s"
-            ) from exc
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, TimeoutError | socket.timeout):
-                raise DATimeoutError(
-                    f"{method} {path} took longer than request_timeout={self.request_timeout} s"
-                ) from exc
-            raise DAServiceError(
-                f"cannot reach the Digital Annealer at {self.url}: {exc.reason}"
-            ) from exc
-        if not raw.strip():
-            return {}
-        try:
-            return json.loads(raw)
-        except ValueError as exc:
-            raise DAServiceError(f"{method} {path} answered malformed JSON: {raw[:200]!r}") from exc
+            return call_json(
+                method,
+                self._base + path,
+                data,
+                headers,
+                deadline=deadline,
+                limits=self._limits,
+                retry=retry,
+            )
+        except HTTPCallError as failure:
+            raise self._error(f"{method} {path}", failure) from None
+
+    def _error(self, where: str, failure: HTTPCallError) -> DAServiceError:
+        """The adapter's typed error for a failed call."""
+        if failure.kind == "status":
+            return _http_error(where, failure)
+        if failure.kind == "deadline":
+            return DATimeoutError(
+                f"{where}: the solve's deadline (time_limit + job_timeout) passed; raise "
+                "job_timeout or lower time_limit"
+            )
+        if failure.kind == "timeout":
+            return DATimeoutError(f"{where} {failure.reason}")
+        if failure.kind == "redirect":
+            return DAServiceError(
+                f"{where} was {failure.reason}. If that is the service's new address, set "
+                f"{URL_VARIABLE} to it",
+                failure.status,
+            )
+        if failure.kind == "answer":
+            return DAServiceError(f"{where} {failure.reason}")
+        return DAServiceError(f"{where}: {failure.reason} (Digital Annealer at {self.url})")
 
     # --- sampling ---------------------------------------------------------------------
 
@@ -278,105 +357,182 @@ class FujitsuDABackend(BackendSampler):
         body = build_request_body(
             binary, order=order, solver_options=options, group_sizes=group_sizes
         )
-        submitted = self._request("POST", "/v4/async/qubo/solve", body)
+        deadline = time.monotonic() + time_limit_sec + self.job_timeout
+        submitted = self._request("POST", "/v4/async/qubo/solve", body, deadline=deadline)
         job_id = submitted.get("job_id") if isinstance(submitted, dict) else None
-        if not job_id:
-            raise DAServiceError(f"the solve request returned no job_id: {str(submitted)[:200]}")
-        result = self._wait_for(str(job_id), time_limit_sec + self.job_timeout)
+        if isinstance(job_id, int) and not isinstance(job_id, bool):
+            job_id = str(job_id)
+        if not isinstance(job_id, str) or not _JOB_ID.fullmatch(job_id):
+            raise DAServiceError(
+                f"the solve request returned no valid job_id: {str(submitted)[:200]}"
+            )
+        result = self._wait_for(job_id, deadline, time_limit_sec + self.job_timeout)
         sampleset = _sampleset_from_solution(result, bqm, order)
-        sampleset.info["job_id"] = str(job_id)
+        sampleset.info["job_id"] = job_id
         return sampleset
 
-    def _wait_for(self, job_id: str, limit: float) -> dict[str, Any]:
+    def _wait_for(self, job_id: str, deadline: float, limit: float) -> dict[str, Any]:
         path = f"/v4/async/jobs/result/{job_id}"
-        deadline = time.monotonic() + limit
         finished = False
         try:
             while True:
-                answer = self._request("GET", path)
+                try:
+                    answer = self._request("GET", path, deadline=deadline, retry=True)
+                except DATimeoutError:
+                    if time.monotonic() < deadline:
+                        raise
+                    break  # the overall deadline: cancel below
                 status = answer.get("status") if isinstance(answer, dict) else None
                 if status == "Done":
                     finished = True
-                    return answer
+                    return answer  # type: ignore[no-any-return]
                 if status in ("Error", "Canceled"):
                     finished = True
                     detail = answer.get("message") or answer.get("qubo_solution") or ""
                     raise DAJobError(f"job {job_id} ended with status {status}: {detail!s:.200}")
                 if status not in ("Waiting", "Running"):
                     finished = True
-                    raise DAServiceError(f"job {job_id} has an unknown status {status!r}")
-                if time.monotonic() >= deadline:
-                    raise DATimeoutError(
-                        f"job {job_id} was not done after {limit:.0f} s; cancelled it. "
-                        "Raise job_timeout or lower time_limit."
-                    )
-                time.sleep(self.poll_interval)
+                    raise DAServiceError(f"job {job_id} has an unknown status {status!s:.50}")
+                time.sleep(max(0.0, min(self.poll_interval, deadline - time.monotonic())))
+            raise DATimeoutError(
+                f"job {job_id} was not done after {limit:.0f} s; cancelled it. "
+                "Raise job_timeout or lower time_limit."
+            )
         finally:
             self._clean_up(job_id, cancel=not finished)
 
     def _clean_up(self, job_id: str, *, cancel: bool) -> None:
-        # Best effort: a failed clean-up must not hide the solve's own outcome.
+        # Best effort with its own short deadline: a failed clean-up must not hide the
+        # solve's own outcome (a finished result or the error being raised).
+        deadline = time.monotonic() + min(self.request_timeout, 10.0)
+        step = "cancel"
         try:
             if cancel:
-                self._request("POST", "/v4/async/jobs/cancel", {"job_id": job_id})
-            self._request("DELETE", f"/v4/async/jobs/result/{job_id}")
-        except DAServiceError:
-            pass
+                self._request(
+                    "POST", "/v4/async/jobs/cancel", {"job_id": job_id}, deadline=deadline
+                )
+            step = "delete"
+            self._request(
+                "DELETE", f"/v4/async/jobs/result/{job_id}", deadline=deadline, retry=True
+            )
+        except DAServiceError as exc:
+            warnings.warn(
+                f"could not {step} Digital Annealer job {job_id} ({exc}); it stays in the "
+                "service's job list until it expires",
+                DACleanupWarning,
+                stacklevel=4,
+            )
+
+
+def _encode_body(body: Any) -> bytes:
+    try:
+        return json.dumps(body, allow_nan=False).encode()
+    except (TypeError, ValueError) as exc:
+        raise InvalidParameterError(
+            f"the request cannot be sent as JSON ({exc}); solver options and coefficients "
+            "must be finite numbers, strings, lists or dicts"
+        ) from None
+
+
+def _http_error(where: str, failure: HTTPCallError) -> DAServiceError:
+    detail = failure.body.decode(errors="replace")
+    status = failure.status
+    where = f"{where} -> HTTP {status}"
+    if status in (401, 403):
+        return DAAuthenticationError(
+            f"{where}: the API key was rejected; check {API_KEY_VARIABLE}", status
+        )
+    if status == 429:
+        return DARateLimitError(
+            f"{where}: too many jobs queued; wait for running jobs or retry later",
+            status,
+            retry_after=failure.retry_after,
+        )
+    if status == 400:
+        return DARequestError(f"{where}: request refused (parameters or quota): {detail}", status)
+    return DAServiceError(f"{where}: {detail}", status, retry_after=failure.retry_after)
 
 
 def _time_limit_sec(time_limit: Any) -> int:
-    if isinstance(time_limit, bool) or not isinstance(time_limit, int | float):
+    if (
+        isinstance(time_limit, bool)
+        or not isinstance(time_limit, int | float)
+        or not math.isfinite(time_limit)
+        or not 1 <= math.ceil(time_limit) <= 3600
+    ):
         raise InvalidParameterError(f"time_limit must be seconds in 1..3600; got {time_limit!r}")
-    seconds = math.ceil(time_limit)
-    if not 1 <= seconds <= 3600:
-        raise InvalidParameterError(f"time_limit must be seconds in 1..3600; got {time_limit!r}")
-    return seconds
+    return math.ceil(time_limit)
 
 
-def _http_error(method: str, path: str, exc: urllib.error.HTTPError) -> DAServiceError:
-    try:
-        detail = exc.read()[:200].decode(errors="replace")
-    except Exception:  # the body is only a hint
-        detail = ""
-    where = f"{method} {path} -> HTTP {exc.code}"
-    if exc.code in (401, 403):
-        return DAAuthenticationError(
-            f"{where}: the API key was rejected; check {API_KEY_VARIABLE}", exc.code
-        )
-    if exc.code == 429:
-        return DARateLimitError(
-            f"{where}: too many jobs queued; wait for running jobs or retry later", exc.code
-        )
-    if exc.code == 400:
-        return DARequestError(f"{where}: request refused (parameters or quota): {detail}", exc.code)
-    return DAServiceError(f"{where}: {detail}", exc.code)
+def _solution_rows(answer: Any, size: int) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """Samples, frequencies and info from a ``Done`` answer, validated strictly.
+
+    Every solution must give every variable index ``0..size-1`` exactly once as a JSON
+    boolean, with a positive integer frequency; anything else is refused rather than
+    guessed.
+    """
+
+    def bad(reason: str) -> DAServiceError:
+        return DAServiceError(f"unreadable solution from the Digital Annealer: {reason}")
+
+    solution = answer.get("qubo_solution") if isinstance(answer, dict) else None
+    if not isinstance(solution, dict):
+        raise bad("no qubo_solution object")
+    solutions = solution.get("solutions")
+    if not isinstance(solutions, list):
+        raise bad("qubo_solution.solutions is not a list")
+    if not solutions:
+        raise DAServiceError("the Digital Annealer returned no solutions")
+    samples = np.zeros((len(solutions), size), dtype=np.int8)
+    frequencies = np.ones(len(solutions), dtype=np.int64)
+    energies = []
+    for row, item in enumerate(solutions):
+        configuration = item.get("configuration") if isinstance(item, dict) else None
+        if not isinstance(configuration, dict):
+            raise bad(f"solution {row} has no configuration object")
+        if len(configuration) != size:
+            raise bad(f"solution {row} assigns {len(configuration)} variables, not {size}")
+        for key, value in configuration.items():
+            # the length check first: int() of thousands of digits raises, and is slow
+            if len(key) > len(str(size)) or not _INDEX.fullmatch(key) or int(key) >= size:
+                raise bad(f"solution {row} has variable index {key[:20]!r} outside 0..{size - 1}")
+            if not isinstance(value, bool):
+                raise bad(f"solution {row} gives variable {key} the non-boolean {value!r:.20}")
+            samples[row, int(key)] = value
+        frequency = item.get("frequency", 1)
+        if (
+            isinstance(frequency, bool)
+            or not isinstance(frequency, int)
+            or not 1 <= frequency <= 2**62
+        ):
+            raise bad(f"solution {row} has frequency {frequency!r:.20}; expected a positive int")
+        frequencies[row] = frequency
+        energy = item.get("energy")
+        if isinstance(energy, bool) or not isinstance(energy, int | float | None):
+            raise bad(f"solution {row} has a non-numeric energy {energy!r:.20}")
+        try:
+            energies.append(math.nan if energy is None else float(energy))
+        except OverflowError:  # an integer beyond any float
+            raise bad(f"solution {row} has an energy out of range") from None
+    timing = solution.get("timing", {})
+    if not isinstance(timing, dict):
+        raise bad("timing is not an object")
+    info: dict[str, Any] = {"da_energies": energies}
+    for name in ("solve_time", "total_elapsed_time"):
+        if name in timing:
+            try:
+                info[f"{name}_s"] = float(timing[name]) / 1000.0
+            except (TypeError, ValueError):
+                raise bad(f"timing.{name} is not a number of milliseconds") from None
+    return samples, frequencies, info
 
 
 def _sampleset_from_solution(
-    answer: dict[str, Any],
+    answer: Any,
     bqm: dimod.BinaryQuadraticModel,
     order: list[Hashable],
 ) -> dimod.SampleSet:
-    try:
-        solution = answer["qubo_solution"]
-        solutions = solution["solutions"]
-        samples = np.zeros((len(solutions), len(order)), dtype=np.int8)
-        frequencies = np.ones(len(solutions), dtype=np.int64)
-        for row, item in enumerate(solutions):
-            for key, value in item["configuration"].items():
-                samples[row, int(key)] = 1 if value else 0
-            frequencies[row] = int(item.get("frequency", 1))
-        timing = solution.get("timing", {})
-        info: dict[str, Any] = {
-            f"{name}_s": float(timing[name]) / 1000.0
-            for name in ("solve_time", "total_elapsed_time")
-            if name in timing
-        }
-        info["da_energies"] = [float(item.get("energy", "nan")) for item in solutions]
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
-        raise DAServiceError(f"unreadable solution from the Digital Annealer: {exc!r}") from exc
-    if not len(solutions):
-        raise DAServiceError("the Digital Annealer returned no solutions")
+    samples, frequencies, info = _solution_rows(answer, len(order))
     if bqm.vartype is dimod.SPIN:
         samples = 2 * samples - 1
     # Energies come from the caller's model, in its own vartype.

@@ -3,7 +3,8 @@
 Names are normalised (case, ``-``/``_`` and spaces are equivalent), so ``"OpenJij_SA"`` is
 ``"openjij-sa"``. Third-party packages add backends through the entry-point group
 ``bmfdsl.backends`` (name -> ``"module:Class"``), or at run time with
-:func:`register_backend`.
+:func:`register_backend`. A plug-in named like a built-in never replaces it: the built-in
+is used and a warning names the plug-in's distribution.
 
 >>> normalize_name("  OpenJij_SA ")
 'openjij-sa'
@@ -18,6 +19,7 @@ import importlib.metadata
 import importlib.util
 import inspect
 import re
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -181,17 +183,36 @@ def unregister_backend(name: str) -> None:
     _registered.pop(normalize_name(name), None)
 
 
+_warned_clashes: set[tuple[str, str]] = set()
+
+
 def _entry_point_backends() -> dict[str, _Entry]:
+    """Installed plug-ins; one named like a built-in is skipped with a warning (once)."""
     found: dict[str, _Entry] = {}
     for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        found[normalize_name(entry_point.name)] = _Entry(
+        name = normalize_name(entry_point.name)
+        if name in _BUILTINS:
+            dist = getattr(entry_point, "dist", None)
+            owner = getattr(dist, "name", None) or "an unknown distribution"
+            if (name, entry_point.value) not in _warned_clashes:
+                _warned_clashes.add((name, entry_point.value))
+                warnings.warn(
+                    f"the installed package {owner!r} declares a backend named {name!r} "
+                    f"({entry_point.value}), which is a built-in name; the built-in is used. "
+                    f"Ask its authors to rename it, or register_backend() it under another name",
+                    UserWarning,
+                    stacklevel=3,
+                )
+            continue
+        found[name] = _Entry(
             entry_point.value, None, f"third-party backend from {entry_point.value}", ()
         )
     return found
 
 
 def _all_entries() -> dict[str, _Entry]:
-    # Later sources win: built-ins, then installed plug-ins, then run-time registrations.
+    # Later sources win: built-ins, then installed plug-ins (never over a built-in), then
+    # run-time registrations (an explicit choice of the running program).
     return {**_BUILTINS, **_entry_point_backends(), **_registered}
 
 

@@ -23,6 +23,7 @@ _EXPORTS: dict[str, str] = {
     "ModelTooLargeError": "bmfdsl.errors",
     "BackendUnavailableError": "bmfdsl.errors",
     "MissingCredentialsError": "bmfdsl.errors",
+    "InvalidCredentialsError": "bmfdsl.errors",
     "SolverError": "bmfdsl.errors",
     # results
     "DecodedSample": "bmfdsl.result",
@@ -98,6 +99,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from bmfdsl.errors import (
         BackendUnavailableError,
         BmfdslError,
+        InvalidCredentialsError,
         InvalidMatrixError,
         InvalidParameterError,
         MissingCredentialsError,

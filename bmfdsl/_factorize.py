@@ -18,7 +18,14 @@ from bmfdsl.errors import InvalidMatrixError, InvalidParameterError, UnknownName
 from bmfdsl.matrix import DaskMatrix, InMemoryMatrix, Orientation, as_matrix, is_dask_array
 from bmfdsl.result import Factorization, relative_error, squared_error, to_jsonable
 from bmfdsl.timings import StageTimer
-from bmfdsl.validation import check_binary_matrix, check_one_hot, check_random_state, check_rank
+from bmfdsl.validation import (
+    check_backend,
+    check_binary_matrix,
+    check_flag,
+    check_one_hot,
+    check_random_state,
+    check_rank,
+)
 
 __all__ = ["DEFAULT_BACKEND", "METHOD_NAMES", "factorize"]
 
@@ -90,6 +97,8 @@ def factorize(
     (0, 0.0)
     """
     timer = StageTimer()
+    als = check_flag(als, "als")
+    check_backend(backend)
     A, mask = _split_masked_array(A, mask)
     if mask is not None:
         return _factorize_masked(

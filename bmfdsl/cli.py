@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from bmfdsl.credentials import scrub
+
 __all__ = ["build_parser", "main"]
 
 
@@ -146,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
         if "only 0 and 1" in message and getattr(args, "binarize", "absent") is None:
             message += " Or pass --binarize T to map values >= T to 1."
-        print(f"bmfdsl: error: {message}", file=sys.stderr)
+        print(f"bmfdsl: error: {scrub(message)}", file=sys.stderr)
         return 2
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, overload
@@ -319,7 +320,14 @@ _IDX_LABELS_MAGIC = 2049
 
 def _open_maybe_gzip(path: Path) -> bytes:
     raw = path.read_bytes()
-    return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+    if raw[:2] != b"\x1f\x8b":
+        return raw
+    try:
+        return gzip.decompress(raw)
+    except (EOFError, OSError, zlib.error) as exc:  # a truncated or corrupt download
+        raise InvalidMatrixError(
+            f"{path} is a truncated or corrupt gzip file ({type(exc).__name__}); download it again"
+        ) from None
 
 
 def _find_idx(folder: Path, stem: str) -> Path:
@@ -343,6 +351,8 @@ def read_idx(path: str | os.PathLike[str]) -> np.ndarray:
         raise InvalidMatrixError(f"{path} is not an IDX file of unsigned bytes")
     ndim = data[3]
     header_end = 4 + 4 * ndim
+    if len(data) < header_end:
+        raise InvalidMatrixError(f"{path} is truncated: its header is cut short")
     shape = tuple(int(d) for d in np.frombuffer(data[4:header_end], dtype=">u4"))
     payload = np.frombuffer(data, dtype=np.uint8, offset=header_end)
     if payload.size != int(np.prod(shape)):
@@ -559,6 +569,11 @@ def load_melanoma(path: str | os.PathLike[str] | None = None) -> GeneExpressionD
         encoding="latin-1"
     )
     rows = [line.rstrip("\r").split("\t") for line in lines.splitlines() if line.strip()]
+    if len(rows) < 3:
+        raise InvalidMatrixError(
+            f"{location} has {len(rows)} non-empty line(s); expected a name row, a label row, "
+            "then one row per gene. Download bittner-2000_database.txt again"
+        )
     samples = [s.strip().strip('"') for s in rows[0][1:]]
     clusters = tuple(s.strip().strip('"') for s in rows[1][1:])
     genes = [row[0].strip().strip('"') for row in rows[2:]]

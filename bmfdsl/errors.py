@@ -13,6 +13,7 @@ from collections.abc import Iterable
 __all__ = [
     "BackendUnavailableError",
     "BmfdslError",
+    "InvalidCredentialsError",
     "InvalidMatrixError",
     "InvalidParameterError",
     "MissingCredentialsError",
@@ -67,6 +68,10 @@ class BackendUnavailableError(BmfdslError, ImportError):
 
 class MissingCredentialsError(BmfdslError, RuntimeError):
     """A cloud backend needs a credential; the message names the environment variable."""
+
+
+class InvalidCredentialsError(BmfdslError, ValueError):
+    """A credential is malformed (control characters, ...); names the variable, never the value."""
 
 
 class NotFittedError(BmfdslError, AttributeError, ValueError):

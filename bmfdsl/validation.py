@@ -9,7 +9,15 @@ import numpy as np
 
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
 
-__all__ = ["check_binary_matrix", "check_mask", "check_one_hot", "check_random_state", "check_rank"]
+__all__ = [
+    "check_backend",
+    "check_binary_matrix",
+    "check_flag",
+    "check_mask",
+    "check_one_hot",
+    "check_random_state",
+    "check_rank",
+]
 
 
 def check_binary_matrix(A: Any, *, name: str = "A") -> np.ndarray:
@@ -140,4 +148,33 @@ def check_random_state(random_state: Any) -> np.random.Generator:
         return np.random.default_rng(random_state.randint(2**31 - 1))
     raise InvalidParameterError(
         f"random_state must be None, an int or a numpy Generator; got {type(random_state)}"
+    )
+
+
+def check_flag(value: Any, name: str) -> bool:
+    """``value`` as a bool; only ``True``/``False`` (numpy's too) are accepted.
+
+    A string like ``"no"`` is truthy in Python, so it is refused rather than read as True.
+
+    >>> check_flag(np.bool_(False), "als")
+    False
+    """
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    raise InvalidParameterError(f"{name} must be True or False; got {value!r}")
+
+
+def check_backend(backend: Any) -> None:
+    """Accept ``None``, a backend name, a dimod-style sampler (``sample`` + ``parameters``) or
+    a structure-aware one (``sample_bmf`` + ``parameters``)."""
+    if backend is None or isinstance(backend, str):
+        return
+    solves = callable(getattr(backend, "sample", None)) or callable(
+        getattr(backend, "sample_bmf", None)
+    )
+    if solves and hasattr(backend, "parameters"):
+        return
+    raise InvalidParameterError(
+        f"backend must be a registered backend name (see bmfdsl.list_backends()) or a "
+        f"dimod.Sampler; got {type(backend).__name__} {backend!r:.40}"
     )

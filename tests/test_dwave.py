@@ -13,7 +13,12 @@ from dwave.system.testing import MockDWaveSampler
 
 from bmfdsl.backends.dwave import DWaveHybridBackend, DWaveQPUBackend
 from bmfdsl.backends.registry import get_backend
-from bmfdsl.errors import MissingCredentialsError, UnknownNameError
+from bmfdsl.errors import (
+    InvalidCredentialsError,
+    MissingCredentialsError,
+    SolverError,
+    UnknownNameError,
+)
 from bmfdsl.testing import (
     check_decode,
     check_parameters_honest,
@@ -225,3 +230,50 @@ def test_real_leap_hybrid_solves_a_tiny_model():
     sampleset = get_backend("dwave-hybrid").sample(small_bqm())
     ground = dimod.ExactSolver().sample(small_bqm()).first.energy
     assert sampleset.first.energy == pytest.approx(ground)
+
+
+# --- token hygiene ---------------------------------------------------------------------------
+
+
+def fake_ocean(monkeypatch, seen: dict, error: Exception | None = None) -> None:
+    def fake_dwave_sampler(**options):
+        seen.update(options)
+        if error is not None:
+            raise error
+        return MockDWaveSampler()
+
+    import dwave.system
+
+    monkeypatch.setattr(dwave.system, "DWaveSampler", fake_dwave_sampler)
+
+
+def test_an_environment_token_with_a_newline_is_stripped(monkeypatch, no_ocean_credentials):
+    monkeypatch.setenv("DWAVE_API_TOKEN", SECRET + "\n")
+    seen: dict = {}
+    fake_ocean(monkeypatch, seen)
+    get_backend("dwave-qpu").sample(small_bqm(), num_reads=2)
+    assert seen["token"] == SECRET
+
+
+@pytest.mark.parametrize("token", ["DEV-12\n34-abc", "DEV-12\x1b34-abc"])
+def test_a_token_with_control_characters_names_the_variable_not_the_value(
+    monkeypatch, no_ocean_credentials, no_network, token
+):
+    monkeypatch.setenv("DWAVE_API_TOKEN", token)
+    with pytest.raises(InvalidCredentialsError, match="DWAVE_API_TOKEN") as caught:
+        get_backend("dwave-qpu")
+    assert "DEV-12" not in str(caught.value) and "34-abc" not in str(caught.value)
+    with pytest.raises(InvalidCredentialsError, match="token") as caught:
+        DWaveHybridBackend(token=token)
+    assert "DEV-12" not in str(caught.value)
+
+
+def test_an_ocean_error_quoting_the_token_is_scrubbed(monkeypatch):
+    from requests.exceptions import InvalidHeader
+
+    seen: dict = {}
+    fake_ocean(monkeypatch, seen, InvalidHeader(f"Invalid header value {SECRET!r}"))
+    with pytest.raises(SolverError) as caught:
+        DWaveQPUBackend(token=SECRET).sample(small_bqm(), num_reads=2)
+    assert SECRET not in str(caught.value) and "InvalidHeader" in str(caught.value)
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__

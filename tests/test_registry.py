@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import types
 
 import dimod
 import pytest
@@ -230,3 +231,27 @@ def test_every_local_backend_is_a_dimod_sampler_with_honest_common_parameters():
         # a solver without a time knob must not pretend to have one
         if name in ("exact", "steepest"):
             assert "time_limit" not in listed
+
+
+def test_an_entry_point_named_like_a_builtin_never_replaces_it(tmp_path, monkeypatch):
+    (tmp_path / "bmfdsl_fake_plugin.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    # an installed entry point as importlib.metadata gives it: name, value, distribution
+    entry_point = types.SimpleNamespace(
+        name="Native",
+        value="bmfdsl_fake_plugin:PluginSampler",
+        dist=types.SimpleNamespace(name="evil-solvers"),
+    )
+    monkeypatch.setattr(registry, "_warned_clashes", set())
+    monkeypatch.setattr(
+        registry.importlib.metadata,
+        "entry_points",
+        lambda *, group: [entry_point] if group == "bmfdsl.backends" else [],
+    )
+    with pytest.warns(UserWarning, match="evil-solvers") as caught:
+        sampler = get_backend("native")
+    assert type(sampler).__name__ == "NativeSampler"
+    assert "'native'" in str(caught[0].message)
+    info = {b.name: b for b in list_backends()}["native"]
+    assert info.target == "bmfdsl.backends.native:NativeSampler"

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from bmfdsl.credentials import scrub
 from bmfdsl.errors import BmfdslError
 from bmfdsl.experiments.tables import DEFAULT_METHODS, EXPERIMENTS
 
@@ -149,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except (BmfdslError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {scrub(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

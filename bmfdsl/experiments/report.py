@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import os
+import sys
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from bmfdsl.experiments.runner import load_records, record_seconds
+from bmfdsl.experiments.records import read_json_object, read_records, write_text_atomic
+from bmfdsl.experiments.runner import record_seconds
 from bmfdsl.experiments.tables import EXPERIMENTS, paper_method_for
 
 __all__ = [
@@ -295,27 +296,34 @@ def _render_ari(
 
 
 def _load_meta(directory: Path, experiment: str) -> dict[str, Any] | None:
-    path = directory / f"{experiment}.meta.json"
-    if not path.exists():
-        return None
-    meta: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return meta
+    # an empty or damaged meta.json (a start on a full disk) reads as absent
+    return read_json_object(directory / f"{experiment}.meta.json")
 
 
 def _meta_lines(meta: Mapping[str, Any] | None) -> list[str]:
     if meta is None:
         return []
-    versions = ", ".join(f"{k} {v}" for k, v in sorted(meta.get("versions", {}).items()))
-    machine = meta.get("machine", {})
-    wall = meta.get("wall_seconds")
+    versions_found = meta.get("versions")
+    versions_map = versions_found if isinstance(versions_found, dict) else {}
+    versions = ", ".join(f"{k} {v}" for k, v in sorted(versions_map.items()))
+    machine_found = meta.get("machine")
+    machine = machine_found if isinstance(machine_found, dict) else {}
+    wall = _wall_seconds(meta)
     took = ""
     if wall is not None:
-        took = f"; wall time {wall / 60:.1f} min for {meta['runs_this_call']} runs"
+        took = f"; wall time {wall / 60:.1f} min for {meta.get('runs_this_call', '?')} runs"
     return [
         f"Command: `{meta.get('command', '?')}`  ",
         f"Date: {meta.get('date', '?')}{took}; {machine.get('cpu_count', '?')} CPUs; {versions}",
         "",
     ]
+
+
+def _wall_seconds(meta: Mapping[str, Any] | None) -> float | None:
+    wall = (meta or {}).get("wall_seconds")
+    if isinstance(wall, int | float) and not isinstance(wall, bool):
+        return float(wall)
+    return None
 
 
 def render_report(results_dir: str | os.PathLike[str]) -> str:
@@ -333,8 +341,12 @@ def render_report(results_dir: str | os.PathLike[str]) -> str:
     found = False
     metas = {name: _load_meta(directory, name) for name in EXPERIMENTS}
     for name, experiment in EXPERIMENTS.items():
-        records = load_records(directory / f"{name}.jsonl")
-        if not records:
+        path = directory / f"{name}.jsonl"
+        stored = read_records(path)
+        records = stored.records
+        if stored.skipped:
+            print(stored.skipped_summary(path), file=sys.stderr)
+        if not records and not stored.skipped:
             continue
         found = True
         # One record per run: the last successful one (two overlapping runs may both write).
@@ -347,15 +359,17 @@ def render_report(results_dir: str | os.PathLike[str]) -> str:
         parts += _meta_lines(metas[name])
         counts = sorted({e["count"] for e in summary.values()})
         parts.append(f"Runs: {len(ok)} ok, {len(failed)} failed; runs per cell: {counts}.")
+        if stored.skipped:
+            parts += ["", f"**Skipped** {stored.skipped_summary(path.name)}."]
         for group in group_order(r["group"] for r in ok):
             parts += ["", f"### {_group_title(group)}", ""]
             parts += _render_group(experiment.number, group, summary, paper, methods)
             parts += _render_ari(experiment.number, group, summary, methods)
     if not found:
         parts += ["", f"No results found in {directory} (expected files like table1.jsonl)."]
-    walls = [(meta or {}).get("wall_seconds") for meta in metas.values()]
+    walls = [_wall_seconds(meta) for meta in metas.values()]
     if found and all(wall is not None for wall in walls):
-        total = sum(float(wall) for wall in walls if wall is not None)
+        total = sum(wall for wall in walls if wall is not None)
         parts[1:1] = ["", f"Total wall time of the last call of each table: {total / 60:.1f} min."]
     return "\n".join(parts) + "\n"
 
@@ -365,5 +379,5 @@ def write_report(
 ) -> Path:
     """Render the report and write it to ``output`` (default ``results_dir/report.md``)."""
     path = Path(output) if output is not None else Path(results_dir) / "report.md"
-    path.write_text(render_report(results_dir), encoding="utf-8")
+    write_text_atomic(path, render_report(results_dir))
     return path

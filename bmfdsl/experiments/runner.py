@@ -23,8 +23,10 @@ from typing import IO, Any
 
 import numpy as np
 
+from bmfdsl.credentials import scrub
 from bmfdsl.errors import BackendUnavailableError, InvalidParameterError, UnknownNameError
 from bmfdsl.experiments.clustering import adjusted_rand_index, clusters_from_factor
+from bmfdsl.experiments.records import append_line, lock_out_dir, read_records, write_text_atomic
 from bmfdsl.experiments.tables import (
     DEFAULT_METHODS,
     Experiment,
@@ -298,10 +300,10 @@ def execute_run(task: RunTask, method: Method) -> dict[str, Any]:
         result = method(A, task.rank, settings)
         elapsed = time.perf_counter() - started
     except Exception as exc:
-        record.update(
+        record.update(  # scrubbed: a credential quoted by a failing service never lands here
             status="failed",
-            message=f"{type(exc).__name__}: {exc}",
-            traceback=traceback.format_exc(limit=-4),
+            message=scrub(f"{type(exc).__name__}: {exc}"),
+            traceback=scrub(traceback.format_exc(limit=-4)),
         )
         return record
     info = result.info or {}
@@ -346,35 +348,17 @@ def record_seconds(record: Mapping[str, Any]) -> float:
 
 
 def load_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """All complete records of a JSONL file (a line cut short by a crash is ignored)."""
-    path = Path(path)
-    if not path.exists():
-        return []
-    records = []
-    with path.open(encoding="utf-8") as stream:
-        for line in stream:
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict) and "run_id" in record:
-                records.append(record)
-    return records
+    """All well-formed records of a JSONL file.
+
+    Damaged lines (a line cut short by a crash, bad UTF-8, missing or wrong-typed fields)
+    are left out; :func:`bmfdsl.experiments.records.read_records` says which they are.
+    """
+    return read_records(path).records
 
 
 def append_record(path: str | os.PathLike[str], record: Mapping[str, Any]) -> None:
-    """Append one record as a line and push it to disk before returning."""
-    path = Path(path)
-    line = json.dumps(record, sort_keys=True)
-    with path.open("a+b") as stream:
-        stream.seek(0, os.SEEK_END)
-        if stream.tell() > 0:  # a crash may have left a line without its newline
-            stream.seek(-1, os.SEEK_END)
-            if stream.read(1) != b"\n":
-                stream.write(b"\n")
-        stream.write(line.encode("utf-8") + b"\n")
-        stream.flush()
-        os.fsync(stream.fileno())
+    """Append one record as a line and push it to disk before returning (no symlinks)."""
+    append_line(path, json.dumps(record, sort_keys=True).encode("utf-8") + b"\n")
 
 
 # --------------------------------------------------------------------------------------
@@ -481,7 +465,7 @@ def _new_meta(experiment: str, settings: Mapping[str, Any], command: str | None)
 
 def _write_meta(out_dir: Path, experiment: str, meta: Mapping[str, Any]) -> None:
     path = out_dir / f"{experiment}.meta.json"
-    path.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    write_text_atomic(path, json.dumps(meta, indent=2, sort_keys=True) + "\n")
 
 
 def _run_serial(
@@ -595,8 +579,42 @@ def run_experiment(
         raise InvalidParameterError(f"workers must be a positive integer; got {workers!r}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    with lock_out_dir(out):  # one runner per folder: two would compute every run twice
+        return _run_locked(
+            name,
+            experiment,
+            tasks,
+            resolved,
+            out,
+            sizes,
+            trials,
+            workers,
+            scheduler,
+            seed,
+            progress,
+            command,
+        )
+
+
+def _run_locked(
+    name: str,
+    experiment: Experiment,
+    tasks: list[RunTask],
+    resolved: Mapping[str, Method],
+    out: Path,
+    sizes: Sequence[Any] | None,
+    trials: int | None,
+    workers: int | None,
+    scheduler: str | None,
+    seed: int,
+    progress: bool,
+    command: str | None,
+) -> list[dict[str, Any]]:
     path = results_path(out, name)
-    finished = {r["run_id"]: r for r in load_records(path) if r.get("status") == "ok"}
+    stored = read_records(path)
+    if stored.skipped:
+        print(stored.skipped_summary(path), file=sys.stderr)
+    finished = {r["run_id"]: r for r in stored.records if r["status"] == "ok"}
     todo = [task for task in tasks if task.run_id not in finished]
     meta = _new_meta(
         name,

@@ -1,0 +1,81 @@
+"""Arguments that used to be read wrongly in silence or fail with the wrong exception type."""
+
+from __future__ import annotations
+
+import gzip
+
+import dimod
+import numpy as np
+import pytest
+
+from bmfdsl import factorize
+from bmfdsl.backends.registry import get_backend
+from bmfdsl.datasets import load_melanoma, load_mnist, read_idx
+from bmfdsl.errors import BmfdslError, InvalidMatrixError, InvalidParameterError
+
+A = np.array([[1, 1, 0], [1, 1, 0], [0, 1, 1]])
+
+
+@pytest.mark.parametrize("num_reads", [2.5, "3", True, -1])
+def test_a_fractional_or_non_integer_num_reads_is_refused_not_truncated(num_reads):
+    with pytest.raises(InvalidParameterError, match="num_reads"):
+        factorize(A, 2, random_state=0, num_reads=num_reads)
+
+
+def test_num_reads_is_checked_on_an_empty_model_too():
+    empty = dimod.BinaryQuadraticModel("BINARY")
+    with pytest.raises(InvalidParameterError, match="num_reads"):
+        get_backend("neal").sample(empty, num_reads=2.5)
+    assert len(get_backend("neal").sample(empty, num_reads=3)) == 3
+
+
+def test_an_integral_num_reads_still_works():
+    result = factorize(A, 2, random_state=0, num_reads=np.int64(2))
+    assert result.error == 0
+
+
+@pytest.mark.parametrize("als", ["no", "False", 0, 1, None])
+def test_als_must_be_a_bool(als):
+    with pytest.raises(InvalidParameterError, match="als must be True or False"):
+        factorize(A, 2, random_state=0, als=als)
+
+
+def test_als_accepts_numpy_bools():
+    without = factorize(A, 2, random_state=0, als=np.bool_(False))
+    assert "als" not in without.info["timings"]
+
+
+@pytest.mark.parametrize("backend", [42, 3.5, ["neal"], object()])
+def test_a_backend_that_is_neither_a_name_nor_a_sampler_is_a_typed_error(backend):
+    with pytest.raises(InvalidParameterError, match="backend must be") as caught:
+        factorize(A, 2, backend=backend)
+    assert isinstance(caught.value, BmfdslError) and isinstance(caught.value, ValueError)
+
+
+def test_an_empty_melanoma_file_is_a_typed_error(tmp_path):
+    path = tmp_path / "bittner-2000_database.txt"
+    for content in ("", "\n\n", "name\tS1\tS2\n"):
+        path.write_text(content)
+        with pytest.raises(InvalidMatrixError, match="expected a name row"):
+            load_melanoma(path)
+
+
+def _idx(array: np.ndarray) -> bytes:
+    return bytes([0, 0, 8, array.ndim]) + np.array(array.shape, ">u4").tobytes() + array.tobytes()
+
+
+def test_a_truncated_mnist_gzip_is_a_typed_error(tmp_path):
+    images = np.zeros((20, 28, 28), dtype=np.uint8)
+    packed = gzip.compress(_idx(images))
+    (tmp_path / "t10k-images-idx3-ubyte.gz").write_bytes(packed[: len(packed) // 2])
+    (tmp_path / "t10k-labels-idx1-ubyte.gz").write_bytes(gzip.compress(_idx(np.zeros(20, "u1"))))
+    with pytest.raises(InvalidMatrixError, match="truncated or corrupt gzip"):
+        load_mnist(tmp_path, per_digit=1)
+
+
+@pytest.mark.parametrize("data", [b"\x1f\x8b" + b"\x00" * 30, bytes([0, 0, 8, 3, 0, 0])])
+def test_corrupt_idx_files_are_typed_errors(tmp_path, data):
+    path = tmp_path / "x.idx"
+    path.write_bytes(data)
+    with pytest.raises(InvalidMatrixError):
+        read_idx(path)
