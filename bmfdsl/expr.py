@@ -110,7 +110,8 @@ class VariableSpace:
         """Refuse to build ``count`` terms beyond the size guard."""
         if self.term_limit is not None and count > self.term_limit:
             raise ModelTooLargeError(
-                f"{what} would hold {count:,} terms (about {count * TERM_BYTES / 2**30:.1f} GiB), "
+                f"{what} would hold {count:,} terms (about {count * TERM_BYTES / 2**30:.1f} GiB; "
+                f"{self.size:,} variables declared so far), "
                 f"over the model size limit of {self.term_limit * TERM_BYTES / 2**30:.1f} GiB; "
                 "sample rows (factorize(sample_rows='auto')), use the 'native' backend, lower "
                 "the rank, or raise compile_model(memory_limit=...)"

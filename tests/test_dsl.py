@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import dimod
 import numpy as np
@@ -165,7 +166,10 @@ def test_library_minimizers_are_optimal(name, shape):
             assert decoded.error == pytest.approx(optimum)
 
 
-@pytest.mark.parametrize("name", [*CASES, "formulation1", "formulation2-reduced"])
+EXAMPLE_SCRIPT = str(Path(__file__).resolve().parents[1] / "examples" / "my_model.py")
+
+
+@pytest.mark.parametrize("name", [*CASES, "formulation1", "formulation2-reduced", EXAMPLE_SCRIPT])
 def test_every_model_equals_its_pyqubo_twin(name):
     data_of = CASES[name][0] if name in CASES else (lambda A, C: {})
     for m, n, r in [(2, 3, 1), (3, 4, 3)]:
