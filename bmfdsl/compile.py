@@ -233,6 +233,7 @@ def compile_model(
 
     eager = m * n * rank <= EAGER_CELLS
     lowered: Lowered | None = None
+    estimate: tuple[int, int] | None = None
     if eager:
         lowered = Lowered(declare_full())
         metadata = lowered.builder
@@ -261,6 +262,9 @@ def compile_model(
             probes.append(probe.builder)
         metadata = probes[0]
         check = "sub-instances"
+        # terms and variables grow with the cells of A: extrapolate from the sub-instances
+        scale = (m * n) / float(metadata.A.shape[0] * metadata.A.shape[1])
+        estimate = (int(metadata.space.held_terms * scale), int(metadata.space.size * scale))
     structure = None
     if metadata.claim is not None:
         mask, weights = _full_claim_arrays(metadata, extra, lowered)
@@ -282,6 +286,8 @@ def compile_model(
         declare=declare_full,
         structure=structure,
         structure_check=check if structure is not None else None,
+        size_estimate=estimate,
+        memory_limit=int(memory_limit),
     )
     compiled._lowered = lowered
     return compiled

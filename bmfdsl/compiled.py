@@ -21,8 +21,10 @@ from bmfdsl.errors import (
     InvalidMatrixError,
     InvalidParameterError,
     ModelDefinitionError,
+    ModelTooLargeError,
     UnknownNameError,
 )
+from bmfdsl.expr import TERM_BYTES
 from bmfdsl.qubo import BQM_BYTES_PER_INTERACTION, BQM_BYTES_PER_VARIABLE, QuboTerms, lower
 from bmfdsl.result import DecodedSample
 from bmfdsl.structure import BMFStructure, OneHotSide
@@ -197,6 +199,8 @@ class CompiledModel:
         declare: Callable[[], ModelBuilder],
         structure: BMFStructure | None,
         structure_check: str | None,
+        size_estimate: tuple[int, int] | None = None,
+        memory_limit: int | None = None,
     ) -> None:
         self.model_name = model_name
         self.A = A
@@ -209,6 +213,8 @@ class CompiledModel:
         self.structure_check = structure_check
         self._declare = declare
         self._lowered: Lowered | None = None
+        self._size_estimate = size_estimate  # (terms, variables) before the model is built
+        self._memory_limit = memory_limit
 
     def __repr__(self) -> str:
         m, n = self.A.shape
@@ -221,6 +227,7 @@ class CompiledModel:
     def lowered(self) -> Lowered:
         """The full declaration, built on first use."""
         if self._lowered is None:
+            self._check_size()
             lowered = Lowered(self._declare())
             if self.structure is not None:  # so far checked on sub-instances only
                 verify_claim(lowered, self.model_name, "this instance")
@@ -261,11 +268,34 @@ class CompiledModel:
 
     @property
     def memory_estimate(self) -> int:
-        """Bytes a ``dimod.BinaryQuadraticModel`` of this model takes (an estimate)."""
+        """Bytes a ``dimod.BinaryQuadraticModel`` of this model takes (an estimate).
+
+        Known before the model is built: on a large instance it is extrapolated from the
+        sub-instances (interactions at most the terms), exact from the arrays once built.
+        """
+        if self._lowered is None and self._size_estimate is not None:
+            terms, variables = self._size_estimate
+            return BQM_BYTES_PER_VARIABLE * variables + BQM_BYTES_PER_INTERACTION * terms
         return (
             BQM_BYTES_PER_VARIABLE * self.num_variables
             + BQM_BYTES_PER_INTERACTION * self.num_interactions
         )
+
+    def _check_size(self) -> None:
+        """Refuse to build a model whose estimate passes the memory limit, before building."""
+        if self._size_estimate is None or self._memory_limit is None:
+            return
+        terms, variables = self._size_estimate
+        needed = TERM_BYTES * terms + self.memory_estimate
+        if needed > self._memory_limit:
+            raise ModelTooLargeError(
+                f"model {self.model_name!r} on this {self.A.shape[0]}x{self.A.shape[1]} matrix "
+                f"at rank {self.rank} would need about {needed / 2**30:.1f} GiB (about "
+                f"{variables:,} variables and {terms:,} terms), over the limit of "
+                f"{self._memory_limit / 2**30:.1f} GiB; sample rows "
+                "(factorize(sample_rows='auto')), use the 'native' backend, lower the rank, or "
+                "raise compile_model(memory_limit=...)"
+            )
 
     @property
     def qubo(self) -> QuboTerms:

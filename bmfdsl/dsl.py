@@ -339,6 +339,7 @@ class ModelBuilder:
         )
         target = self._group(group, weight, "product")
         target.triples.append((zi.ravel(), ai.ravel(), bi.ravel()))
+        self.space.hold(4 * zi.size, f"product group {group!r}")
         target.chunks.append(_product_penalties(self.space, zi.ravel(), ai.ravel(), bi.ravel()))
 
     def constrain_one_hot(self, X: Any, *, axis: int = -1, group: str, weight: Any) -> None:
@@ -353,7 +354,9 @@ class ModelBuilder:
         rows = indices.reshape(-1, indices.shape[-1])
         target = self._group(group, weight, "one_hot")
         target.rows.append(rows)
-        target.chunks.append(one_hot_penalty(PolyArray._variables(self.space, rows), axis=-1))
+        penalty = one_hot_penalty(PolyArray._variables(self.space, rows), axis=-1)
+        self.space.hold(penalty.num_terms, f"one-hot group {group!r}")
+        target.chunks.append(penalty)
 
     def one_hot_constraint(self, weight: str = "lam_onehot", default: float | str = "lam") -> None:
         """Add the one-hot constraint requested by ``compile_model(one_hot=...)``, if any.
@@ -411,6 +414,7 @@ class ModelBuilder:
         for part in parts[1:]:
             total = total + part
         target = self._group(group, weight, "or")
+        self.space.hold(total.num_terms, f"OR group {group!r}")
         target.chains.append((outputs, inputs, chain))
         target.chunks.append(total)
 
@@ -420,6 +424,7 @@ class ModelBuilder:
         if poly.space is not None and poly.space is not self.space:
             raise ModelDefinitionError("the penalty uses variables of another model")
         target = self._group(group, weight, "custom")
+        self.space.hold(poly.num_terms, f"group {group!r}")
         target.chunks.append(poly.reshape(-1) if poly.ndim != 1 else poly)
 
     # -- objective -------------------------------------------------------------------------
@@ -428,6 +433,7 @@ class ModelBuilder:
         poly = as_poly(expression, self.space)
         if poly.space is not None and poly.space is not self.space:
             raise ModelDefinitionError("the objective uses variables of another model")
+        self.space.hold(poly.num_terms, "its objective")
         self.objective = self.objective + (poly.sum() if poly.ndim else poly)
 
     def declare_bmf(self, mask: Any = None, weights: Any = None) -> None:

@@ -70,15 +70,16 @@ class VariableBlock:
 class VariableSpace:
     """The binary variables of one model, allocated block by block in declaration order.
 
-    ``term_limit`` bounds the number of terms any single array may hold (the size guard): an
-    operation that would exceed it raises :class:`~bmfdsl.errors.ModelTooLargeError` before
-    anything is allocated.
+    ``term_limit`` bounds the number of terms (the size guard): any single array, and all the
+    terms the model holds together (:meth:`hold`). An operation that would pass it raises
+    :class:`~bmfdsl.errors.ModelTooLargeError` before anything is allocated.
     """
 
     def __init__(self, term_limit: int | None = None) -> None:
         self.blocks: dict[str, VariableBlock] = {}
         self.size = 0
         self.term_limit = term_limit
+        self.held_terms = 0
 
     def allocate(self, name: str, shape: Sequence[int]) -> PolyArray:
         """A new block of variables; returns it as a :class:`PolyArray` of variables."""
@@ -105,6 +106,11 @@ class VariableSpace:
             if block.start <= index < block.start + block.size:
                 return block.label(index - block.start)
         raise IndexError(index)
+
+    def hold(self, count: int, what: str) -> None:
+        """Count ``count`` more terms as kept by the model (objective, penalties)."""
+        self.check_terms(self.held_terms + count, f"the model with {what}")
+        self.held_terms += count
 
     def check_terms(self, count: int, what: str) -> None:
         """Refuse to build ``count`` terms beyond the size guard."""
