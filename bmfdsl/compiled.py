@@ -70,9 +70,11 @@ class Lowered:
         used[self.u_full] = True
         used[self.v_full] = True
         self.positions = np.flatnonzero(used)  # BQM position -> variable index
-        renumber = np.full(space.size, -1, np.int64)
-        renumber[self.positions] = np.arange(self.positions.size)
+        renumber = np.full(space.size, -1, np.int32)
+        renumber[self.positions] = np.arange(self.positions.size, dtype=np.int32)
         terms = lower(parts, space.size)
+        del parts
+        builder.release_terms()
         terms.row, terms.col = renumber[terms.row], renumber[terms.col]
         terms.linear = {k: v[self.positions] for k, v in terms.linear.items()}
         terms.num_variables = int(self.positions.size)
@@ -361,7 +363,7 @@ class CompiledModel:
         """
         from bmfdsl.pyqubo_twin import hamiltonian
 
-        return hamiltonian(self.builder)
+        return hamiltonian(self._declare())  # a fresh declaration: the lowered one is trimmed
 
     # -- encode / decode -------------------------------------------------------------------
     def _check_factor(self, X: Any, rows: int, name: str) -> np.ndarray:

@@ -42,7 +42,7 @@ from typing import Any, Literal
 import numpy as np
 
 from bmfdsl.errors import InvalidParameterError, ModelDefinitionError
-from bmfdsl.expr import PolyArray, VariableSpace, as_poly, einsum, stack
+from bmfdsl.expr import INDEX, PolyArray, VariableSpace, as_poly, einsum, stack
 from bmfdsl.structure import OneHotSide
 
 __all__ = [
@@ -116,7 +116,8 @@ def squared_residual(A: Any, X: Any, mask: Any = None, weights: Any = None) -> A
             raise ModelDefinitionError(
                 f"squared_residual: X has shape {residual.shape}, A has {data.shape}"
             )
-        return ((residual * residual) * scale).sum()
+        squares = residual * residual
+        return (squares if mask is None and weights is None else squares * scale).sum()
     values = np.asarray(X, dtype=float)
     return float((scale * (data - values) ** 2).sum())
 
@@ -397,7 +398,7 @@ class ModelBuilder:
         if count == 0:
             raise ModelDefinitionError("constrain_or needs at least one input along axis")
         chain_size = max(count - 2, 0)
-        chain = np.zeros((outputs.size, 0), np.int64)
+        chain = np.zeros((outputs.size, 0), INDEX)
         if chain_size:
             aux = self.binary(f"{group}_chain", (*Y.shape, chain_size))
             chain = aux.variable_indices().reshape(outputs.size, chain_size)
@@ -467,6 +468,18 @@ class ModelBuilder:
             raise ModelDefinitionError("declare_error needs a function (U, V) -> errors")
         self.error_function = function
 
+    def release_terms(self) -> None:
+        """Drop the term tables that decoding no longer needs once the model is lowered.
+
+        Product and one-hot groups keep their index arrays (for ``encode`` and ``broken``);
+        the objective is kept only when it is the model's error metric.
+        """
+        for group in self.groups.values():
+            if group.kind in ("product", "one_hot"):
+                group.chunks.clear()
+        if self.claim is not None or self.error_function is not None:
+            self.objective = as_poly(0.0, self.space)
+
     # -- checks ----------------------------------------------------------------------------
     def check_complete(self, source: str) -> None:
         """Raise :class:`ModelDefinitionError` when the declaration cannot be compiled."""
@@ -517,8 +530,8 @@ def _product_penalties(
     space: VariableSpace, z: np.ndarray, a: np.ndarray, b: np.ndarray
 ) -> PolyArray:
     """``f(z, a, b) = ab - 2az - 2bz + 3z`` per element."""
-    elem = np.arange(z.size, dtype=np.int64)
-    none = np.full(z.size, -1, np.int64)
+    elem = np.arange(z.size, dtype=INDEX)
+    none = np.full(z.size, -1, INDEX)
     return _terms_array(
         space,
         z.size,
@@ -528,8 +541,8 @@ def _product_penalties(
 
 def _or_penalties(space: VariableSpace, y: np.ndarray, x1: np.ndarray, x2: np.ndarray) -> PolyArray:
     """``y = x1 OR x2``: ``x1 + x2 + y + x1 x2 - 2 x1 y - 2 x2 y`` per element."""
-    elem = np.arange(y.size, dtype=np.int64)
-    none = np.full(y.size, -1, np.int64)
+    elem = np.arange(y.size, dtype=INDEX)
+    none = np.full(y.size, -1, INDEX)
     return _terms_array(
         space,
         y.size,
@@ -546,8 +559,8 @@ def _or_penalties(space: VariableSpace, y: np.ndarray, x1: np.ndarray, x2: np.nd
 
 def _equal_penalties(space: VariableSpace, y: np.ndarray, x: np.ndarray) -> PolyArray:
     """``y = x``: ``(y - x)² = x + y - 2xy`` per element."""
-    elem = np.arange(y.size, dtype=np.int64)
-    none = np.full(y.size, -1, np.int64)
+    elem = np.arange(y.size, dtype=INDEX)
+    none = np.full(y.size, -1, INDEX)
     return _terms_array(
         space, y.size, [(elem, x, none, 1.0), (elem, y, none, 1.0), (elem, x, y, -2.0)]
     )

@@ -36,8 +36,10 @@ from bmfdsl.errors import InvalidParameterError, ModelDefinitionError, ModelTooL
 
 __all__ = ["PolyArray", "VariableBlock", "VariableSpace", "as_poly", "einsum", "stack"]
 
+#: Indices of elements and variables: 32 bits halve the term tables of large models.
+INDEX = np.int32
 #: Bytes one stored term costs (element, two variable indices, coefficient).
-TERM_BYTES = 32
+TERM_BYTES = 20
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,10 @@ class VariableSpace:
         self.check_terms(block.size, f"the variables of {name!r}")
         self.blocks[name] = block
         self.size += block.size
-        return PolyArray._variables(self, block.start + np.arange(block.size).reshape(dims))
+        if self.size + block.size >= np.iinfo(INDEX).max:
+            raise ModelTooLargeError(f"a model holds at most {np.iinfo(INDEX).max:,} variables")
+        indices = block.start + np.arange(block.size, dtype=INDEX)
+        return PolyArray._variables(self, indices.reshape(dims))
 
     def labels(self) -> list[str]:
         """Every variable label, in index order."""
@@ -125,7 +130,7 @@ class VariableSpace:
 
 
 def _empty_terms() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    return np.zeros(0, np.int64), np.zeros((0, 2), np.int64), np.zeros(0, np.float64)
+    return np.zeros(0, INDEX), np.zeros((0, 2), INDEX), np.zeros(0, np.float64)
 
 
 class PolyArray:
@@ -163,15 +168,15 @@ class PolyArray:
         out = cls.__new__(cls)
         out.space = space
         out.shape = tuple(int(s) for s in indices.shape)
-        out._vars = np.asarray(indices, dtype=np.int64)
+        out._vars = np.asarray(indices, dtype=INDEX)
         return out
 
     def _materialise(self) -> None:
         if self._vars is not None and not hasattr(self, "elem"):
             flat = self._vars.ravel()
             self.const = np.zeros(self.shape)
-            self.elem = np.arange(flat.size, dtype=np.int64)
-            self.var = np.stack([flat, np.full(flat.size, -1, np.int64)], axis=1)
+            self.elem = np.arange(flat.size, dtype=INDEX)
+            self.var = np.stack([flat, np.full(flat.size, -1, INDEX)], axis=1)
             self.coef = np.ones(flat.size)
 
     @property
@@ -219,7 +224,7 @@ class PolyArray:
                 f"{role} must be an array of single binary variables (elements of "
                 "model.binary(...) or model.factors()), not expressions"
             )
-        out = np.empty(self.size, np.int64)
+        out = np.empty(self.size, INDEX)
         out[elem] = var[:, 0]
         return out.reshape(self.shape)
 
@@ -243,15 +248,15 @@ class PolyArray:
     # -- structure: every reshaping is a gather of elements ---------------------------------
     def _gather(self, index: np.ndarray) -> PolyArray:
         """The array whose element ``p`` is this array's element ``index[p]``."""
-        index = np.asarray(index, dtype=np.int64)
+        index = np.asarray(index, dtype=INDEX)
         if self._vars is not None:
             return PolyArray._variables(self.space, self._vars.ravel()[index])
         const, elem, var, coef = self.terms
         flat = index.ravel()
         counts = np.bincount(flat, minlength=self.size) if flat.size else np.zeros(self.size, int)
         if flat.size == 0 or counts.max() <= 1:  # a selection or permutation: no copies
-            inverse = np.full(self.size, -1, np.int64)
-            inverse[flat] = np.arange(flat.size)
+            inverse = np.full(self.size, -1, INDEX)
+            inverse[flat] = np.arange(flat.size, dtype=INDEX)
             new_elem = inverse[elem]
             keep = new_elem >= 0
             if not keep.all():
@@ -265,12 +270,12 @@ class PolyArray:
             starts = np.cumsum(counts) - counts
             source = np.repeat(np.arange(elem.size), reps)
             within = np.arange(total) - np.repeat(np.cumsum(reps) - reps, reps)
-            new_elem = order[starts[elem[source]] + within]
+            new_elem = order[starts[elem[source]] + within].astype(INDEX)
             var, coef = var[source], coef[source]
         return PolyArray(self.space, index.shape, const.ravel()[index], new_elem, var, coef)
 
     def _positions(self) -> np.ndarray:
-        return np.arange(self.size, dtype=np.int64).reshape(self.shape)
+        return np.arange(self.size, dtype=INDEX).reshape(self.shape)
 
     def __getitem__(self, key: Any) -> PolyArray:
         if isinstance(key, PolyArray):
@@ -335,9 +340,9 @@ class PolyArray:
             coords = np.unravel_index(elem, self.shape)
             new_elem = np.ravel_multi_index(
                 [coords[d] for d in kept], [self.shape[d] for d in kept]
-            )
+            ).astype(INDEX)
         else:
-            new_elem = np.zeros(elem.size, np.int64)
+            new_elem = np.zeros(elem.size, INDEX)
         return PolyArray(
             self.space, np.shape(new_const), np.asarray(new_const, float), new_elem, var, coef
         )
@@ -448,7 +453,7 @@ class PolyArray:
         same = x == y
         flat_const = const.ravel()
         quad_var = np.stack([np.minimum(x, y), np.where(same, -1, np.maximum(x, y))], axis=1)
-        none = np.full(elem.size, -1, np.int64)
+        none = np.full(elem.size, -1, INDEX)
         out_elem = np.concatenate([elem, elem, elem[left]])
         out_var = np.concatenate([np.stack([first, none], 1), np.stack([first, none], 1), quad_var])
         out_coef = np.concatenate(

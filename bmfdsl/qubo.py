@@ -125,6 +125,8 @@ def _coalesce(
         return empty, empty, {key: np.zeros(0) for key in keys}
     first, second = np.concatenate(firsts), np.concatenate(seconds)
     owner, value = np.concatenate(owners), np.concatenate(values)
+    for parts in (firsts, seconds, owners, values):  # the joined copies replace them
+        parts.clear()
     shape = (num_variables, num_variables)
     quadratic: dict[str, np.ndarray] = {}
     pattern: tuple[np.ndarray, np.ndarray] | None = None
@@ -141,8 +143,8 @@ def _coalesce(
         quadratic[key] = np.asarray(matrix.data, dtype=np.float64)
     assert pattern is not None
     indptr, indices = pattern
-    row = np.repeat(np.arange(num_variables, dtype=np.int64), np.diff(indptr))
-    col = indices.astype(np.int64)
+    row = np.repeat(np.arange(num_variables, dtype=indices.dtype), np.diff(indptr))
+    col = indices
     used = np.zeros(row.size, dtype=bool)
     for part in quadratic.values():
         used |= part != 0
