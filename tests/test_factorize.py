@@ -8,10 +8,8 @@ import numpy as np
 import pytest
 
 from bmfdsl import (
-    BinaryMatrixFactorization,
     InvalidMatrixError,
     InvalidParameterError,
-    NotFittedError,
     UnknownNameError,
     factorize,
 )
@@ -116,45 +114,6 @@ def test_bad_matrix_and_rank():
         factorize([[0, 3], [1, 1]], 1)
     with pytest.raises(InvalidParameterError, match="between 1 and"):
         factorize(np.ones((3, 4)), 4)
-
-
-def test_estimator_follows_scikit_learn_conventions():
-    A = planted(20, 10, 2, seed=9)
-    estimator = BinaryMatrixFactorization(n_components=2, random_state=0)
-    assert not hasattr(estimator, "components_")
-    with pytest.raises(NotFittedError, match="fit"):
-        estimator.transform(A)
-    W = estimator.fit_transform(A)
-    assert estimator.components_.shape == (2, 10)
-    assert estimator.reconstruction_err_ == 0.0 and estimator.relative_error_ == 0.0
-    np.testing.assert_array_equal(estimator.inverse_transform(W), A)
-    np.testing.assert_array_equal(estimator.transform(A) @ estimator.components_, A)
-    assert estimator.get_params()["n_components"] == 2
-    assert estimator.set_params(n_components=3).n_components == 3
-    with pytest.raises(UnknownNameError, match="n_components"):
-        estimator.set_params(rank=3)
-    with pytest.raises(InvalidParameterError, match="features"):
-        BinaryMatrixFactorization(2, random_state=0).fit(A).transform(A[:, :5])
-
-
-APPLICABLE_SKLEARN_CHECKS = [
-    "check_no_attributes_set_in_init",
-    "check_get_params_invariance",
-    "check_set_params",
-    "check_parameters_default_constructible",
-    "check_estimator_repr",
-    "check_do_not_raise_errors_in_init_or_set_params",
-    "check_estimators_unfitted",
-    "check_estimator_cloneable",
-    "check_transformers_unfitted",
-]
-
-
-@pytest.mark.parametrize("check", APPLICABLE_SKLEARN_CHECKS)
-def test_scikit_learn_estimator_checks(check):
-    """The checks that apply to a 0/1-only estimator (the others feed real-valued data)."""
-    checks = pytest.importorskip("sklearn.utils.estimator_checks")
-    getattr(checks, check)("BinaryMatrixFactorization", BinaryMatrixFactorization(random_state=0))
 
 
 def test_cli_round_trip(tmp_path, capsys):
