@@ -17,6 +17,7 @@ import importlib
 import importlib.metadata
 import importlib.util
 import inspect
+import os
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -50,6 +51,8 @@ class BackendInfo:
         extra: the ``bmfdsl`` extra that installs its dependencies (None: core).
         reason: why it is unavailable and how to fix it ("" when available).
         target: ``"module:attribute"`` of the sampler class or factory.
+        credentials: ``None`` for a backend that needs none; else whether its credential
+            (an environment variable, see :data:`CREDENTIAL_VARIABLES`) is set.
     """
 
     name: str
@@ -58,6 +61,24 @@ class BackendInfo:
     extra: str | None
     reason: str
     target: str
+    credentials: bool | None = None
+
+    @property
+    def status(self) -> str:
+        """One phrase: "available", "installed, no credentials (set X)" or why it is not."""
+        if not self.available:
+            return f"unavailable: {self.reason}"
+        if self.credentials is False:
+            return f"installed, no credentials (set {CREDENTIAL_VARIABLES[self.name]})"
+        return "available"
+
+
+#: The environment variable holding each cloud backend's credential.
+CREDENTIAL_VARIABLES = {
+    "dwave-qpu": "DWAVE_API_TOKEN",
+    "dwave-hybrid": "DWAVE_API_TOKEN",
+    "fujitsu-da": "BMFDSL_DA_API_KEY",
+}
 
 
 @dataclass(frozen=True)
@@ -238,6 +259,11 @@ def list_backends() -> list[BackendInfo]:
                 extra=entry.extra,
                 reason=reason,
                 target=entry.target,
+                credentials=(
+                    bool(os.environ.get(CREDENTIAL_VARIABLES[name]))
+                    if name in CREDENTIAL_VARIABLES
+                    else None
+                ),
             )
         )
     return infos

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from bmfdsl import progress
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError, UnknownNameError
 from bmfdsl.result import Factorization, relative_error, squared_error, to_jsonable
 from bmfdsl.validation import check_binary_matrix, check_random_state, check_rank
@@ -159,6 +160,7 @@ def factorize(
         rank_core = rank
 
     broken: dict[str, int] = {}
+    progress.stage(f"{method_key} solve on {core.shape[0]}x{core.shape[1]}")
     if method_key == "qubo":
         U, V, broken = _solve_qubo(
             core, rank_core, model, backend, side, weights, rng, backend_params, timings, info
@@ -189,6 +191,7 @@ def factorize(
     if als:
         from bmfdsl._als import als as alternating
 
+        progress.stage("ALS polish")
         stage = time.perf_counter()
         if blockwise:  # ALS on the tall orientation: the row blocks span every column
             polished = alternating(data, U, V, one_hot=side)
