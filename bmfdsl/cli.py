@@ -391,8 +391,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.quiet = args.quiet or "--quiet" in flags
     try:
         return int(args.func(args))
-    except KeyboardInterrupt:
-        print("bmfdsl: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # one line; what was finished is said by the raiser
+        detail = f": {exc}" if str(exc) else ""
+        print(f"bmfdsl: interrupted{detail}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as exc:  # one clear line instead of a traceback
         if args.debug:

@@ -38,7 +38,7 @@ def _experiment(args: argparse.Namespace) -> int:
             scheduler=args.scheduler,
             data_dir=args.data_dir,
             seed=args.seed,
-            progress=not args.no_progress,
+            progress=not (args.no_progress or getattr(args, "quiet", False)),
             command=_command_line(args),
         )
         print(f"{name}: {len(records)} finished runs in {args.out}/{name}.jsonl")
@@ -87,7 +87,8 @@ def add_subcommands(subparsers: Any) -> None:
         help="run one of the paper's experiments (resumable)",
         description=(
             "Run one of the paper's tables with its settings as defaults. Results are appended "
-            "to OUT/<name>.jsonl as runs finish; re-running skips finished runs."
+            "to OUT/<name>.jsonl as runs finish; re-running skips finished runs.\n\n"
+            "example: bmfdsl experiment table2 --sizes 30 --ranks 1 2 --trials 2 --out runs/"
         ),
     )
     experiment.add_argument("name", choices=[*EXPERIMENTS, "all"], help="table1 ... table6, all")
@@ -142,7 +143,7 @@ def add_subcommands(subparsers: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the subcommands on their own; errors print one line and exit with status 2."""
+    """Run the subcommands on their own; an error prints one line and exits with status 1."""
     parser = argparse.ArgumentParser(prog="bmfdsl", description="bmfdsl experiments")
     add_subcommands(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
@@ -150,8 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except (BmfdslError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
+        return 1
+    except KeyboardInterrupt as exc:
+        print(f"interrupted: {exc}" if str(exc) else "interrupted", file=sys.stderr)
         return 130
 
 
