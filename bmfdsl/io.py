@@ -296,7 +296,12 @@ def _sniff_delimiter(first_line: str) -> str | None:
 def _split(line: str, delimiter: str | None) -> list[str]:
     if delimiter is None:
         return line.split()
-    return next(csv.reader([line], delimiter=delimiter))
+    if '"' not in line:
+        return line.split(delimiter)
+    try:  # quoted cells: the csv module (it caps a field at 128 KiB)
+        return next(csv.reader([line], delimiter=delimiter))
+    except csv.Error as exc:
+        raise InvalidMatrixError(f"cannot parse the first lines: {exc}") from exc
 
 
 def _read_delimited(
@@ -315,7 +320,7 @@ def _read_delimited(
         raise InvalidMatrixError(
             f"{name!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8"
         ) from exc
-    lines = [line for line in text[: 2 * _SNIFF_BYTES].splitlines() if line.strip()][:20]
+    lines = [line.rstrip("\r") for line in text.split("\n", 40)[:40] if line.strip()][:20]
     if not lines:
         raise InvalidMatrixError(f"{name!r} is empty")
     delimiter = sep if sep is not None else _sniff_delimiter(lines[0])
@@ -332,7 +337,7 @@ def _read_delimited(
     if header is None:
         header = _detect_header(first, index, name)
 
-    if delimiter is not None and '"' not in text[: 2 * _SNIFF_BYTES]:
+    if delimiter is not None and '"' not in text:
         _check_rectangular(text, delimiter, name)
     try:
         frame = pd.read_csv(
