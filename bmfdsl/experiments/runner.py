@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import logging
 import os
 import platform
 import signal
@@ -554,12 +555,19 @@ def _run_dask(
             **dask.config.get("distributed.nanny.pre-spawn-environ", default={}),
             "MALLOC_TRIM_THRESHOLD_": 128 * 2**20,
             "MALLOC_MMAP_THRESHOLD_": 64 * 2**20,
+            # A run's failure is caught and recorded by execute_run; what workers would log
+            # is shutdown noise (on Ctrl-C each printed a traceback), so only critical lines.
+            "DASK_LOGGING__DISTRIBUTED": "critical",
         }
         with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}), _no_sigint():
             cluster = LocalCluster(
                 n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
             )
         client = Client(cluster)
+        # also workers the nanny restarts later: Ctrl-C is for this process, which stops them
+        from bmfdsl.experiments._dask_plugins import IgnoreSigint
+
+        client.register_plugin(IgnoreSigint(), name="bmfdsl-ignore-sigint")
     else:
         client = Client(scheduler)
     try:
@@ -570,9 +578,16 @@ def _run_dask(
         for future in as_completed(futures):
             yield future.result()
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        # a worker still busy in a run is killed on shutdown: expected, not worth a warning
+        log = logging.getLogger("distributed")
+        level = log.level
+        log.setLevel(logging.ERROR)
+        try:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+        finally:
+            log.setLevel(level)
 
 
 def run_experiment(
