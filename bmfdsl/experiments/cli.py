@@ -96,48 +96,69 @@ def add_subcommands(subparsers: Any) -> None:
         "--sizes",
         nargs="+",
         help="row counts m (tables 1-4, default 30 2000 50000), images per digit (table5, "
-        "default 10) or data sets (table6, default leukemia melanoma)",
+        "default 10) or data sets (table6, default leukemia melanoma), e.g. 30 2000",
     )
-    experiment.add_argument("--ranks", nargs="+", type=int, help="target ranks (default 1-5)")
     experiment.add_argument(
-        "--trials", type=int, help="trials per instance and rank (default 10; table5: 1)"
+        "--ranks", nargs="+", type=int, help="target ranks, e.g. 1 2 (default 1-5)"
+    )
+    experiment.add_argument(
+        "--trials", type=int, help="trials per instance and rank, e.g. 2 (default 10; table5: 1)"
     )
     experiment.add_argument(
         "--methods",
         nargs="+",
         help=f"default {' '.join(DEFAULT_METHODS)} (table6 adds bmfdsl-no-onehot); also "
-        "qubo:<backend> and qubo:<backend>+als",
+        "qubo:<backend> and qubo:<backend>+als, e.g. bmfdsl qubo:neal",
     )
     where = experiment.add_mutually_exclusive_group()
     where.add_argument(
-        "--workers", type=int, help="local worker processes (default: CPUs; 1 = serial)"
+        "--workers", type=int, help="local worker processes, e.g. 4 (default: CPUs; 1 = serial)"
     )
-    where.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
+    where.add_argument(
+        "--scheduler",
+        help="Dask scheduler address, e.g. tcp://host:8786 (default: local processes)",
+    )
     experiment.add_argument(
-        "--data-dir", help="folder with mnist/, leukemia/, melanoma/ (default $BMFDSL_DATA_DIR)"
+        "--data-dir",
+        help="folder with mnist/, leukemia/, melanoma/, e.g. data/ (default $BMFDSL_DATA_DIR)",
     )
-    experiment.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
-    experiment.add_argument("--no-progress", action="store_true", help="no progress bar")
-    experiment.add_argument("--out", required=True, help="results folder")
+    experiment.add_argument("--seed", type=int, default=0, help="base seed, e.g. 7 (default 0)")
+    experiment.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar, as --quiet (default: a bar on a terminal)",
+    )
+    experiment.add_argument("--out", required=True, help="results folder (required), e.g. runs/t1")
     experiment.set_defaults(func=_experiment)
 
     report = subparsers.add_parser(
         "report", help="markdown tables of results beside the paper's values"
     )
-    report.add_argument("dir", help="results folder of `bmfdsl experiment`")
+    report.add_argument("dir", help="results folder of `bmfdsl experiment`, e.g. runs/t1")
     report.add_argument(
-        "--output", "-o", help="file to write (default DIR/report.md; '-' for stdout)"
+        "--output",
+        "-o",
+        help="file to write, e.g. report.md (default DIR/report.md; '-' for stdout)",
     )
     report.set_defaults(func=_report)
 
     figures = subparsers.add_parser(
         "figures", help="the paper's figures and error-vs-rank plots (needs matplotlib)"
     )
-    figures.add_argument("dir", help="results folder; figures go to DIR/figures")
-    figures.add_argument("--data-dir", help="data folder for Fig. 1 (MNIST) and Fig. 2 (leukemia)")
-    figures.add_argument("--method", default="bmfdsl", help="method of Fig. 1 (default bmfdsl)")
+    figures.add_argument("dir", help="results folder, e.g. runs/; figures go to DIR/figures")
     figures.add_argument(
-        "--formats", nargs="+", default=["png", "svg"], help="file formats (default png svg)"
+        "--data-dir",
+        help="data folder for Fig. 1 (MNIST) and Fig. 2 (leukemia), e.g. data/ "
+        "(default $BMFDSL_DATA_DIR; without one both are skipped)",
+    )
+    figures.add_argument(
+        "--method", default="bmfdsl", help="method of Fig. 1, e.g. baseline (default bmfdsl)"
+    )
+    figures.add_argument(
+        "--formats",
+        nargs="+",
+        default=["png", "svg"],
+        help="file formats, e.g. pdf (default png svg)",
     )
     figures.set_defaults(func=_figures)
 
