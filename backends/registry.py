@@ -241,6 +241,19 @@ def _module_exists(name: str) -> bool:
         return False
 
 
+def _has_credentials(name: str) -> bool:
+    """Is the backend's credential variable set (or, for D-Wave, an Ocean config file)?"""
+    if os.environ.get(CREDENTIAL_VARIABLES[name]):
+        return True
+    if name.startswith("dwave-"):  # `dwave config create` writes the token to a file instead
+        home = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+        return any(
+            os.path.isfile(path)
+            for path in (os.path.join(home, "dwave", "dwave.conf"), "dwave.conf")
+        )
+    return False
+
+
 def list_backends() -> list[BackendInfo]:
     """Every known backend, sorted by name, with its availability; imports no solver.
 
@@ -259,11 +272,7 @@ def list_backends() -> list[BackendInfo]:
                 extra=entry.extra,
                 reason=reason,
                 target=entry.target,
-                credentials=(
-                    bool(os.environ.get(CREDENTIAL_VARIABLES[name]))
-                    if name in CREDENTIAL_VARIABLES
-                    else None
-                ),
+                credentials=_has_credentials(name) if name in CREDENTIAL_VARIABLES else None,
             )
         )
     return infos
