@@ -8,6 +8,7 @@ honours ``set_output`` and passes scikit-learn's estimator checks (see
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
@@ -116,10 +117,15 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
         if hasattr(X, "toarray"):
             X = X.toarray()
         if self.binarize is not None:
-            return np.ascontiguousarray(self.binarize <= X, dtype=np.int8)
-        if (
-            X.size and X.min() < 0
-        ):  # the wording scikit-learn's checks expect for a positive-only tag
+            threshold = self.binarize
+            real = isinstance(threshold, numbers.Real) and not isinstance(threshold, bool)
+            if not (real and np.isfinite(threshold)):
+                raise InvalidParameterError(
+                    f"binarize must be None or a finite number; got {threshold!r}"
+                )
+            return np.ascontiguousarray(np.greater_equal(X, threshold), dtype=np.int8)
+        # a positive-only estimator: scikit-learn's checks expect this wording for negatives
+        if X.size and X.min() < 0:
             raise InvalidMatrixError(
                 "Negative values in data passed to X: X must hold only 0 and 1; "
                 "set binarize=T to count entries >= T as 1."

@@ -118,6 +118,8 @@ def test_parameters_are_checked_with_typed_errors():
         BinaryMatrixFactorization(11).fit(A)
     with pytest.raises(InvalidMatrixError, match="binarize"):
         BinaryMatrixFactorization(2).fit(A * 0.7)
+    with pytest.raises(InvalidParameterError, match="finite"):
+        BinaryMatrixFactorization(2, binarize=float("nan")).fit(A)
 
 
 def test_binarize_thresholds_real_valued_input():
