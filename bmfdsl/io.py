@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import numbers
 import os
 import sys
 import zipfile
@@ -123,7 +124,8 @@ def read_data(
     >>> data.row_labels, data.column_labels, data.mask.tolist()
     (['g1', 'g2'], ['s1', 's2'], [[True, True], [False, True]])
     """
-    if binarize is not None and not (isinstance(binarize, int | float) and math.isfinite(binarize)):
+    real = isinstance(binarize, numbers.Real) and not isinstance(binarize, bool)
+    if binarize is not None and not (real and math.isfinite(binarize)):
         raise InvalidParameterError(f"binarize must be a finite number; got {binarize!r}")
     name = _name(path)
     if str(path) == "-":

@@ -110,7 +110,7 @@ def test_nan_in_a_binary_array_is_missing_not_zero():
     assert data.mask.tolist() == [[False, True]]
 
 
-@pytest.mark.parametrize("bad", [float("nan"), float("inf"), "0.5"])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), "0.5", True])
 def test_binarize_threshold_must_be_finite(tmp_path, bad):
     with pytest.raises(InvalidParameterError, match="finite"):
         read_data(write(tmp_path, "1,0\n"), binarize=bad)
