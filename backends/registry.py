@@ -18,6 +18,7 @@ import importlib
 import importlib.metadata
 import importlib.util
 import inspect
+import os
 import re
 import warnings
 from dataclasses import dataclass
@@ -52,6 +53,8 @@ class BackendInfo:
         extra: the ``bmfdsl`` extra that installs its dependencies (None: core).
         reason: why it is unavailable and how to fix it ("" when available).
         target: ``"module:attribute"`` of the sampler class or factory.
+        credentials: ``None`` for a backend that needs none; else whether its credential
+            (an environment variable, see :data:`CREDENTIAL_VARIABLES`) is set.
     """
 
     name: str
@@ -60,6 +63,24 @@ class BackendInfo:
     extra: str | None
     reason: str
     target: str
+    credentials: bool | None = None
+
+    @property
+    def status(self) -> str:
+        """One phrase: "available", "installed, no credentials (set X)" or why it is not."""
+        if not self.available:
+            return f"unavailable: {self.reason}"
+        if self.credentials is False:
+            return f"installed, no credentials (set {CREDENTIAL_VARIABLES[self.name]})"
+        return "available"
+
+
+#: The environment variable holding each cloud backend's credential.
+CREDENTIAL_VARIABLES = {
+    "dwave-qpu": "DWAVE_API_TOKEN",
+    "dwave-hybrid": "DWAVE_API_TOKEN",
+    "fujitsu-da": "BMFDSL_DA_API_KEY",
+}
 
 
 @dataclass(frozen=True)
@@ -241,6 +262,19 @@ def _module_exists(name: str) -> bool:
         return False
 
 
+def _has_credentials(name: str) -> bool:
+    """Is the backend's credential variable set (or, for D-Wave, an Ocean config file)?"""
+    if os.environ.get(CREDENTIAL_VARIABLES[name]):
+        return True
+    if name.startswith("dwave-"):  # `dwave config create` writes the token to a file instead
+        home = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+        return any(
+            os.path.isfile(path)
+            for path in (os.path.join(home, "dwave", "dwave.conf"), "dwave.conf")
+        )
+    return False
+
+
 def list_backends() -> list[BackendInfo]:
     """Every known backend, sorted by name, with its availability; imports no solver.
 
@@ -259,6 +293,7 @@ def list_backends() -> list[BackendInfo]:
                 extra=entry.extra,
                 reason=reason,
                 target=entry.target,
+                credentials=_has_credentials(name) if name in CREDENTIAL_VARIABLES else None,
             )
         )
     return infos

@@ -46,6 +46,8 @@ _EXPORTS: dict[str, str] = {
     "factorize": "bmfdsl._factorize",
     "BinaryMatrixFactorization": "bmfdsl.estimator",
     "read_matrix": "bmfdsl.io",
+    "read_data": "bmfdsl.io",
+    "clusters_from_factor": "bmfdsl.clusters",
     "BackendInfo": "bmfdsl.backends.registry",
     "SolveResult": "bmfdsl._solve",
     "SweepResult": "bmfdsl._solve",
@@ -86,6 +88,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from bmfdsl._solve import SolveResult, SweepResult, SweepSetting, solve, sweep_weights
     from bmfdsl.backends.registry import BackendInfo, get_backend, list_backends, register_backend
     from bmfdsl.bls import solve_bls
+    from bmfdsl.clusters import clusters_from_factor
     from bmfdsl.compile import compile_model, list_models
     from bmfdsl.compiled import CompiledModel
     from bmfdsl.datasets import (
@@ -111,7 +114,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from bmfdsl.estimator import BinaryMatrixFactorization
     from bmfdsl.experiments.runner import run_experiment
-    from bmfdsl.io import read_matrix
+    from bmfdsl.io import read_data, read_matrix
     from bmfdsl.result import DecodedSample, Factorization
     from bmfdsl.sampling import leverage_scores, sample_rows
     from bmfdsl.structure import BMFStructure, StructuredSampler

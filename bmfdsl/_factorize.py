@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from bmfdsl import progress
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError, UnknownNameError
 from bmfdsl.matrix import DaskMatrix, InMemoryMatrix, Orientation, as_matrix, is_dask_array
 from bmfdsl.result import Factorization, relative_error, squared_error, to_jsonable
@@ -136,6 +137,7 @@ def factorize(
         core = _whole(data)
     rank_core = check_rank(rank, core.shape)
 
+    progress.stage(f"{method_key} solve on {core.shape[0]}x{core.shape[1]}")
     if method_key == "qubo":
         compiled = timer.run("compile", _compile, model, core, rank_core, side, weights, {})
         solution = timer.run("solve", _solve_compiled, compiled, backend, rng, backend_params)
@@ -152,6 +154,7 @@ def factorize(
         error = squared_error(core, U, V)  # the core is all of A
     info["error_before_als"] = error
     if als:
+        progress.stage("ALS polish")
         U, V, error, info["als_solves"] = timer.run("als", _polish, data, U, V, side)
     U, V = orientation.factors(U, V)
     info["timings"] = timer.timings()

@@ -1,48 +1,61 @@
-"""A scikit-learn style estimator around :func:`bmfdsl.factorize`.
+"""A scikit-learn estimator around :func:`bmfdsl.factorize`.
 
-It follows scikit-learn's conventions (the constructor only stores parameters; ``fit`` sets
-attributes ending in ``_``; ``get_params``/``set_params``; ``random_state``) without importing
-scikit-learn, so it works with or without it installed.
+:class:`BinaryMatrixFactorization` is a real scikit-learn transformer (``BaseEstimator`` +
+``TransformerMixin``): it clones, grid-searches, cross-validates, sits in a ``Pipeline``,
+honours ``set_output`` and passes scikit-learn's estimator checks (see
+``tests/test_estimator.py`` for the checks it is expected to fail, and why).
 """
 
 from __future__ import annotations
 
-import inspect
+import numbers
 from typing import Any
 
 import numpy as np
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils.validation import validate_data
 
-from bmfdsl.errors import InvalidParameterError, NotFittedError, UnknownNameError
+from bmfdsl.errors import (
+    InvalidMatrixError,
+    InvalidParameterError,
+    NotFittedError,
+    UnknownNameError,
+)
+from bmfdsl.validation import check_one_hot
 
 __all__ = ["BinaryMatrixFactorization"]
 
 
-class BinaryMatrixFactorization:
-    """Binary matrix factorization ``X ≈ W H`` with 0/1 factors, scikit-learn style.
+class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Binary matrix factorization ``X ≈ W H`` with 0/1 factors, as a scikit-learn transformer.
 
     ``fit_transform(X)`` returns ``W`` (``n_samples x n_components``, the paper's ``U``);
     ``components_`` is ``H`` (``n_components x n_features``, the paper's ``Vᵀ``).
 
     Args:
-        n_components: the target rank ``r``.
+        n_components: the target rank ``r`` (at most ``min(n_samples, n_features)``).
         method, model, backend, one_hot, weights, sample_rows, als: as in
             :func:`bmfdsl.factorize` (``backend=None`` is the best local solver).
         backend_params: extra keyword arguments for the backend (e.g. ``{"time_limit": 1}``).
+        binarize: ``None`` (``X`` must hold only 0 and 1) or a threshold ``t``: entries
+            ``>= t`` count as 1 and the rest as 0, in ``fit``, ``transform`` and ``score``.
         random_state: seed for every random choice.
 
     Attributes:
         components_: ``H``, 0/1 ``int8`` array ``(n_components, n_features)``.
         reconstruction_err_: ``||X - W H||_F`` (Frobenius norm, as in scikit-learn's NMF).
         relative_error_: ``||X - W H||²_F / ||X||²_F`` (the paper's measure).
+        labels_: with ``one_hot="U"``, the cluster of each sample (``argmax`` of its row of
+            ``W``); with ``one_hot="V"``, the cluster of each feature. Absent otherwise.
         factorization_: the full :class:`~bmfdsl.result.Factorization`.
-        n_features_in_: number of columns seen in ``fit``.
+        n_features_in_, feature_names_in_: as in every scikit-learn estimator.
 
     >>> import numpy as np
     >>> X = np.array([[1, 1, 0], [1, 1, 0], [0, 0, 1]])
     >>> model = BinaryMatrixFactorization(n_components=2, random_state=0)
     >>> W = model.fit_transform(X)
-    >>> int(model.reconstruction_err_), (W @ model.components_ == X).all()
-    (0, np.True_)
+    >>> model.reconstruction_err_, bool((W @ model.components_ == X).all()), model.score(X)
+    (0.0, True, -0.0)
     """
 
     def __init__(
@@ -57,6 +70,7 @@ class BinaryMatrixFactorization:
         sample_rows: int | str | None = None,
         als: bool = True,
         backend_params: dict[str, Any] | None = None,
+        binarize: float | None = None,
         random_state: Any = None,
     ) -> None:
         self.n_components = n_components
@@ -68,50 +82,81 @@ class BinaryMatrixFactorization:
         self.sample_rows = sample_rows
         self.als = als
         self.backend_params = backend_params
+        self.binarize = binarize
         self.random_state = random_state
 
-    # -- scikit-learn parameter protocol ---------------------------------------------------
-    @classmethod
-    def _get_param_names(cls) -> list[str]:
-        signature = inspect.signature(cls.__init__)
-        return sorted(name for name in signature.parameters if name != "self")
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The constructor parameters (``deep`` is accepted for scikit-learn compatibility)."""
-        return {name: getattr(self, name) for name in self._get_param_names()}
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # scipy sparse input is accepted (densified for now)
+        tags.input_tags.positive_only = self.binarize is None  # 0/1 only unless binarized
+        tags.transformer_tags.preserves_dtype = []  # W is always 0/1 int8
+        tags.non_deterministic = self.random_state is None
+        return tags
 
     def set_params(self, **params: Any) -> BinaryMatrixFactorization:
-        """Set constructor parameters; unknown names raise an error listing the valid ones."""
+        """Set constructor parameters; an unknown name raises an error listing the valid ones."""
         valid = self._get_param_names()
-        for name, value in params.items():
-            if name not in valid:
+        for name in params:
+            if name not in valid and "__" not in name:
                 raise UnknownNameError("parameter", name, valid)
-            setattr(self, name, value)
+        super().set_params(**params)
         return self
 
-    def __repr__(self) -> str:
-        defaults = inspect.signature(type(self).__init__).parameters
-        changed = [
-            f"{name}={value!r}"
-            for name, value in self.get_params().items()
-            if defaults[name].default is not value and defaults[name].default != value
-        ]
-        return f"{type(self).__name__}({', '.join(changed)})"
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "components_"):
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit(X) first")
+
+    # -- input -----------------------------------------------------------------------------
+    def _binary_input(self, X: Any, *, reset: bool) -> np.ndarray:
+        """``X`` validated as scikit-learn does, then binarized or checked to be 0/1."""
+        from bmfdsl.validation import check_binary_matrix
+
+        try:
+            X = validate_data(self, X, reset=reset, accept_sparse=("csr", "csc", "coo"))
+        except ValueError as exc:  # the same message, as our typed error
+            raise InvalidMatrixError(str(exc)) from exc
+        if hasattr(X, "toarray"):
+            X = X.toarray()
+        if self.binarize is not None:
+            threshold = self.binarize
+            real = isinstance(threshold, numbers.Real) and not isinstance(threshold, bool)
+            if not (real and np.isfinite(threshold)):
+                raise InvalidParameterError(
+                    f"binarize must be None or a finite number; got {threshold!r}"
+                )
+            return np.ascontiguousarray(np.greater_equal(X, threshold), dtype=np.int8)
+        # a positive-only estimator: scikit-learn's checks expect this wording for negatives
+        if X.size and X.min() < 0:
+            raise InvalidMatrixError(
+                "Negative values in data passed to X: X must hold only 0 and 1; "
+                "set binarize=T to count entries >= T as 1."
+            )
+        try:
+            return check_binary_matrix(X, name="X")
+        except InvalidMatrixError as exc:
+            raise InvalidMatrixError(
+                f"{exc} Or set binarize=T to count entries >= T as 1."
+            ) from exc
 
     # -- fitting ---------------------------------------------------------------------------
     def fit(self, X: Any, y: Any = None) -> BinaryMatrixFactorization:
-        """Factorize ``X`` (0/1, ``n_samples x n_features``); ``y`` is ignored."""
+        """Factorize ``X`` (``n_samples x n_features``); ``y`` is ignored."""
         self.fit_transform(X)
         return self
 
-    def fit_transform(self, X: Any, y: Any = None) -> np.ndarray:
-        """Fit and return ``W`` (``n_samples x n_components``)."""
+    def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> np.ndarray:
+        """Fit and return ``W`` (``n_samples x n_components``); ``y`` is ignored."""
         from bmfdsl._factorize import factorize
 
-        if self.backend_params is not None and not isinstance(self.backend_params, dict):
-            raise InvalidParameterError("backend_params must be a dict or None")
+        A = self._binary_input(X, reset=True)
+        m, n = A.shape
+        if isinstance(self.n_components, int) and self.n_components > min(m, n):
+            raise InvalidParameterError(
+                f"n_components={self.n_components} must be at most min(n_samples, n_features)"
+                f" = {min(m, n)}; X has {m} sample(s) and {n} feature(s)"
+            )
         result = factorize(
-            X,
+            A,
             self.n_components,
             method=self.method,
             model=self.model,
@@ -127,28 +172,42 @@ class BinaryMatrixFactorization:
         self.components_ = result.V.T.copy()
         self.reconstruction_err_ = float(np.sqrt(result.error))
         self.relative_error_ = result.relative_error
-        self.n_features_in_ = int(result.V.shape[0])
         self.n_components_ = int(result.U.shape[1])
+        if self.one_hot == "U":
+            self.labels_ = np.argmax(result.U, axis=1)
+        elif self.one_hot == "V":
+            self.labels_ = np.argmax(result.V, axis=1)
         return result.U
 
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "components_"):
-            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit(X) first")
+    @property
+    def _n_features_out(self) -> int:
+        """Output width, for ``get_feature_names_out`` (names ``binarymatrixfactorization0``...)."""
+        return int(self.components_.shape[0])
 
     def transform(self, X: Any) -> np.ndarray:
         """The 0/1 ``W`` minimising ``||X - W H||²_F`` for the fitted ``H`` (exact BLS)."""
         from bmfdsl.bls import solve_bls
-        from bmfdsl.validation import check_binary_matrix, check_one_hot
+        from bmfdsl.validation import check_one_hot
 
         self._check_fitted()
-        X = check_binary_matrix(X, name="X")
-        if X.shape[1] != self.n_features_in_:
-            raise InvalidParameterError(
-                f"X has {X.shape[1]} features, but the model was fitted with {self.n_features_in_}"
-            )
-        return solve_bls(X, self.components_.T, one_hot=check_one_hot(self.one_hot) == "U")
+        A = self._binary_input(X, reset=False)
+        return solve_bls(A, self.components_.T, one_hot=check_one_hot(self.one_hot) == "U")
 
-    def inverse_transform(self, W: Any) -> np.ndarray:
-        """The reconstruction ``W H`` (integer counts; 0/1 when the factors do not overlap)."""
+    def inverse_transform(self, X: Any) -> np.ndarray:
+        """The reconstruction ``W H`` of ``W = X`` (counts; 0/1 when components don't overlap)."""
         self._check_fitted()
-        return np.asarray(W, dtype=np.int64) @ self.components_.astype(np.int64)
+        W = np.asarray(X, dtype=np.int64)
+        return W @ self.components_.astype(np.int64)
+
+    def score(self, X: Any, y: Any = None) -> float:
+        """Minus the squared reconstruction error ``-||X - W H||²_F`` with ``W = transform(X)``.
+
+        Greater is better, as scikit-learn's model selection expects (like ``KMeans.score``).
+        """
+        from bmfdsl.bls import solve_bls
+
+        self._check_fitted()
+        A = self._binary_input(X, reset=False)
+        W = solve_bls(A, self.components_.T, one_hot=check_one_hot(self.one_hot) == "U")
+        residual = A.astype(np.int64) - W.astype(np.int64) @ self.components_.astype(np.int64)
+        return -float(np.square(residual).sum())

@@ -1,27 +1,86 @@
-"""Read data matrices from files: CSV/TSV, NPY, NPZ (dense or scipy sparse), Matrix Market."""
+"""Read data matrices, with their row and column labels, and write labelled results.
+
+Formats: delimited text (``.csv``, ``.tsv``, ``.txt``, ``.dat``; the delimiter is sniffed:
+tab, comma, semicolon, pipe or runs of spaces), ``.npy``, ``.npz`` (dense, or scipy sparse
+kept sparse) and Matrix Market ``.mtx``. ``"-"`` reads standard input (text, or ``.npy`` /
+``.npz`` bytes, told apart by their magic numbers).
+
+Delimited text is parsed by pandas' C parser. The first row is a header when none of its
+non-empty cells is a number, data when all are; anything else is ambiguous and an error that
+asks for ``header=True/False`` (``--header/--no-header``). The first column holds row labels
+when its cells below the first row are not numbers (``index_col="auto"``). Empty cells (and
+``NA``/``NaN``) are missing: they come back as NaN with a missing-data ``mask``.
+"""
 
 from __future__ import annotations
 
 import csv
+import io
+import math
+import numbers
 import os
+import sys
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bmfdsl.errors import InvalidMatrixError
+from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
 
-__all__ = ["SUPPORTED_SUFFIXES", "read_matrix"]
+__all__ = [
+    "SUPPORTED_SUFFIXES",
+    "MatrixData",
+    "binarize_values",
+    "read_data",
+    "read_matrix",
+    "write_labelled",
+]
 
-SUPPORTED_SUFFIXES = (".csv", ".tsv", ".txt", ".npy", ".npz", ".mtx", ".mm")
+SUPPORTED_SUFFIXES = (".csv", ".tsv", ".txt", ".dat", ".npy", ".npz", ".mtx", ".mm")
+TEXT_SUFFIXES = (".csv", ".tsv", ".txt", ".dat")
+#: Bytes inspected for binary junk (a NUL byte) before any parsing starts.
+_SNIFF_BYTES = 64 * 1024
+_DELIMITERS = ("\t", ",", ";", "|")
+
+
+@dataclass(frozen=True)
+class MatrixData:
+    """A matrix read from a file, with what the file said about it.
+
+    Attributes:
+        values: a 2-D numpy array (NaN where a cell is missing), or a scipy sparse matrix
+            when the file was sparse (``.npz``/``.mtx``) and stayed sparse.
+        row_labels: one label per row, or ``None`` when the file has none.
+        column_labels: one label per column (the header), or ``None``.
+        mask: ``True`` where a cell is observed, ``False`` where it is missing; ``None``
+            when no cell is missing.
+    """
+
+    values: Any
+    row_labels: list[str] | None = None
+    column_labels: list[str] | None = None
+    mask: np.ndarray | None = None
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(rows, columns)``."""
+        return (int(self.values.shape[0]), int(self.values.shape[1]))
+
+    @property
+    def missing(self) -> int:
+        """The number of missing cells."""
+        return 0 if self.mask is None else int(self.mask.size - self.mask.sum())
 
 
 def read_matrix(path: str | os.PathLike[str], *, binarize: float | None = None) -> np.ndarray:
-    """Read a matrix file; with ``binarize=t`` entries ``>= t`` become 1 and the rest 0.
+    """Read a matrix file as a dense array; with ``binarize=t`` entries ``>= t`` become 1.
 
     Without ``binarize`` the values are returned as they are (check them with
-    :func:`bmfdsl.validation.check_binary_matrix`). Delimited text may start with one header
-    row; every row must have the same number of values.
+    :func:`bmfdsl.validation.check_binary_matrix`). Labels are dropped (see
+    :func:`read_data` to keep them); a missing cell is an error.
 
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "a.csv"
@@ -29,75 +88,338 @@ def read_matrix(path: str | os.PathLike[str], *, binarize: float | None = None) 
     >>> read_matrix(path, binarize=1).tolist()
     [[0, 1], [1, 0]]
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no such file: {str(path)!r}")
-    suffix = path.suffix.lower()
-    if suffix not in SUPPORTED_SUFFIXES:
+    data = read_data(path, binarize=binarize)
+    if data.mask is not None:
         raise InvalidMatrixError(
-            f"cannot read {path.name!r}: unsupported file type {suffix!r}; "
-            f"use one of {', '.join(SUPPORTED_SUFFIXES)}"
+            f"{_name(path)!r} has {data.missing} missing cell(s); fill them, or use "
+            "read_data() to get the missing-data mask"
         )
-    if suffix in (".csv", ".tsv", ".txt"):
-        matrix = _read_delimited(path, "," if suffix == ".csv" else None)
-    elif suffix == ".npy":
-        matrix = np.load(path, allow_pickle=False)
-    elif suffix == ".npz":
-        matrix = _read_npz(path)
-    else:
-        import scipy.io
+    values = data.values
+    return np.asarray(values.toarray() if hasattr(values, "toarray") else values)
 
-        matrix = scipy.io.mmread(str(path))
-    if hasattr(matrix, "toarray"):
-        matrix = matrix.toarray()
-    matrix = np.asarray(matrix)
-    if binarize is not None:
-        if not np.issubdtype(matrix.dtype, np.number):
-            raise InvalidMatrixError(f"{path.name!r} holds non-numeric values")
-        matrix = (matrix >= binarize).astype(np.int8)
+
+def read_data(
+    path: str | os.PathLike[str],
+    *,
+    binarize: float | None = None,
+    header: bool | None = None,
+    index_col: int | str | None = "auto",
+    delimiter: str | None = None,
+) -> MatrixData:
+    """Read a matrix with its labels and missing-data mask (see the module docstring).
+
+    Args:
+        path: a file, or ``"-"`` for standard input.
+        binarize: ``None`` to keep the values, or a finite threshold ``t``: entries ``>= t``
+            become 1, the others 0; missing cells stay missing.
+        header: ``None`` detects a header row; ``True``/``False`` say there is (not) one.
+        index_col: ``"auto"`` (labels in the first column when it is not numeric), ``None``
+            (no row labels) or the position of the label column.
+        delimiter: the field separator of delimited text; ``None`` sniffs it.
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "a.csv"
+    >>> _ = path.write_text("gene;s1;s2\\ng1;1;0\\ng2;;1\\n")
+    >>> data = read_data(path)
+    >>> data.row_labels, data.column_labels, data.mask.tolist()
+    (['g1', 'g2'], ['s1', 's2'], [[True, True], [False, True]])
+    """
+    real = isinstance(binarize, numbers.Real) and not isinstance(binarize, bool)
+    if binarize is not None and not (real and math.isfinite(binarize)):
+        raise InvalidParameterError(f"binarize must be a finite number; got {binarize!r}")
+    name = _name(path)
+    if str(path) == "-":
+        raw = sys.stdin.buffer.read()
+        suffix = ".npy" if raw.startswith(b"\x93NUMPY") else ".npz" if raw[:2] == b"PK" else ""
+        source: Any = io.BytesIO(raw)
+    else:
+        file = Path(path)
+        if not file.is_file():
+            raise FileNotFoundError(f"no such file: {str(file)!r}")
+        suffix = file.suffix.lower()
+        if suffix not in SUPPORTED_SUFFIXES:
+            raise InvalidMatrixError(
+                f"cannot read {name!r}: unsupported file type {suffix!r}; "
+                f"use one of {', '.join(SUPPORTED_SUFFIXES)}"
+            )
+        source = file
+    if suffix in ("", *TEXT_SUFFIXES):
+        head = source.read(_SNIFF_BYTES) if isinstance(source, io.BytesIO) else _head(source)
+        if b"\x00" in head:
+            raise InvalidMatrixError(
+                f"{name!r} is not a text table (it holds NUL bytes); give a CSV/TSV text file, "
+                ".npy, .npz or .mtx"
+            )
+        raw = source.getvalue() if isinstance(source, io.BytesIO) else source.read_bytes()
+        data = _read_delimited(raw, name, header=header, index_col=index_col, sep=delimiter)
+    else:
+        data = MatrixData(_read_binary(source, suffix, name))
+    return data if binarize is None else binarize_values(data, binarize)
+
+
+def binarize_values(data: MatrixData, threshold: float) -> MatrixData:
+    """``data`` with entries ``>= threshold`` set to 1 and the rest to 0 (missing stay NaN).
+
+    Sparse values stay sparse when ``threshold > 0`` (zeros stay zeros).
+
+    >>> binarize_values(MatrixData(np.array([[0.2, np.nan], [3.0, 1.0]])), 1).values.tolist()
+    [[0.0, nan], [1.0, 1.0]]
+    """
+    values = data.values
+    if hasattr(values, "toarray"):
+        if threshold > 0:
+            import scipy.sparse
+
+            binary = scipy.sparse.csr_matrix(values >= threshold, dtype=np.int8)
+            return MatrixData(binary, data.row_labels, data.column_labels, data.mask)
+        values = values.toarray()
+    values = np.asarray(values)
+    if not np.issubdtype(values.dtype, np.number):
+        raise InvalidMatrixError("cannot binarize non-numeric values")
+    mask = data.mask
+    if mask is None and np.issubdtype(values.dtype, np.floating) and np.isnan(values).any():
+        mask = ~np.isnan(values)  # NaN is missing, never a 0
+    if mask is None:
+        binary = (values >= threshold).astype(np.int8)
+    else:  # missing cells stay missing: the mask says which, the value is NaN
+        binary = np.where(mask, values >= threshold, np.nan)
+    return MatrixData(binary, data.row_labels, data.column_labels, mask)
+
+
+def write_labelled(
+    path: str | os.PathLike[str],
+    values: np.ndarray,
+    *,
+    row_labels: Sequence[str] | None = None,
+    column_labels: Sequence[str] | None = None,
+    index_name: str = "",
+) -> Path:
+    """Write a 2-D integer array as CSV, with a header and a label column when given.
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "U.csv"
+    >>> _ = write_labelled(path, np.eye(2, dtype=int), row_labels=["a", "b"],
+    ...                    column_labels=["k0", "k1"], index_name="row")
+    >>> path.read_text().splitlines()
+    ['row,k0,k1', 'a,1,0', 'b,0,1']
+    """
+    import pandas as pd
+
+    path = Path(path)
+    frame = pd.DataFrame(np.asarray(values), index=row_labels, columns=column_labels)
+    frame.index.name = index_name or None
+    frame.to_csv(path, header=column_labels is not None, index=row_labels is not None)
+    return path
+
+
+# --------------------------------------------------------------------------------------
+# Binary formats
+# --------------------------------------------------------------------------------------
+
+
+def _name(path: str | os.PathLike[str]) -> str:
+    return "<stdin>" if str(path) == "-" else Path(path).name
+
+
+def _head(path: Path) -> bytes:
+    with path.open("rb") as handle:
+        return handle.read(_SNIFF_BYTES)
+
+
+def _read_binary(source: Any, suffix: str, name: str) -> Any:
+    """``.npy``, ``.npz`` or ``.mtx``; sparse matrices stay sparse (CSR)."""
+    try:
+        if suffix == ".npy":
+            matrix = np.load(source, allow_pickle=False)
+        elif suffix == ".npz":
+            matrix = _read_npz(source, name)
+        else:
+            import scipy.io
+
+            matrix = scipy.io.mmread(source)
+    except InvalidMatrixError:
+        raise
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as exc:
+        raise InvalidMatrixError(
+            f"cannot read {name!r} as {suffix}: the file is damaged or not in that format ({exc})"
+        ) from exc
+    if hasattr(matrix, "tocsr"):
+        matrix = matrix.tocsr()
+    if matrix.ndim != 2:
+        raise InvalidMatrixError(f"{name!r} holds a {matrix.ndim}-D array; a matrix is 2-D")
     return matrix
 
 
-def _read_delimited(path: Path, delimiter: str | None) -> np.ndarray:
-    with path.open(newline="") as handle:
-        sample = handle.read(4096)
-        handle.seek(0)
-        if delimiter is None:
-            delimiter = "\t" if "\t" in sample else ","
-        rows = [row for row in csv.reader(handle, delimiter=delimiter) if row]
-    if not rows:
-        raise InvalidMatrixError(f"{path.name!r} is empty")
-    values: list[list[float]] = []
-    for number, row in enumerate(rows, start=1):
-        try:
-            values.append([float(cell) for cell in row])
-        except ValueError as exc:
-            if number == 1:  # a header row
-                continue
-            raise InvalidMatrixError(f"{path.name!r} line {number}: {exc}") from exc
-    if not values:
-        raise InvalidMatrixError(f"{path.name!r} has a header but no data rows")
-    width = len(values[0])
-    for number, parsed in enumerate(values, start=1):
-        if len(parsed) != width:
-            raise InvalidMatrixError(
-                f"{path.name!r} is ragged: data row {number} has {len(parsed)} values, "
-                f"the first has {width}"
-            )
-    return np.array(values)
-
-
-def _read_npz(path: Path) -> Any:
-    with np.load(path, allow_pickle=False) as archive:
+def _read_npz(source: Any, name: str) -> Any:
+    with np.load(source, allow_pickle=False) as archive:
         keys = set(archive.files)
         if {"data", "indices", "indptr", "shape", "format"} <= keys or {"row", "col"} <= keys:
             import scipy.sparse
 
-            return scipy.sparse.load_npz(path)
+            if hasattr(source, "seek"):
+                source.seek(0)
+            return scipy.sparse.load_npz(source)
         if "A" in keys:
             return archive["A"]
         if len(keys) == 1:
             return archive[next(iter(keys))]
     raise InvalidMatrixError(
-        f"{path.name!r} holds several arrays {sorted(keys)}; name the data matrix 'A'"
+        f"{name!r} holds several arrays {sorted(keys)}; name the data matrix 'A'"
     )
+
+
+# --------------------------------------------------------------------------------------
+# Delimited text
+# --------------------------------------------------------------------------------------
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def _sniff_delimiter(first_line: str) -> str | None:
+    """The first of tab, comma, semicolon and pipe that the first line holds.
+
+    ``None`` means runs of whitespace (or a single column when the line has none).
+
+    >>> _sniff_delimiter("a;b;c"), _sniff_delimiter("1 0  1"), _sniff_delimiter("x|y,z")
+    (';', None, ',')
+    """
+    for delimiter in _DELIMITERS:
+        if delimiter in first_line:
+            return delimiter
+    return None
+
+
+def _split(line: str, delimiter: str | None) -> list[str]:
+    if delimiter is None:
+        return line.split()
+    if '"' not in line:
+        return line.split(delimiter)
+    try:  # quoted cells: the csv module (it caps a field at 128 KiB)
+        return next(csv.reader([line], delimiter=delimiter))
+    except csv.Error as exc:
+        raise InvalidMatrixError(f"cannot parse the first lines: {exc}") from exc
+
+
+def _read_delimited(
+    raw: bytes,
+    name: str,
+    *,
+    header: bool | None,
+    index_col: int | str | None,
+    sep: str | None,
+) -> MatrixData:
+    import pandas as pd
+
+    try:
+        text = raw.decode("utf-8-sig")  # a byte-order mark is not part of the first cell
+    except UnicodeDecodeError as exc:
+        raise InvalidMatrixError(
+            f"{name!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8"
+        ) from exc
+    lines = [line.rstrip("\r") for line in text.split("\n", 40)[:40] if line.strip()][:20]
+    if not lines:
+        raise InvalidMatrixError(f"{name!r} is empty")
+    delimiter = sep if sep is not None else _sniff_delimiter(lines[0])
+    first = [cell.strip() for cell in _split(lines[0], delimiter)]
+
+    if index_col == "auto":
+        labels_below = [_split(line, delimiter)[0].strip() for line in lines[1:]]
+        is_label = [bool(label) and not _is_number(label) for label in labels_below]
+        index = 0 if is_label and all(is_label) else None
+    elif index_col is None or isinstance(index_col, int):
+        index = index_col
+    else:
+        raise InvalidParameterError(f"index_col must be 'auto', None or an int; got {index_col!r}")
+    if header is None:
+        header = _detect_header(first, index, name)
+
+    if delimiter is not None and '"' not in text:
+        _check_rectangular(text, delimiter, name)
+    try:
+        frame = pd.read_csv(
+            io.StringIO(text),
+            sep=r"\s+" if delimiter is None else delimiter,
+            header=0 if header else None,
+            index_col=index,
+            skip_blank_lines=True,
+            skipinitialspace=True,
+            engine="c",
+        )
+    except (pd.errors.ParserError, ValueError, IndexError) as exc:
+        raise InvalidMatrixError(f"cannot parse {name!r}: {exc}") from exc
+    except pd.errors.EmptyDataError as exc:
+        raise InvalidMatrixError(f"{name!r} has a header but no data rows") from exc
+    if frame.shape[0] == 0 or frame.shape[1] == 0:
+        raise InvalidMatrixError(f"{name!r} has a header but no data rows")
+    for position, column in enumerate(frame.columns):
+        if not pd.api.types.is_numeric_dtype(frame[column].dtype):
+            numbers = pd.to_numeric(frame[column], errors="coerce")
+            bad = frame[column].notna() & numbers.isna()
+            row = int(np.flatnonzero(bad.to_numpy())[0])
+            line = row + 1 + int(bool(header))
+            raise InvalidMatrixError(
+                f"{name!r} line {line}, column {position + 1 + int(index is not None)}: "
+                f"{str(frame[column].iloc[row])[:40]!r} is not a number. Row labels belong in "
+                "the first column (index_col / --index-col); a header only in the first row"
+            )
+    values = frame.to_numpy(dtype=np.float64)
+    observed = ~np.isnan(values)
+    if observed.all():
+        values = _narrow(values)
+    return MatrixData(
+        values,
+        row_labels=[str(label) for label in frame.index] if index is not None else None,
+        column_labels=[str(label) for label in frame.columns] if header else None,
+        mask=None if observed.all() else observed,
+    )
+
+
+def _detect_header(first: list[str], index: int | None, name: str) -> bool:
+    """Is the first row a header? Only when none of its non-empty cells is a number."""
+    if index is not None and index < len(first) and not first[index]:
+        return True  # an empty corner above the row labels: pandas' and R's header layout
+    cells = [cell for position, cell in enumerate(first) if position != index and cell]
+    numeric = [_is_number(cell) for cell in cells]
+    if not any(numeric):
+        return True
+    if all(numeric):
+        # pandas writes default column names 0..n-1 as a header: ambiguous from 3 columns
+        # on (a 0/1 data row is never 0,1,2,...; "0,1" is a common data row, read as data)
+        if len(cells) >= 3 and cells == [str(k) for k in range(len(cells))]:
+            raise InvalidMatrixError(
+                f"{name!r}: the first row {','.join(cells)} looks like pandas' default column "
+                "names; say whether it is a header (header=True / --header) or data "
+                "(header=False / --no-header)"
+            )
+        return False
+    words = [cell for cell, is_number in zip(cells, numeric, strict=True) if not is_number]
+    text = ", ".join(map(repr, words[:3]))
+    raise InvalidMatrixError(
+        f"{name!r}: the first row mixes numbers and text ({text}); say whether it is a header "
+        "(header=True / --header) or data (header=False / --no-header)"
+    )
+
+
+def _check_rectangular(text: str, delimiter: str, name: str) -> None:
+    """Every non-blank line has as many fields as the first (pandas pads short lines)."""
+    counts = [line.count(delimiter) for line in text.splitlines() if line.strip()]
+    width = counts[0]
+    for number, count in enumerate(counts, start=1):
+        if count != width:
+            raise InvalidMatrixError(
+                f"{name!r} is ragged: non-blank line {number} has {count + 1} fields, "
+                f"the first has {width + 1}"
+            )
+
+
+def _narrow(values: np.ndarray) -> np.ndarray:
+    """Whole-number values as int64 (so 0/1 text reads as integers), the rest as float."""
+    if np.isfinite(values).all() and (values == np.round(values)).all():
+        return values.astype(np.int64)
+    return values

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bmfdsl import cli
+from bmfdsl.cli import EXIT_DATA_ERROR
 from bmfdsl.credentials import (
     check_service_url,
     clean_credential,
@@ -84,7 +85,7 @@ def test_the_cli_never_echoes_a_key_with_a_trailing_newline(tmp_path, monkeypatc
         "--out",
         str(tmp_path / "o"),
     ]
-    assert cli.main(argv) == 2
+    assert cli.main(argv) == EXIT_DATA_ERROR
     stderr = capsys.readouterr().err
     assert stderr.startswith("bmfdsl: error:") and "Digital Annealer" in stderr
     assert "secret-abc-cli" not in stderr
@@ -94,7 +95,7 @@ def test_the_cli_refuses_a_key_with_a_control_character_by_name(tmp_path, monkey
     (tmp_path / "a.csv").write_text("1,0\n0,1\n")
     monkeypatch.setenv("BMFDSL_DA_API_KEY", "secret\x1bcli-key")
     argv = ["factorize", str(tmp_path / "a.csv"), "-r", "1", "--backend", "fujitsu-da"]
-    assert cli.main([*argv, "--out", str(tmp_path / "o")]) == 2
+    assert cli.main([*argv, "--out", str(tmp_path / "o")]) == EXIT_DATA_ERROR
     stderr = capsys.readouterr().err
     assert "BMFDSL_DA_API_KEY" in stderr and "cli-key" not in stderr
 

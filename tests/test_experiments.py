@@ -451,7 +451,7 @@ def test_cli_report_and_errors(tmp_path, capsys):
     assert "Table 2" in (tmp_path / "report.md").read_text()
     assert cli.main(["report", str(tmp_path), "-o", "-"]) == 0
     assert "0.9209" in capsys.readouterr().out  # paper's DA at m = 30, r = 1
-    assert cli.main(["experiment", "table1", "--sizes", "x", "--out", str(tmp_path)]) == 2
+    assert cli.main(["experiment", "table1", "--sizes", "x", "--out", str(tmp_path)]) == 1
     assert "row counts" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli.main(["experiment", "table9", "--out", str(tmp_path)])

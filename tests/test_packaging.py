@@ -43,7 +43,7 @@ def test_wheel_contains_only_bmfdsl(tmp_path):
             "pip",
             "wheel",
             "--no-deps",
-            "--quiet",
+            "--verbose",  # shows the build backend's own output, warnings included
             "-w",
             str(tmp_path),
             str(REPO),
@@ -53,6 +53,9 @@ def test_wheel_contains_only_bmfdsl(tmp_path):
         timeout=300,
     )
     assert out.returncode == 0, out.stderr[-2000:]
+    # a silent build: no setuptools warning (e.g. a data folder missing from `packages`)
+    assert "BuildBackendWarning" not in out.stdout + out.stderr
+    assert "SetuptoolsDeprecationWarning" not in out.stdout + out.stderr
     (wheel,) = tmp_path.glob("bmfdsl-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     tops = {name.split("/")[0] for name in names}

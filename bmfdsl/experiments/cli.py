@@ -39,7 +39,7 @@ def _experiment(args: argparse.Namespace) -> int:
             scheduler=args.scheduler,
             data_dir=args.data_dir,
             seed=args.seed,
-            progress=not args.no_progress,
+            progress=not (args.no_progress or getattr(args, "quiet", False)),
             command=_command_line(args),
         )
         print(f"{name}: {len(records)} finished runs in {args.out}/{name}.jsonl")
@@ -88,7 +88,8 @@ def add_subcommands(subparsers: Any) -> None:
         help="run one of the paper's experiments (resumable)",
         description=(
             "Run one of the paper's tables with its settings as defaults. Results are appended "
-            "to OUT/<name>.jsonl as runs finish; re-running skips finished runs."
+            "to OUT/<name>.jsonl as runs finish; re-running skips finished runs.\n\n"
+            "example: bmfdsl experiment table2 --sizes 30 --ranks 1 2 --trials 2 --out runs/"
         ),
     )
     experiment.add_argument("name", choices=[*EXPERIMENTS, "all"], help="table1 ... table6, all")
@@ -96,54 +97,75 @@ def add_subcommands(subparsers: Any) -> None:
         "--sizes",
         nargs="+",
         help="row counts m (tables 1-4, default 30 2000 50000), images per digit (table5, "
-        "default 10) or data sets (table6, default leukemia melanoma)",
+        "default 10) or data sets (table6, default leukemia melanoma), e.g. 30 2000",
     )
-    experiment.add_argument("--ranks", nargs="+", type=int, help="target ranks (default 1-5)")
     experiment.add_argument(
-        "--trials", type=int, help="trials per instance and rank (default 10; table5: 1)"
+        "--ranks", nargs="+", type=int, help="target ranks, e.g. 1 2 (default 1-5)"
+    )
+    experiment.add_argument(
+        "--trials", type=int, help="trials per instance and rank, e.g. 2 (default 10; table5: 1)"
     )
     experiment.add_argument(
         "--methods",
         nargs="+",
         help=f"default {' '.join(DEFAULT_METHODS)} (table6 adds bmfdsl-no-onehot); also "
-        "qubo:<backend> and qubo:<backend>+als",
+        "qubo:<backend> and qubo:<backend>+als, e.g. bmfdsl qubo:neal",
     )
     where = experiment.add_mutually_exclusive_group()
     where.add_argument(
-        "--workers", type=int, help="local worker processes (default: CPUs; 1 = serial)"
+        "--workers", type=int, help="local worker processes, e.g. 4 (default: CPUs; 1 = serial)"
     )
-    where.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
+    where.add_argument(
+        "--scheduler",
+        help="Dask scheduler address, e.g. tcp://host:8786 (default: local processes)",
+    )
     experiment.add_argument(
-        "--data-dir", help="folder with mnist/, leukemia/, melanoma/ (default $BMFDSL_DATA_DIR)"
+        "--data-dir",
+        help="folder with mnist/, leukemia/, melanoma/, e.g. data/ (default $BMFDSL_DATA_DIR)",
     )
-    experiment.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
-    experiment.add_argument("--no-progress", action="store_true", help="no progress bar")
-    experiment.add_argument("--out", required=True, help="results folder")
+    experiment.add_argument("--seed", type=int, default=0, help="base seed, e.g. 7 (default 0)")
+    experiment.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar, as --quiet (default: a bar on a terminal)",
+    )
+    experiment.add_argument("--out", required=True, help="results folder (required), e.g. runs/t1")
     experiment.set_defaults(func=_experiment)
 
     report = subparsers.add_parser(
         "report", help="markdown tables of results beside the paper's values"
     )
-    report.add_argument("dir", help="results folder of `bmfdsl experiment`")
+    report.add_argument("dir", help="results folder of `bmfdsl experiment`, e.g. runs/t1")
     report.add_argument(
-        "--output", "-o", help="file to write (default DIR/report.md; '-' for stdout)"
+        "--output",
+        "-o",
+        help="file to write, e.g. report.md (default DIR/report.md; '-' for stdout)",
     )
     report.set_defaults(func=_report)
 
     figures = subparsers.add_parser(
         "figures", help="the paper's figures and error-vs-rank plots (needs matplotlib)"
     )
-    figures.add_argument("dir", help="results folder; figures go to DIR/figures")
-    figures.add_argument("--data-dir", help="data folder for Fig. 1 (MNIST) and Fig. 2 (leukemia)")
-    figures.add_argument("--method", default="bmfdsl", help="method of Fig. 1 (default bmfdsl)")
+    figures.add_argument("dir", help="results folder, e.g. runs/; figures go to DIR/figures")
     figures.add_argument(
-        "--formats", nargs="+", default=["png", "svg"], help="file formats (default png svg)"
+        "--data-dir",
+        help="data folder for Fig. 1 (MNIST) and Fig. 2 (leukemia), e.g. data/ "
+        "(default $BMFDSL_DATA_DIR; without one both are skipped)",
+    )
+    figures.add_argument(
+        "--method", default="bmfdsl", help="method of Fig. 1, e.g. baseline (default bmfdsl)"
+    )
+    figures.add_argument(
+        "--formats",
+        nargs="+",
+        default=["png", "svg"],
+        help="file formats, e.g. pdf (default png svg)",
     )
     figures.set_defaults(func=_figures)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the subcommands on their own; errors print one line and exit with status 2."""
+    """Run the subcommands on their own; an error prints one line and exits with status 1."""
     parser = argparse.ArgumentParser(prog="bmfdsl", description="bmfdsl experiments")
     add_subcommands(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
@@ -151,8 +173,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except (BmfdslError, FileNotFoundError) as exc:
         print(f"error: {scrub(str(exc))}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
+        return 1
+    except KeyboardInterrupt as exc:
+        print(f"interrupted: {exc}" if str(exc) else "interrupted", file=sys.stderr)
         return 130
 
 

@@ -199,6 +199,68 @@ def _render_group(
     return lines
 
 
+def _markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """Lines of a GitHub markdown table.
+
+    >>> _markdown_table(["r", "x"], [["1", "0.5"]])
+    ['| r | x |', '|---|---|', '| 1 | 0.5 |']
+    """
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(row) + " |" for row in rows]
+
+
+WORSE_MARK = "▲"
+"""Marks a lead-view cell where our mean is above the paper's best by more than a tie."""
+
+
+def _lead_view(
+    table: int,
+    group: str,
+    summary: Mapping[tuple[int, str, str, int], dict],
+    paper: Mapping[tuple[int, str, str, int], float],
+    methods: Sequence[str],
+) -> list[str]:
+    """A table to scan first: each bmfdsl method's mean beside the paper's best row.
+
+    One row per rank: our mean, the paper's best value and which of its methods has it, and
+    the difference, marked ▲ where ours is worse. The detailed table follows it.
+    """
+    ours = [m for m in methods if m == "bmfdsl" or m.startswith("bmfdsl-")]
+    ranks = sorted({k[3] for k in summary if k[0] == table and k[1] == group})
+    if not ours or not ranks:
+        return []
+    rows = []
+    for rank in ranks:
+        published = {
+            m: paper[(table, group, m, rank)]
+            for m in PAPER_METHODS
+            if (table, group, m, rank) in paper
+        }
+        best_method = min(published, key=published.__getitem__) if published else None
+        row = [str(rank)]
+        for method in ours:
+            entry = summary.get((table, group, method, rank))
+            if entry is None:
+                row.append("—")
+                continue
+            cell = f"{entry['mean']:.4f}"
+            if best_method is not None:
+                difference = entry["mean"] - published[best_method]
+                mark = f" {WORSE_MARK}" if difference > _TIE else ""
+                cell += f" ({difference:+.4f}){mark}"
+            row.append(cell)
+        row.append("—" if best_method is None else f"{published[best_method]:.4f} ({best_method})")
+        rows.append(row)
+    header = ["r", *(f"{m} (− paper's best)" for m in ours), "paper's best"]
+    return [
+        f"Lead view: our mean relative error and its difference to the paper's best row "
+        f"({WORSE_MARK}: ours is worse). Details below.",
+        "",
+        *_markdown_table(header, rows),
+        "",
+    ]
+
+
 def _certified_lines(
     table: int,
     group: str,
@@ -295,6 +357,14 @@ def _render_ari(
     return lines
 
 
+def _figure_lines(directory: Path, experiment: str) -> list[str]:
+    """A link to the table's error-vs-rank figure, when ``bmfdsl figures`` has drawn it."""
+    figure = directory / "figures" / f"{experiment}_error_vs_rank.png"
+    if not figure.is_file():
+        return []
+    return ["", f"![{experiment}: error vs rank](figures/{figure.name})"]
+
+
 def _load_meta(directory: Path, experiment: str) -> dict[str, Any] | None:
     # an empty or damaged meta.json (a start on a full disk) reads as absent
     return read_json_object(directory / f"{experiment}.meta.json")
@@ -361,8 +431,10 @@ def render_report(results_dir: str | os.PathLike[str]) -> str:
         parts.append(f"Runs: {len(ok)} ok, {len(failed)} failed; runs per cell: {counts}.")
         if stored.skipped:
             parts += ["", f"**Skipped** {stored.skipped_summary(path.name)}."]
+        parts += _figure_lines(directory, name)
         for group in group_order(r["group"] for r in ok):
             parts += ["", f"### {_group_title(group)}", ""]
+            parts += _lead_view(experiment.number, group, summary, paper, methods)
             parts += _render_group(experiment.number, group, summary, paper, methods)
             parts += _render_ari(experiment.number, group, summary, methods)
     if not found:

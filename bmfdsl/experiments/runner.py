@@ -8,18 +8,22 @@ soon as a run finishes; re-running the same command skips the runs already in th
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import logging
 import os
 import platform
+import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
@@ -39,8 +43,8 @@ from bmfdsl.experiments.tables import (
 from bmfdsl.result import Factorization, to_jsonable
 
 __all__ = [
+    "CostModel",
     "Method",
-    "Progress",
     "RunTask",
     "append_record",
     "build_matrix",
@@ -366,73 +370,104 @@ def append_record(path: str | os.PathLike[str], record: Mapping[str, Any]) -> No
 # --------------------------------------------------------------------------------------
 
 
+def _task_size(task: RunTask) -> float:
+    """Entries of the task's matrix (a proxy for its cost before any run is timed)."""
+    params = task.instance.params
+    m = float(params.get("m", task.instance.paper_m) or 1)
+    n = float(params.get("n", 30) or 30)
+    return m * n * task.rank
+
+
+class CostModel:
+    """Seconds a run will take, learnt from the runs timed so far.
+
+    Runs are grouped by (method, instance group, rank): a group's estimate is the mean of its
+    timed runs; an untimed group is scaled from the timed runs of the same method by matrix
+    size (or of any method, before that method was timed). Per-cell costs differ by four
+    orders of magnitude between m = 30 and m = 50,000, so a runs-per-second rate misleads.
+
+    >>> tasks = plan_runs(get_experiment("table2"), sizes=[30, 2000], ranks=[1], trials=1,
+    ...                   methods=["baseline"])
+    >>> model = CostModel()
+    >>> model.observe(tasks[0], 0.01)
+    >>> round(model.estimate(tasks[1]) / model.estimate(tasks[0]))  # 2000 rows cost more
+    67
+    """
+
+    def __init__(self) -> None:
+        self._group: dict[tuple[str, str, int], list[float]] = {}
+        self._per_size: dict[str, list[float]] = {}
+
+    @staticmethod
+    def _key(task: RunTask) -> tuple[str, str, int]:
+        return (task.method, task.instance.group, task.rank)
+
+    def observe(self, task: RunTask, seconds: float) -> None:
+        """Record that ``task`` took ``seconds``."""
+        self._group.setdefault(self._key(task), []).append(seconds)
+        self._per_size.setdefault(task.method, []).append(seconds / _task_size(task))
+
+    def estimate(self, task: RunTask) -> float | None:
+        """Expected seconds of ``task``; ``None`` before any run was timed."""
+        timed = self._group.get(self._key(task))
+        if timed:
+            return sum(timed) / len(timed)
+        rates = self._per_size.get(task.method) or [r for v in self._per_size.values() for r in v]
+        if not rates:
+            return None
+        return sum(rates) / len(rates) * _task_size(task)
+
+
+class _RunProgress:
+    """A tqdm bar over runs on stderr, with the time left estimated from per-cell costs."""
+
+    def __init__(self, tasks: Sequence[RunTask], todo: Sequence[RunTask], label: str) -> None:
+        from tqdm.auto import tqdm
+
+        self._remaining = {task.run_id: task for task in todo}
+        self._costs = CostModel()
+        self._started = time.monotonic()
+        self._busy = 0.0  # run-seconds finished in this call (over all workers)
+        self._bar = tqdm(
+            total=len(tasks),
+            initial=len(tasks) - len(todo),
+            desc=label,
+            unit="run",
+            file=sys.stderr,
+            dynamic_ncols=True,
+            disable=None,  # off when stderr is not a terminal
+            bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} runs "
+            "[{elapsed} elapsed{postfix}]",
+        )
+
+    def finished(self, task: RunTask | None, seconds: float | None) -> None:
+        """One run finished (``seconds`` from its record when it has them)."""
+        if task is not None:
+            self._remaining.pop(task.run_id, None)
+            if seconds is not None:
+                self._costs.observe(task, seconds)
+                self._busy += seconds
+        self._bar.set_postfix_str(self._left(), refresh=False)
+        self._bar.update(1)
+
+    def _left(self) -> str:
+        estimates = [self._costs.estimate(task) for task in self._remaining.values()]
+        if not self._remaining:
+            return ", done"
+        if any(estimate is None for estimate in estimates) or self._busy <= 0:
+            return ", time left: ?"
+        wall = time.monotonic() - self._started
+        parallel = max(self._busy / wall, 1e-9) if wall > 0 else 1.0  # workers kept busy
+        seconds = sum(e for e in estimates if e is not None) / parallel
+        return f", about {_clock(seconds)} left"
+
+    def close(self) -> None:
+        self._bar.close()
+
+
 def _clock(seconds: float) -> str:
     seconds = max(0, round(seconds))
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-
-
-class Progress:
-    """A one-line progress bar on stderr: runs done / total, elapsed and time left.
-
-    >>> import io
-    >>> stream = io.StringIO()
-    >>> bar = Progress(4, done=1, label="t", stream=stream)
-    >>> bar.advance(); bar.close()
-    >>> "2/4 runs" in stream.getvalue()
-    True
-    """
-
-    width = 24
-
-    def __init__(
-        self, total: int, *, done: int = 0, label: str = "", stream: IO[str] | None = None
-    ) -> None:
-        self.total = total
-        self.done = done
-        self.label = label
-        self.stream = stream if stream is not None else sys.stderr
-        self._start_done = done
-        self._start = time.monotonic()
-        self._last_draw = 0.0
-        self._drawn_done = -1
-        self._interactive = bool(getattr(self.stream, "isatty", lambda: False)())
-        self._draw(force=True)
-
-    def advance(self, count: int = 1) -> None:
-        """Count ``count`` more finished runs."""
-        self.done += count
-        self._draw(force=self.done >= self.total)
-
-    def _draw(self, *, force: bool = False) -> None:
-        now = time.monotonic()
-        if self.done == self._drawn_done and self._drawn_done >= 0:
-            return
-        if not force and now - self._last_draw < (0.2 if self._interactive else 5.0):
-            return
-        self._drawn_done = self.done
-        self._last_draw = now
-        elapsed = now - self._start
-        new = self.done - self._start_done
-        remaining = self.total - self.done
-        if remaining == 0:
-            left = _clock(0)
-        else:
-            left = _clock(elapsed / new * remaining) if new > 0 else "?"
-        filled = int(self.width * self.done / self.total) if self.total else self.width
-        bar = "#" * filled + "-" * (self.width - filled)
-        text = (
-            f"{self.label} [{bar}] {self.done}/{self.total} runs, "
-            f"{_clock(elapsed)} elapsed, {left} left"
-        )
-        self.stream.write(("\r" + text) if self._interactive else text + "\n")
-        self.stream.flush()
-
-    def close(self) -> None:
-        """Draw the final state and end the line."""
-        self._draw(force=True)
-        if self._interactive:
-            self.stream.write("\n")
-            self.stream.flush()
 
 
 # --------------------------------------------------------------------------------------
@@ -475,6 +510,23 @@ def _run_serial(
         yield execute_run(task, methods[task.method])
 
 
+@contextlib.contextmanager
+def _no_sigint() -> Generator[None, None, None]:
+    """Processes started inside ignore Ctrl-C (they inherit it), so only this one sees it.
+
+    Ctrl-C at a terminal reaches every process of the group: the Dask workers each printed
+    their own traceback. Now this process alone is interrupted and shuts the workers down.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _run_dask(
     tasks: list[RunTask],
     methods: Mapping[str, Method],
@@ -499,12 +551,19 @@ def _run_dask(
             **dask.config.get("distributed.nanny.pre-spawn-environ", default={}),
             "MALLOC_TRIM_THRESHOLD_": 128 * 2**20,
             "MALLOC_MMAP_THRESHOLD_": 64 * 2**20,
+            # A run's failure is caught and recorded by execute_run; what workers would log
+            # is shutdown noise (on Ctrl-C each printed a traceback), so only critical lines.
+            "DASK_LOGGING__DISTRIBUTED": "critical",
         }
-        with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
+        with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}), _no_sigint():
             cluster = LocalCluster(
                 n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
             )
         client = Client(cluster)
+        # also workers the nanny restarts later: Ctrl-C is for this process, which stops them
+        from bmfdsl.experiments._dask_plugins import IgnoreSigint
+
+        client.register_plugin(IgnoreSigint(), name="bmfdsl-ignore-sigint")
     else:
         client = Client(scheduler)
     try:
@@ -515,9 +574,16 @@ def _run_dask(
         for future in as_completed(futures):
             yield future.result()
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        # a worker still busy in a run is killed on shutdown: expected, not worth a warning
+        log = logging.getLogger("distributed")
+        level = log.level
+        log.setLevel(logging.ERROR)
+        try:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+        finally:
+            log.setLevel(level)
 
 
 def run_experiment(
@@ -631,7 +697,8 @@ def _run_locked(
     )
     _write_meta(out, name, meta)
     started = time.perf_counter()
-    bar = Progress(len(tasks), done=len(tasks) - len(todo), label=name) if progress else None
+    bar = _RunProgress(tasks, todo, name) if progress else None
+    by_id = {task.run_id: task for task in todo}
     failures = 0
     serial = scheduler is None and (workers or os.cpu_count() or 1) == 1
     if serial or len(todo) <= 1:
@@ -648,14 +715,14 @@ def _run_locked(
                 failures += 1
                 print(f"\n{record['run_id']} failed: {record['message']}", file=sys.stderr)
             if bar is not None:
-                bar.advance()
+                seconds = record.get("time")
+                bar.finished(by_id.get(record["run_id"]), seconds)
     except KeyboardInterrupt:
-        print(
-            f"\ninterrupted: {len(finished)} finished runs are saved in {path}; "
-            "run the same command again to finish the rest",
-            file=sys.stderr,
-        )
-        raise
+        # one line, printed by whoever catches it (the CLI): no partial state is lost
+        raise KeyboardInterrupt(
+            f"{len(finished)} finished runs are saved in {path}; "
+            "run the same command again to finish the rest"
+        ) from None
     finally:
         stream.close()  # shuts a local Dask cluster down now, also on interruption
         if bar is not None:
