@@ -2,7 +2,7 @@
 
 Given a plain BMF model (``compiled.structure`` is a :class:`~bmfdsl.structure.BMFStructure`),
 :meth:`NativeSampler.sample_structure` solves ``min ||A - U Vᵀ||²_F`` directly over the feasible
-set with the time-budgeted portfolio of :func:`bmfdsl.native.portfolio.solve_bmf` (heat-bath
+set with the work-budgeted portfolio of :func:`bmfdsl.native.portfolio.solve_bmf` (heat-bath
 row annealing, parallel tempering, restarts, ALS polish, optimality certificates). Any other
 BQM goes through :meth:`NativeSampler.sample`, which warns and runs the ``da`` sampler.
 """
@@ -25,6 +25,7 @@ __all__ = ["NativeFallbackWarning", "NativeSampler"]
 
 _SETTING_NAMES = (
     "time_limit",
+    "work_limit",
     "sweeps",
     "replicas",
     "t_hot",
@@ -54,9 +55,13 @@ class NativeSampler(BackendSampler):
     name: ClassVar[str] = "native"
     accepted_parameters: ClassVar[dict[str, str]] = dict(DASampler.accepted_parameters)
     structure_parameters: ClassVar[dict[str, str]] = {
-        "time_limit": "seconds (default: 1 s up to 300,000 cells, then linear, at most 4.8 s)",
-        "num_reads": "maximum annealing restarts (default: as many as time_limit allows)",
-        "seed": "seed in [0, 2**31); with num_reads set, the same seed gives the same result",
+        "work_limit": "work units for the solve, counted, not timed (default: about 1 s of "
+        "work up to 300,000 cells, then linear, at most 4.8 s; 1e9 units ~ 1 s)",
+        "time_limit": "opt-in wall-clock limit in seconds (restarts and polishes check the "
+        "clock inside); the answer then depends on machine load: not reproducible",
+        "num_reads": "maximum annealing restarts (default: as many as the budget allows)",
+        "seed": "seed in [0, 2**31); the same seed gives the same result unless time_limit "
+        "is set",
         "initial_factors": "warm starts: a list of (U, V) pairs",
         "sweeps": "maximum sweeps per annealing run (default 500)",
         "replicas": "chains per run (default 4)",
@@ -67,7 +72,7 @@ class NativeSampler(BackendSampler):
         "max_enumeration": "cost cap of the exact rank-1 certificate (default 2**29)",
         "num_solutions": "distinct solutions returned, best first (default 1)",
         "patience": "stop after this many restarts without improvement, and at least as many "
-        "as it took to find the best (default 24; None: use the whole time_limit)",
+        "as it took to find the best (default 24; None: use the whole budget)",
     }
 
     @property

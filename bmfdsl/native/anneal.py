@@ -19,6 +19,7 @@ import numpy as np
 __all__ = [
     "als_polish",
     "anneal_replicas",
+    "bls_step",
     "factor_products",
     "rank1_anneal",
     "row_codes",
@@ -318,6 +319,26 @@ def als_polish(
         else:
             stale += 1
     return err, solves
+
+
+@numba.njit(cache=True)
+def bls_step(
+    A: np.ndarray,
+    At: np.ndarray,
+    U: np.ndarray,
+    V: np.ndarray,
+    codes: np.ndarray,
+    flips: np.ndarray,
+    solve_u: bool,
+    norm_a: np.int64,
+) -> np.int64:
+    """One exact BLS solve in place (the rows of ``U`` given ``V``, or of ``V`` given ``U``),
+    as in :func:`als_polish`; returns the new error. ``At`` is ``A.T`` (contiguous),
+    ``norm_a`` the number of ones in ``A``, ``codes, flips`` those of the solved factor.
+    One call per solve lets a caller count solves or watch the clock between them."""
+    if solve_u:
+        return norm_a + _half_sweep_u(A, At, U, V, codes, flips, 0.0)
+    return norm_a + _half_sweep_v(A, At, U, V, codes, flips, 0.0)
 
 
 @numba.njit(cache=True)
