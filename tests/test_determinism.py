@@ -169,3 +169,17 @@ def test_digest_notices_a_changed_factor():
     before = namespace["digest"](U, V, 12)
     U[0, 0] = 1
     assert namespace["digest"](U, V, 12) != before
+
+
+def test_da_counts_its_work_and_repeats_itself_without_a_time_limit():
+    import dimod
+
+    from bmfdsl.backends.da import DASampler
+
+    bqm = dimod.generators.ran_r(1, 30, seed=4)
+    runs = [DASampler().sample(bqm, num_reads=3, num_sweeps=300, seed=2) for _ in range(2)]
+    assert runs[0].record.sample.tolist() == runs[1].record.sample.tolist()
+    assert runs[0].info["work"] == {"reads": 3, "anneals": 3, "sweeps": 900}
+    assert runs[0].info["deterministic"]
+    timed = DASampler().sample(bqm, num_reads=2, num_sweeps=100, time_limit=0.05, seed=2)
+    assert not timed.info["deterministic"] and timed.info["work"]["anneals"] >= 2
