@@ -114,7 +114,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--lam-onehot", type=float, default=None, help="one-hot weight")
     run.add_argument("--one-hot", choices=["U", "V"], default=None)
     run.add_argument("--sample-rows", type=_sample_rows, default=None, help="S or 'auto'")
-    run.add_argument("--time-limit", type=float, default=None, help="solver budget (s)")
+    run.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        help="opt-in wall-clock limit of the solver (s); answers then depend on machine load",
+    )
     run.add_argument("--num-reads", type=int, default=None)
     run.add_argument("--no-als", action="store_true", help="skip the ALS polish")
     run.add_argument("--seed", type=int, default=None)
