@@ -56,12 +56,12 @@ class NativeSampler(BackendSampler):
     accepted_parameters: ClassVar[dict[str, str]] = dict(DASampler.accepted_parameters)
     structure_parameters: ClassVar[dict[str, str]] = {
         "work_limit": "work units for the solve, counted, not timed (default: about 1 s of "
-        "work up to 300,000 cells, then linear, at most 4.8 s; 1e9 units ~ 1 s)",
+        "work up to 300,000 cells, then linear, at most 4.8 s; 3e9 units ~ 1 s on an idle "
+        "2-core machine)",
         "time_limit": "opt-in wall-clock limit in seconds (restarts and polishes check the "
         "clock inside); the answer then depends on machine load: not reproducible",
         "num_reads": "maximum annealing restarts (default: as many as the budget allows)",
-        "seed": "seed in [0, 2**31); the same seed gives the same result unless time_limit "
-        "is set",
+        "seed": "seed in [0, 2**31); the same seed gives the same result unless time_limit is set",
         "initial_factors": "warm starts: a list of (U, V) pairs",
         "sweeps": "maximum sweeps per annealing run (default 500)",
         "replicas": "chains per run (default 4)",

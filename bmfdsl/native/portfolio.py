@@ -17,8 +17,9 @@ Strategy (one set of defaults for every input):
 
 Budgets count work, never time, so equal seeds give bit-identical answers under any machine
 load: the solver counts annealing sweeps and exact BLS solves and weighs each by a cost model of
-its kernels (:func:`sweep_work`, :func:`solve_work`; one unit is about a nanosecond on the
-2-core x86 machine the defaults were calibrated on). ``info["work"]`` records the work done.
+its kernels (:func:`sweep_work`, :func:`solve_work`; about 3e9 units a second on an idle
+2-core x86 machine, the one the defaults were calibrated on). ``info["work"]`` records the
+work done.
 A wall-clock limit (``time_limit``) is opt-in and makes the answer depend on machine speed and
 load; under it a restart and an ALS polish also check the clock inside, between chunks of
 sweeps and pairs of BLS solves, so the limit holds on wide matrices too.
@@ -63,17 +64,18 @@ __all__ = [
     "sweep_work",
 ]
 
-# Work units per elementary step of the kernels in :mod:`bmfdsl.native.anneal`, about
-# nanoseconds on the calibration machine (2 shared x86 cores; measured per sweep and per BLS
-# solve from 30 x 30 to 2,000 x 2,000 and ranks 2 to 10).
+# Work units per elementary step of the kernels in :mod:`bmfdsl.native.anneal`, in thirds of a
+# nanosecond on the idle calibration machine (2 x86 cores; measured per sweep and per BLS
+# solve from 30 x 30 to 20,000 x 2,000 and ranks 2 to 10, and matched to the restarts the old
+# one-second time budget ran in bench/results/native.md).
 _CELL_WORK = 4.0  # one matrix cell of a half sweep (data times the other factor)
 _HOT_CODE_WORK = 25.0  # one candidate row code scored and weighed (exp) at T > 0
-_COLD_CODE_WORK = 10.0  # one candidate row code scored at T = 0 (an exact BLS solve)
+_COLD_CODE_WORK = 24.0  # one candidate row code scored at T = 0 (an exact BLS solve)
 # one matrix cell of an ALS polish on the full matrix (tall data: cache misses, mispredicted
 # branches and the error recount make it slower than a cell of the small annealing core)
-_SOLVE_CELL_WORK = 10.0
-#: Work units per second of the default budget (one unit is about a nanosecond).
-WORK_PER_SECOND = 1e9
+_SOLVE_CELL_WORK = 24.0
+#: Work units per second of the default budget (on the idle calibration machine).
+WORK_PER_SECOND = 3e9
 # The fewest sweeps worth an annealing restart; below that a restart is skipped.
 _MIN_SWEEPS = 50
 
@@ -212,7 +214,7 @@ def solve_work(rows: int, cols: int, codes_u: int, codes_v: int) -> float:
     """Work units of one exact BLS solve (half an ALS round, the mean of its two halves).
 
     >>> solve_work(30, 30, 32, 32)
-    18600.0
+    44640.0
     """
     return _SOLVE_CELL_WORK * rows * cols + _COLD_CODE_WORK * (rows * codes_u + cols * codes_v) / 2
 
@@ -445,7 +447,7 @@ def auto_work_limit(shape: tuple[int, int]) -> float:
     """The default work budget: :func:`auto_time_limit` seconds of the calibration machine.
 
     >>> auto_work_limit((30, 30))
-    1000000000.0
+    3000000000.0
     """
     return auto_time_limit(shape) * WORK_PER_SECOND
 
