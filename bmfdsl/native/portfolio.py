@@ -339,6 +339,8 @@ class _Solver:
             done += len(temperatures[done : done + chunk])
         self._record(done, 1, per_sweep, time.perf_counter() - started)
         self.counts["rank1"] = self.counts.get("rank1", 0) + 1
+        if done == 0 or self.out_of_time(self.solve_units * self.seconds_per_unit):
+            return  # out of time: no polish (it would overrun), the restart is lost
         self.polish(np.zeros((m, 1), np.int8), best_v[:, None].copy(), work_limit)
 
     def _chunk_seconds(self, done: int, started: float, chunk: int, per_sweep: float) -> float:
@@ -428,6 +430,8 @@ class _Solver:
             done += len(schedule)
         self._record(done, R, per_sweep / R, time.perf_counter() - started)
         self.counts[mode] += 1
+        if done == 0 or self.out_of_time(self.solve_units * self.seconds_per_unit):
+            return  # out of time: no polish (it would overrun), the restart is lost
         if rows is not None:  # U for the full matrix follows from V by exact BLS (in ALS)
             best_U = _random_factor(rng, (m, self.rank), self.one_hot_u)
         self.polish(best_U, best_V, work_limit)
