@@ -88,6 +88,11 @@ def timed(solve, A: np.ndarray, rank: int, seed: int, **settings) -> tuple[float
     return relative_error(error, A), time.perf_counter() - started
 
 
+def label(variant: dict) -> str:
+    """A column name for a settings variant, e.g. ``patience=12``."""
+    return ", ".join(f"{key}={value}" for key, value in variant.items())
+
+
 def run(args: argparse.Namespace) -> dict:
     before = load_before(args.before)
     before.compile_kernels()
@@ -103,6 +108,10 @@ def run(args: argparse.Namespace) -> dict:
                 config = NativeSettings(work_limit=fraction * auto_work_limit(A.shape))
                 settings[f"work x{fraction:g}"].append(
                     timed(solve_bmf, A, rank, seed, settings=config)
+                )
+            for variant in args.variants:
+                settings.setdefault(label(variant), []).append(
+                    timed(solve_bmf, A, rank, seed, settings=NativeSettings(**variant))
                 )
         summary = {
             name: {
@@ -157,17 +166,17 @@ def wide() -> dict:
     }
 
 
-def render(meta: dict, result: dict, fractions: list[float]) -> str:
-    names = ["before"] + [f"work x{f:g}" for f in fractions]
+def render(meta: dict, result: dict, fractions: list[float], variants: list[dict]) -> str:
+    names = ["before"] + [f"work x{f:g}" for f in fractions] + [label(v) for v in variants]
     lines = [
         "# Work budgets vs the old time budget (native solver)",
         "",
         f"Command: `{meta['command']}`; {meta['date']}; {meta['machine']} (timings are noisy: "
         "other jobs shared the cores; the errors are not). `before`: the time-budgeted solver "
         f"of commit {meta['before']}; `work xF`: the current solver at F times the default "
-        "work budget. Cells: mean relative error / mean seconds. `reach`: the cheapest "
-        "setting at or below `before`'s mean error (four decimals) and its time over "
-        "`before`'s.",
+        "work budget; `key=value`: the current solver with that setting (default budget). "
+        "Cells: mean relative error / mean seconds. `reach`: the cheapest setting at or "
+        "below `before`'s mean error (four decimals) and its time over `before`'s.",
         "",
         "| data | m | r | " + " | ".join(names) + " | reach |",
         "|---|---|---|" + "---|" * len(names) + "---|",
@@ -202,6 +211,12 @@ def main() -> None:
     parser.add_argument("--ranks", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     parser.add_argument("--tables", type=int, nargs="*", default=[1, 2, 3, 4])
     parser.add_argument("--fractions", type=float, nargs="+", default=[0.25, 0.5, 1.0])
+    parser.add_argument(
+        "--variants",
+        type=json.loads,
+        default=[],
+        help="JSON list of NativeSettings keyword dicts, e.g. '[{\"patience\": 12}]'",
+    )
     parser.add_argument("--data-dir", default=None, help="folder with mnist/ for Table 5")
     parser.add_argument("--mnist-images", type=int, default=20)
     parser.add_argument("--before", default="aa9511b", help="git commit of the old solver")
@@ -219,7 +234,7 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{args.name}.json").write_text(json.dumps({"meta": meta, **result}, indent=1))
-    (out / f"{args.name}.md").write_text(render(meta, result, args.fractions))
+    (out / f"{args.name}.md").write_text(render(meta, result, args.fractions, args.variants))
 
 
 if __name__ == "__main__":
