@@ -239,6 +239,15 @@ class DASampler(BackendSampler):
             offset_increase=increase,
             anneal_time_s=anneal_time,
             compile_time_s=compile_seconds,
+            # the work done: counted, so equal seeds without time_limit give equal samples
+            work={
+                "reads": num_reads,
+                "anneals": round(rounds * num_reads),
+                "sweeps": round(
+                    sweeps * rounds * num_reads * (replicas if mode != "anneal" else 1)
+                ),
+            },
+            deterministic="time_limit" not in params,
         )
         return sampleset
 

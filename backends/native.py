@@ -26,10 +26,14 @@ from bmfdsl.structure import BMFStructure, StructuredSampler
 __all__ = ["NativeSampler"]
 
 _DESCRIPTIONS = {
-    "time_limit": "seconds (default: 1 s up to 300,000 cells, then linear, at most 4.8 s)",
-    "num_reads": "maximum annealing restarts (default: as many as time_limit allows; "
+    "work_limit": "work units for the solve, counted, not timed (default: about 1 s of "
+    "work up to 300,000 cells, then linear, at most 4.8 s; 3e9 units ~ 1 s on an idle "
+    "2-core machine)",
+    "time_limit": "opt-in wall-clock limit in seconds (restarts and polishes check the "
+    "clock inside); the answer then depends on machine load: not reproducible",
+    "num_reads": "maximum annealing restarts (default: as many as the budget allows; "
     "masked/weighted: 32 restarts)",
-    "seed": "seed in [0, 2**31); with num_reads set, the same seed gives the same result",
+    "seed": "seed in [0, 2**31); the same seed gives the same result unless time_limit is set",
     "initial_factors": "warm starts: a list of (U, V) pairs",
     "sweeps": "maximum sweeps per annealing run (default 500)",
     "replicas": "chains per run (default 4)",
@@ -40,7 +44,7 @@ _DESCRIPTIONS = {
     "max_enumeration": "cost cap of the exact rank-1 certificate (default 2**29)",
     "num_solutions": "distinct solutions returned, best first (default 1)",
     "patience": "stop after this many restarts without improvement, and at least as many "
-    "as it took to find the best (default 24; None: use the whole time_limit)",
+    "as it took to find the best (default 24; None: use the whole budget)",
 }
 
 
@@ -75,6 +79,7 @@ class NativeSampler(StructuredSampler):
         structure: BMFStructure,
         *,
         time_limit: float | None = None,
+        work_limit: float | None = None,
         num_reads: int | None = None,
         seed: int | None = None,
         initial_factors: Any = (),
@@ -108,6 +113,7 @@ class NativeSampler(StructuredSampler):
         weights = structure.entry_weights
         plain_only = {
             "time_limit": time_limit,
+            "work_limit": work_limit,
             "sweeps": sweeps,
             "replicas": replicas,
             "t_hot": t_hot,

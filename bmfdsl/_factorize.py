@@ -74,7 +74,9 @@ def factorize(
             ``s = max(30, r)`` rows when the long side has at least 2,000 rows, else use all).
             For a ``dask.array`` input ``None`` means ``"auto"``.
         als: polish with alternating BLS (at most 20 solves, stop after 2 without gain).
-        random_state: seed for every random choice (sampling, solver seeds, restarts).
+        random_state: seed for every random choice (sampling, solver seeds, restarts): the
+            same seed gives bit-identical results in any process under any load, unless a
+            wall-clock ``time_limit`` is passed to the backend.
         **backend_params: passed to the backend's ``sample`` (``num_reads``, ``time_limit``...).
 
     Returns:

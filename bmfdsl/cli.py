@@ -295,7 +295,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--time-limit",
         type=float,
         default=None,
-        help="solver budget in seconds, e.g. 2 (default: the backend's)",
+        help="opt-in wall-clock limit of the solver in seconds, e.g. 2; answers then depend "
+        "on machine load (default: a work budget, the same answer for the same --seed)",
     )
     run.add_argument(
         "--num-reads", type=int, default=None, help="solver reads, e.g. 8 (default: the backend's)"

@@ -19,11 +19,11 @@ from bmfdsl.expr import PolyArray
 __all__ = ["BQM_BYTES_PER_INTERACTION", "BQM_BYTES_PER_VARIABLE", "QuboTerms", "lower"]
 
 #: dimod stores each interaction twice (both neighbours): an index and a bias each way.
-BQM_BYTES_PER_INTERACTION = 32
-#: a variable's label, its linear bias and its adjacency vector.
-BQM_BYTES_PER_VARIABLE = 120
-#: samples per chunk when evaluating energies (keeps temporaries near 64 MB)
-_EVALUATION_ENTRIES = 8_000_000
+#: Measured: 64 MiB for a BQM of 18,000 variables and 2.5 M interactions.
+BQM_BYTES_PER_INTERACTION = 28
+#: a variable's label string, its two entries in dimod's label maps, bias and adjacency.
+#: Measured: 190 MiB for 453,000 labelled variables and 2.25 M interactions.
+BQM_BYTES_PER_VARIABLE = 300
 
 
 @dataclass
@@ -69,14 +69,12 @@ class QuboTerms:
     def energies(self, samples: np.ndarray, weights: Mapping[str, float]) -> np.ndarray:
         """BQM energies of 0/1 ``samples`` (S x num_variables), in float64."""
         linear, quadratic, offset = self.combine(weights)
-        X = np.asarray(samples)
-        out = X @ linear + offset
-        step = max(1, _EVALUATION_ENTRIES // max(self.row.size, 1))
-        for start in range(0, X.shape[0], step):
-            block = X[start : start + step]
-            pairs = block[:, self.row] & block[:, self.col]
-            out[start : start + step] += pairs @ quadratic
-        return out
+        X = np.asarray(samples, dtype=np.float64).reshape(-1, self.num_variables)
+        Q = scipy.sparse.csr_matrix(
+            (quadratic, (self.row, self.col)), shape=(self.num_variables,) * 2
+        )
+        pairs = np.einsum("sn,sn->s", X, np.asarray((Q @ X.T).T))  # Σ q x_row x_col
+        return X @ linear + pairs + offset
 
 
 def lower(parts: Mapping[str, list[PolyArray]], num_variables: int) -> QuboTerms:

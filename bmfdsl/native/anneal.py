@@ -17,11 +17,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from bmfdsl.kernels import als_loop
+from bmfdsl.kernels import als_loop, solve_rows_exact
 
 __all__ = [
     "als_polish",
     "anneal_replicas",
+    "bls_step",
     "factor_products",
     "rank1_anneal",
     "row_codes",
@@ -293,6 +294,20 @@ def als_polish(
     U[:] = best_U
     V[:] = best_V
     return np.int64(error), int(solves)
+
+
+@numba.njit(cache=True)
+def bls_step(
+    A: np.ndarray, At: np.ndarray, U: np.ndarray, V: np.ndarray, codes: np.ndarray, solve_u: bool
+) -> np.int64:
+    """One exact BLS solve in place (the rows of ``U`` given ``V``, or of ``V`` given ``U``),
+    as in :func:`als_polish` (a row keeps its code on ties); returns the new error. ``At`` is
+    ``A.T`` (contiguous), ``codes`` those of the solved factor. One call per solve lets a
+    caller count solves or watch the clock between them. Runs the shared
+    :func:`bmfdsl.kernels.solve_rows_exact`."""
+    if solve_u:
+        return np.int64(solve_rows_exact(A, V, codes, U, True))
+    return np.int64(solve_rows_exact(At, U, codes, V, True))
 
 
 @numba.njit(cache=True)

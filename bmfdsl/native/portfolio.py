@@ -1,4 +1,4 @@
-"""The native BMF solver: a time-budgeted portfolio of seeds, annealing and ALS polish.
+"""The native BMF solver: a work-budgeted portfolio of seeds, annealing and ALS polish.
 
 Strategy (one set of defaults for every input):
 
@@ -8,18 +8,27 @@ Strategy (one set of defaults for every input):
 2. Seeds: the caller's ``initial_factors``, and the greedy densest row/column cover (the
    paper's baseline, S1 Algorithm 2), each polished by ALS (ALS never worsens a start; on sparse
    data these seeds are hard to beat).
-3. Restarts until the time budget is spent, cycling through simulated annealing from random
+3. Restarts until the work budget is spent, cycling through simulated annealing from random
    states, parallel tempering, and annealing re-heated from the best state so far, each over
    heat-bath row moves (:mod:`bmfdsl.native.anneal`) and finished by ALS on the full matrix.
    Tall matrices are annealed on a uniform sample of rows (alternately ``n`` rows, like the
    paper's square core, and ``core_rows`` rows); the full ``U`` then follows by exact BLS and
    ALS.
 
+Budgets count work, never time, so equal seeds give bit-identical answers under any machine
+load: the solver counts annealing sweeps and exact BLS solves and weighs each by a cost model of
+its kernels (:func:`sweep_work`, :func:`solve_work`; about 3e9 units a second on an idle
+2-core x86 machine, the one the defaults were calibrated on). ``info["work"]`` records the
+work done.
+A wall-clock limit (``time_limit``) is opt-in and makes the answer depend on machine speed and
+load; under it a restart and an ALS polish also check the clock inside, between chunks of
+sweeps and pairs of BLS solves, so the limit holds on wide matrices too.
+
 All-zero rows and columns are dropped (their factor rows are zero in every optimum, unless
 that factor is one-hot) and wide inputs are transposed internally so that ``m >= n``.
 
 The numba kernels are compiled (or loaded from numba's on-disk cache) once per process by
-:func:`compile_kernels` before the first solve starts its clock, so the time budget goes to the
+:func:`compile_kernels` before the first solve starts its clock, so a time limit goes to the
 search: with a cold cache the first solve of a 2,000 x 30 matrix at rank 3 used to lose about
 9 s of its 1 s budget to compilation and ran one restart (relative error 0.767 instead of
 0.740), and with a warm cache loading the kernels still took 0.3 s of it.
@@ -37,18 +46,39 @@ from bmfdsl.errors import InvalidParameterError
 from bmfdsl.matrix import Orientation
 from bmfdsl.methods.baseline import baseline
 from bmfdsl.native.anneal import (
-    als_polish,
     anneal_replicas,
+    bls_step,
     rank1_anneal,
     row_codes,
 )
 from bmfdsl.native.certify import DEFAULT_MAX_ENUMERATION, exact_rank1
 from bmfdsl.validation import check_binary_matrix, check_one_hot, check_random_state, check_rank
 
-__all__ = ["NativeResult", "NativeSettings", "auto_time_limit", "compile_kernels", "solve_bmf"]
+__all__ = [
+    "NativeResult",
+    "NativeSettings",
+    "auto_time_limit",
+    "auto_work_limit",
+    "compile_kernels",
+    "solve_bmf",
+    "solve_work",
+    "sweep_work",
+]
 
-# Seconds per matrix cell per sweep for one replica at rank 5, refined by measurement.
-_PRIOR_SECONDS_PER_CELL = 2.5e-8
+# Work units per elementary step of the kernels in :mod:`bmfdsl.native.anneal`, in thirds of a
+# nanosecond on the idle calibration machine (2 x86 cores; measured per sweep and per BLS
+# solve from 30 x 30 to 20,000 x 2,000 and ranks 2 to 10, and matched to the restarts the old
+# one-second time budget ran in bench/results/native.md).
+_CELL_WORK = 4.0  # one matrix cell of a half sweep (data times the other factor)
+_HOT_CODE_WORK = 25.0  # one candidate row code scored and weighed (exp) at T > 0
+_COLD_CODE_WORK = 24.0  # one candidate row code scored at T = 0 (an exact BLS solve)
+# one matrix cell of an ALS polish on the full matrix (tall data: cache misses, mispredicted
+# branches and the error recount make it slower than a cell of the small annealing core)
+_SOLVE_CELL_WORK = 24.0
+#: Work units per second of the default budget (on the idle calibration machine).
+WORK_PER_SECOND = 3e9
+# The fewest sweeps worth an annealing restart; below that a restart is skipped.
+_MIN_SWEEPS = 50
 
 
 @dataclass(frozen=True)
@@ -56,15 +86,21 @@ class NativeSettings:
     """Settings of :func:`solve_bmf`; the defaults are used for every table of the paper.
 
     Attributes:
-        time_limit: seconds for the whole solve (certificates, seeds, restarts); the solver
-            stops early once the error is 0 or the search stalls (``patience``). ``None``:
-            :func:`auto_time_limit` (1 s up to 300,000 matrix cells, growing linearly to at
-            most 4.8 s). A restart starts only while one as long as the last of its kind
-            still fits; the certificate, the seeds and the first restart always run.
-        num_reads: maximum number of annealing restarts (``None``: as many as fit in
-            ``time_limit``).
+        work_limit: work units for the whole solve (seeds, restarts), counted by the cost
+            model of :func:`sweep_work` and :func:`solve_work`, so that the same seed gives
+            the same answer on any machine under any load. ``None``: :func:`auto_work_limit`
+            (about 1 s up to 300,000 matrix cells, growing linearly to at most 4.8 s), unless
+            ``time_limit`` is set (then the clock alone bounds the run). A restart starts only
+            while one like the last of its kind still fits; the certificate and the seeds
+            always run. The solver stops early once the error is 0 or the search stalls
+            (``patience``).
+        time_limit: opt-in wall-clock limit in seconds (JIT compilation excluded). The answer
+            then depends on machine speed and load: **not reproducible**. Restarts and ALS
+            polishes check the clock inside, so the solve ends within about 10% of it.
+        num_reads: maximum number of annealing restarts (``None``: as many as the budget
+            allows).
         sweeps: maximum sweeps per annealing run (fewer on big inputs so a run takes at most a
-            quarter of the budget).
+            quarter of the remaining budget).
         replicas: chains per run (independent for annealing, a temperature ladder for
             parallel tempering).
         t_hot, t_cold: temperature range in units of squared error per row.
@@ -82,6 +118,7 @@ class NativeSettings:
 
     time_limit: float | None = None
     num_reads: int | None = None
+    work_limit: float | None = None
     sweeps: int = 500
     replicas: int = 4
     t_hot: float = 3.0
@@ -95,6 +132,7 @@ class NativeSettings:
     def __post_init__(self) -> None:
         checks = {
             "time_limit": self.time_limit is None or self.time_limit >= 0,
+            "work_limit": self.work_limit is None or self.work_limit >= 0,
             "sweeps": self.sweeps >= 1,
             "replicas": self.replicas >= 1,
             "t_hot": self.t_hot > 0,
@@ -112,8 +150,8 @@ class NativeSettings:
         if bad:
             values = ", ".join(f"{name}={getattr(self, name)!r}" for name in bad)
             raise InvalidParameterError(
-                f"invalid native solver setting(s): {values}; time_limit, max_enumeration and "
-                "num_reads must be >= 0, 0 < t_cold <= t_hot, the rest >= 1"
+                f"invalid native solver setting(s): {values}; time_limit, work_limit, "
+                "max_enumeration and num_reads must be >= 0, 0 < t_cold <= t_hot, the rest >= 1"
             )
 
 
@@ -161,6 +199,27 @@ def _project_one_hot(F: np.ndarray) -> np.ndarray:
     return out
 
 
+def sweep_work(rows: int, cols: int, codes_u: int, codes_v: int) -> float:
+    """Work units of one annealing sweep of one replica on a ``rows x cols`` matrix.
+
+    Both half sweeps pass over every cell and score ``codes_u`` candidate codes per row and
+    ``codes_v`` per column, weighing each (an ``exp``).
+
+    >>> sweep_work(30, 30, 32, 32)
+    55200.0
+    """
+    return 2 * _CELL_WORK * rows * cols + _HOT_CODE_WORK * (rows * codes_u + cols * codes_v)
+
+
+def solve_work(rows: int, cols: int, codes_u: int, codes_v: int) -> float:
+    """Work units of one exact BLS solve (half an ALS round, the mean of its two halves).
+
+    >>> solve_work(30, 30, 32, 32)
+    44640.0
+    """
+    return _SOLVE_CELL_WORK * rows * cols + _COLD_CODE_WORK * (rows * codes_u + cols * codes_v) / 2
+
+
 class _Solver:
     def __init__(
         self,
@@ -169,6 +228,7 @@ class _Solver:
         one_hot: str | None,
         settings: NativeSettings,
         rng: np.random.Generator,
+        deadline: float | None,
     ) -> None:
         self.A = A
         self.rank = rank
@@ -176,11 +236,31 @@ class _Solver:
         self.one_hot_v = one_hot == "V"
         self.settings = settings
         self.rng = rng
+        self.deadline = deadline  # wall clock (opt-in time_limit); None: work alone bounds
         self.codes_u = row_codes(rank, self.one_hot_u)
         self.codes_v = row_codes(rank, self.one_hot_v)
         self.pool = _Pool(settings.num_solutions)
-        self.seconds_per_cell = _PRIOR_SECONDS_PER_CELL * (2**rank + 8) / 40
         self.counts: dict[str, int] = {"seeds": 0, "anneal": 0, "tempering": 0, "reheat": 0}
+        # work done so far: units of the cost model, replica sweeps and exact BLS solves
+        self.work = 0.0
+        self.sweeps = 0
+        self.solves = 0
+        self.clock_stops = 0  # restarts or polishes cut short by the time limit
+        m, n = A.shape
+        self.solve_units = solve_work(m, n, len(self.codes_u[0]), len(self.codes_v[0]))
+        self.seconds_per_unit = 1.0 / WORK_PER_SECOND  # refined by measurement (time limit)
+        self.At: np.ndarray | None = None  # A.T and its number of ones, for the BLS solves
+
+    def remaining_units(self, work_limit: float | None) -> float:
+        """Work units left: by the work limit, and by the clock when a time limit is set."""
+        left = np.inf if work_limit is None else work_limit - self.work
+        if self.deadline is not None:
+            seconds = max(self.deadline - time.perf_counter(), 0.0)
+            left = min(left, seconds / self.seconds_per_unit)
+        return float(max(left, 0.0))
+
+    def out_of_time(self, expected_seconds: float) -> bool:
+        return self.deadline is not None and time.perf_counter() + expected_seconds > self.deadline
 
     def feasible(self, U: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         U = np.ascontiguousarray(U, dtype=np.int8)
@@ -191,33 +271,106 @@ class _Solver:
             V = _project_one_hot(V)
         return U, V
 
-    def polish(self, U: np.ndarray, V: np.ndarray) -> int:
+    def polish(self, U: np.ndarray, V: np.ndarray, work_limit: float | None = None) -> int:
+        """ALS from ``(U, V)`` (exact BLS solves of U, then V, ... until two in a row bring no
+        gain, at most ``max_solves``) within the budget; adds the result to the pool.
+
+        The first solve always runs; later ones only while they fit the work limit and the
+        time limit (so a polish of a wide matrix stops in time). No solve worsens the error,
+        and the first one starts from any ``U``, so the start's error is never computed.
+        """
         U, V = self.feasible(U, V)
-        error, _ = als_polish(self.A, U, V, *self.codes_u, *self.codes_v, self.settings.max_solves)
+        error = np.int64(-1)
+        stale = solves = 0
+        seconds = 0.0
+        while solves < self.settings.max_solves and stale < 2:
+            if solves and work_limit is not None and self.work + self.solve_units > work_limit:
+                break
+            if solves and self.out_of_time(seconds):
+                self.clock_stops += 1
+                break
+            solve_u = solves % 2 == 0
+            codes = self.codes_u if solve_u else self.codes_v
+            started = time.perf_counter()
+            if self.At is None and not solve_u:  # a copy of A: made once, when first needed
+                self.At = np.ascontiguousarray(self.A.T)
+            At = self.A if self.At is None else self.At  # (a U solve does not read it)
+            new = bls_step(self.A, At, U, V, codes[0], solve_u)
+            seconds = time.perf_counter() - started
+            self.seconds_per_unit = max(seconds, 1e-9) / self.solve_units
+            solves += 1
+            self.work += self.solve_units
+            if error < 0 or new < error:
+                error, stale = new, 0
+            else:
+                stale += 1
+        self.solves += solves
         self.pool.add(int(error), U, V)
         return int(error)
 
-    def anneal_rank1(self, deadline: float) -> None:
+    def _chunks(self, sweeps: int) -> int:
+        """Sweeps per kernel call: all at once, or 1/16 of them under a time limit."""
+        return sweeps if self.deadline is None else max(1, sweeps // 16)
+
+    def anneal_rank1(self, work_limit: float | None) -> None:
         """Rank 1 without one-hot: anneal ``v`` on the exact objective of the full matrix."""
         A, settings, rng = self.A, self.settings, self.rng
         m, n = A.shape
-        budget = max(deadline - time.perf_counter(), 0.0) / 4
-        per_sweep = self.seconds_per_cell * A.size
+        per_sweep = 2 * _CELL_WORK * A.size  # n flip trials of O(m) each
+        budget = self.remaining_units(work_limit) / 4
         sweeps = int(min(settings.sweeps, max(20, budget / per_sweep)))
         scale = max(1.0, m / n)  # gains span m rows
         temperatures = np.geomspace(settings.t_hot * scale, settings.t_cold * scale, sweeps)
         v = np.asarray(rng.random(n) < 0.5, dtype=np.int8)
+        seed = int(rng.integers(2**31 - 1))
+        best_v, best_error = v.copy(), None
+        chunk = self._chunks(sweeps)
+        done = 0
         started = time.perf_counter()
-        best_v, _ = rank1_anneal(A, v, temperatures, int(rng.integers(2**31 - 1)))
-        self.seconds_per_cell = (time.perf_counter() - started) / (sweeps * A.size)
+        while done < sweeps:
+            if self.out_of_time(self._chunk_seconds(done, started, chunk, per_sweep)):
+                self.clock_stops += 1
+                break
+            part_v, part_error = rank1_anneal(A, v, temperatures[done : done + chunk], seed + done)
+            if best_error is None or part_error < best_error:
+                best_v, best_error = part_v, part_error
+            done += len(temperatures[done : done + chunk])
+        self._record(done, 1, per_sweep, time.perf_counter() - started)
         self.counts["rank1"] = self.counts.get("rank1", 0) + 1
-        self.polish(np.zeros((m, 1), np.int8), best_v[:, None].copy())
+        if done == 0 or self.out_of_time(self.solve_units * self.seconds_per_unit):
+            return  # out of time: no polish (it would overrun), the restart is lost
+        self.polish(np.zeros((m, 1), np.int8), best_v[:, None].copy(), work_limit)
 
-    def anneal(self, mode: str, core_rows: int, deadline: float) -> None:
+    def _chunk_seconds(self, done: int, started: float, chunk: int, per_sweep: float) -> float:
+        """Expected seconds of the next ``chunk`` sweeps: as the sweeps so far, else by the
+        cost model at the last measured speed."""
+        if done:
+            return (time.perf_counter() - started) / done * chunk
+        return chunk * per_sweep * self.seconds_per_unit
+
+    def _record(self, sweeps: int, replicas: int, per_sweep: float, seconds: float) -> None:
+        self.sweeps += sweeps * replicas
+        units = sweeps * replicas * per_sweep  # per_sweep: one replica
+        self.work += units
+        if units > 0 and seconds > 0:
+            self.seconds_per_unit = seconds / units
+
+    def restart_work(self, mode: str, core_rows: int) -> float:
+        """Work units of the cheapest restart of ``mode``: the fewest sweeps and one polish."""
+        m, n = self.A.shape
+        if mode == "rank1":
+            per_sweep = 2 * _CELL_WORK * self.A.size
+            return 20 * per_sweep + 4 * self.solve_units
+        rows = min(m, core_rows)
+        K_u, K_v = len(self.codes_u[0]), len(self.codes_v[0])
+        per_sweep = self.settings.replicas * sweep_work(rows, n, K_u, K_v)
+        return _MIN_SWEEPS * per_sweep + 4 * self.solve_units
+
+    def anneal(self, mode: str, core_rows: int, work_limit: float | None) -> None:
         A, settings, rng = self.A, self.settings, self.rng
         m, n = A.shape
         if mode == "rank1":
-            self.anneal_rank1(deadline)
+            self.anneal_rank1(work_limit)
             return
         if m > core_rows:
             rows = np.sort(rng.choice(m, size=core_rows, replace=False))
@@ -225,9 +378,10 @@ class _Solver:
         else:
             rows, core = None, A
         R = settings.replicas
-        budget = max(deadline - time.perf_counter(), 0.0) / 4
-        per_sweep = self.seconds_per_cell * core.size * R
-        sweeps = int(min(settings.sweeps, max(50, budget / per_sweep)))
+        budget = self.remaining_units(work_limit) / 4
+        K_u, K_v = len(self.codes_u[0]), len(self.codes_v[0])
+        per_sweep = R * sweep_work(core.shape[0], n, K_u, K_v)
+        sweeps = int(min(settings.sweeps, max(_MIN_SWEEPS, budget / per_sweep)))
         v_scale = max(1.0, core.shape[0] / n)
         if mode == "tempering":
             ladder = np.geomspace(settings.t_cold, settings.t_hot, R)
@@ -244,35 +398,60 @@ class _Solver:
             V[:] = best_V
         best_U = np.zeros((core.shape[0], self.rank), dtype=np.int8)
         best_V = np.zeros((n, self.rank), dtype=np.int8)
+        part_U, part_V = best_U.copy(), best_V.copy()
+        seed = int(rng.integers(2**31 - 1))
+        best_error = None
+        chunk = self._chunks(sweeps)
+        done = 0
         started = time.perf_counter()
-        anneal_replicas(
-            core,
-            U,
-            V,
-            np.ascontiguousarray(temperatures),
-            mode == "tempering",
-            *self.codes_u,
-            *self.codes_v,
-            int(rng.integers(2**31 - 1)),
-            best_U,
-            best_V,
-            v_scale,
-        )
-        elapsed = time.perf_counter() - started
-        self.seconds_per_cell = elapsed / (sweeps * R * core.size)
+        while done < sweeps:
+            if self.out_of_time(self._chunk_seconds(done, started, chunk, per_sweep)):
+                self.clock_stops += 1
+                break
+            schedule = np.ascontiguousarray(temperatures[done : done + chunk])
+            out = anneal_replicas(
+                core,
+                U,
+                V,
+                schedule,
+                mode == "tempering",
+                *self.codes_u,
+                *self.codes_v,
+                seed + done,
+                part_U,
+                part_V,
+                v_scale,
+            )
+            if best_error is None or out[R] < best_error:
+                best_error = out[R]
+                best_U[:], best_V[:] = part_U, part_V
+            done += len(schedule)
+        self._record(done, R, per_sweep / R, time.perf_counter() - started)
         self.counts[mode] += 1
+        if done == 0 or self.out_of_time(self.solve_units * self.seconds_per_unit):
+            return  # out of time: no polish (it would overrun), the restart is lost
         if rows is not None:  # U for the full matrix follows from V by exact BLS (in ALS)
             best_U = _random_factor(rng, (m, self.rank), self.one_hot_u)
-        self.polish(best_U, best_V)
+        self.polish(best_U, best_V, work_limit)
 
 
 def auto_time_limit(shape: tuple[int, int]) -> float:
-    """The default budget in seconds: 1 s up to 300,000 cells, then linear, at most 4.8 s.
+    """The default budget in (reference) seconds: 1 s up to 300,000 cells, then linear, at most
+    4.8 s; :func:`auto_work_limit` turns it into work units.
 
     >>> auto_time_limit((30, 30)), auto_time_limit((2000, 30)), auto_time_limit((50000, 30))
     (1.0, 1.0, 4.8)
     """
     return float(min(4.8, max(1.0, shape[0] * shape[1] / 300_000)))
+
+
+def auto_work_limit(shape: tuple[int, int]) -> float:
+    """The default work budget: :func:`auto_time_limit` seconds of the calibration machine.
+
+    >>> auto_work_limit((30, 30))
+    3000000000.0
+    """
+    return auto_time_limit(shape) * WORK_PER_SECOND
 
 
 # Not exactly factorizable at rank 2, so the warm-up solves below run every restart mode.
@@ -325,13 +504,15 @@ def solve_bmf(
         rank: number of columns of ``U`` and ``V``.
         one_hot: ``"V"`` (or ``"U"``) to require exactly one 1 in every row of that factor.
         initial_factors: warm starts, an iterable of ``(U, V)`` pairs.
-        seed: ``None``, an int or a numpy Generator; equal seeds give equal results when the
-            run is bounded by ``num_reads`` rather than by time.
+        seed: ``None``, an int or a numpy Generator; equal seeds give bit-identical results
+            (in any process, under any load) unless ``settings.time_limit`` is set.
         settings: :class:`NativeSettings` (defaults when ``None``).
 
     Returns:
         :class:`NativeResult` with solutions best first and ``info`` holding the timings,
-        the strategy counts and ``certificate`` (``{"optimal": bool, "reason": str | None}``).
+        the strategy counts, ``certificate`` (``{"optimal": bool, "reason": str | None}``),
+        ``work`` (``restarts``, replica ``sweeps``, ``als_solves``, ``units`` of the cost model
+        and their ``limit``) and ``stopped_by`` (why the restarts ended).
 
     >>> A = np.kron(np.eye(2, dtype=int), np.ones((2, 3), dtype=int))
     >>> result = solve_bmf(A, 2, seed=0)
@@ -346,8 +527,11 @@ def solve_bmf(
     rank = check_rank(rank, A.shape)
     one_hot = check_one_hot(one_hot)
     rng = check_random_state(seed)
-    time_limit = auto_time_limit(A.shape) if settings.time_limit is None else settings.time_limit
-    deadline = started + time_limit
+    time_limit = settings.time_limit
+    work_limit = settings.work_limit
+    if work_limit is None and time_limit is None:
+        work_limit = auto_work_limit(A.shape)
+    deadline = None if time_limit is None else started + time_limit
     warm = [(np.asarray(U), np.asarray(V)) for U, V in initial_factors]
     for U, V in warm:
         if U.shape != (A.shape[0], rank) or V.shape != (A.shape[1], rank):
@@ -361,13 +545,14 @@ def solve_bmf(
     keep_cols = A.any(axis=0) | (one_hot == "V")
     if not keep_rows.any() or not keep_cols.any():
         keep_rows[:1] = keep_cols[:1] = True  # solve a 1x1 zero problem instead of nothing
-    A = np.ascontiguousarray(A[np.ix_(keep_rows, keep_cols)])
+    if not (keep_rows.all() and keep_cols.all()):  # (a copy of a big A costs time)
+        A = np.ascontiguousarray(A[np.ix_(keep_rows, keep_cols)])
     warm = [(U[keep_rows], V[keep_cols]) for U, V in warm]
     orientation = Orientation(transposed=A.shape[1] > A.shape[0])
     A = np.ascontiguousarray(orientation.matrix(A))
     one_hot = orientation.side(one_hot)
     warm = [orientation.factors(U, V) for U, V in warm]
-    solver = _Solver(A, rank, one_hot, settings, rng)
+    solver = _Solver(A, rank, one_hot, settings, rng, deadline)
     certificate: dict[str, Any] = {"optimal": False, "reason": None}
 
     if rank == 1 and one_hot is None:
@@ -379,11 +564,12 @@ def solve_bmf(
         solver.polish(np.ones((A.shape[0], 1), np.int8), np.ones((A.shape[1], 1), np.int8))
         certificate = {"optimal": True, "reason": "rank-1 one-hot: the factor is all ones"}
     seeded = time.perf_counter()
+    certified_first = bool(certificate["optimal"])
     if not certificate["optimal"]:
         # the baseline needs rank <= min(m, n), which dropping zero lines can break
         seeds = [*warm, baseline(A, rank)] if rank <= min(A.shape) else warm
         for U, V in seeds:
-            solver.polish(U, V)
+            solver.polish(U, V, work_limit)
             solver.counts["seeds"] += 1
     # (mode, core size): a square core (as in the paper's row sampling) suits planted
     # structure, a bigger one suits noisy data; both are cheap.
@@ -393,34 +579,49 @@ def solve_bmf(
         modes = (("rank1", 0), ("anneal", small), ("rank1", 0), ("tempering", large))
     restarts = last_improvement = 0
     stalled = False
-    # seconds of the last restart in each slot of ``modes``: the modes differ in cost
+    stopped_by = "optimal"
+    # work units and seconds of the last restart in each slot of ``modes`` (they differ in cost)
+    last_work: dict[int, float] = {}
     last_duration: dict[int, float] = {}
     while not certificate["optimal"] and solver.pool.best_error != 0:
         slot = restarts % len(modes)
+        mode, core_rows = modes[slot]
         if settings.num_reads is not None and restarts >= settings.num_reads:
+            stopped_by = "num_reads"
             break
-        if settings.num_reads is None and last_duration:
-            expected = last_duration.get(slot, float(np.mean(list(last_duration.values()))))
-            # start a restart only while one like the last of its kind still fits the budget
-            if time.perf_counter() + expected > deadline:
+        # start a restart only while one like the last of its kind still fits the budget
+        if work_limit is not None and settings.num_reads is None:
+            expected = last_work.get(slot, solver.restart_work(mode, core_rows))
+            if solver.work + expected > work_limit:
+                stopped_by = "work_limit"
+                break
+        if deadline is not None:
+            expected_seconds = last_duration.get(
+                slot, solver.restart_work(mode, core_rows) * solver.seconds_per_unit
+            )
+            if time.perf_counter() + expected_seconds > deadline:
+                stopped_by = "time_limit"
                 break
         if settings.patience is not None and restarts - last_improvement >= max(
             settings.patience, last_improvement
         ):
             stalled = True
+            stopped_by = "patience"
             break
-        mode, core_rows = modes[slot]
         before = solver.pool.best_error
         restart_started = time.perf_counter()
-        solver.anneal(mode, core_rows, deadline)
+        work_before = solver.work
+        solver.anneal(mode, core_rows, work_limit)
         last_duration[slot] = time.perf_counter() - restart_started
+        last_work[slot] = solver.work - work_before
         restarts += 1
         if before is None or (solver.pool.best_error or 0) < before:
             last_improvement = restarts
     if solver.pool.best_error == 0:
         certificate = {"optimal": True, "reason": "zero error"}
-    for U, V in warm:  # warm starts are kept among the answers even when certified
-        solver.polish(U, V)
+    if certified_first:  # warm starts are kept among the answers even when certified
+        for U, V in warm:  # (otherwise they were polished as seeds)
+            solver.polish(U, V)
     solutions = []
     for error, U, V in solver.pool.items:
         U, V = orientation.factors(U, V)
@@ -434,6 +635,16 @@ def solve_bmf(
         "certificate": certificate,
         "restarts": restarts,
         "stopped_early": stalled,
+        "stopped_by": stopped_by,
+        "work": {
+            "restarts": restarts,
+            "sweeps": solver.sweeps,
+            "als_solves": solver.solves,
+            "units": round(solver.work),
+            "limit": None if work_limit is None else round(work_limit),
+        },
+        "clock_stops": solver.clock_stops,
+        "deterministic": time_limit is None,
         "strategies": dict(solver.counts),
         "transposed": orientation.transposed,
         "reduced_shape": orientation.matrix(A).shape,
