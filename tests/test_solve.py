@@ -210,3 +210,16 @@ def test_bad_sweep_values_are_refused(lam):
     compiled = compile_model("formulation1", A_SMALL, 1)
     with pytest.raises(InvalidParameterError):
         sweep_weights(compiled, "exact", lam=lam)
+
+
+def test_wrong_objects_and_weight_values_get_typed_errors():
+    compiled = compile_model("formulation1", A_SMALL, 1)
+    for call in (lambda: solve(None, "exact"), lambda: sweep_weights(None, "exact", lam=[1.0])):
+        with pytest.raises(InvalidParameterError, match="compile_model"):
+            call()
+    with pytest.raises(InvalidParameterError, match="lam must be a positive number"):
+        sweep_weights(compiled, "exact", lam=None)
+    with pytest.raises(InvalidParameterError, match="backend must be a registered name"):
+        solve(compiled, 42)
+    result = sweep_weights(compiled, "exact", lam=np.int64(2))  # numpy numbers are numbers
+    assert [s.weights["lam"] for s in result.settings] == [2.0]
