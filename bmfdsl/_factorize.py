@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from bmfdsl.bounds import certificate_error, check_certify, prove
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError, UnknownNameError
 from bmfdsl.result import Factorization, relative_error, squared_error, to_jsonable
 from bmfdsl.validation import check_binary_matrix, check_random_state, check_rank
@@ -66,6 +67,7 @@ def factorize(
     sample_rows: int | str | None = None,
     als: bool = True,
     random_state: Any = None,
+    certify: float | None = None,
     **backend_params: Any,
 ) -> Factorization:
     """Factorize a 0/1 matrix ``A ≈ U Vᵀ`` with binary ``U`` (m x r) and ``V`` (n x r).
@@ -86,10 +88,14 @@ def factorize(
             For a ``dask.array`` input ``None`` means ``"auto"``.
         als: polish with alternating BLS (at most 20 solves, stop after 2 without gain).
         random_state: seed for every random choice (sampling, solver seeds, restarts).
+        certify: seconds for the exact engine (OR-Tools CP-SAT, ``bmfdsl[exact]``), started
+            from the answer: it proves the answer optimal, raises the lower bound, or finds a
+            better answer (then returned). Deterministic: see :mod:`bmfdsl.cpsat`.
         **backend_params: passed to the backend's ``sample`` (``num_reads``, ``time_limit``...).
 
     Returns:
-        A :class:`~bmfdsl.result.Factorization` with per-stage timings in ``info["timings"]``.
+        A :class:`~bmfdsl.result.Factorization` with per-stage timings in ``info["timings"]``
+        and a proven ``lower_bound`` (cheap bounds always, see :mod:`bmfdsl.bounds`).
 
     Memory: with sampling, every pass over ``A`` (leverage scores, BLS, ALS, errors) works in
     row chunks, so beyond ``A`` itself only ``O(m r)`` results and fixed-size chunk buffers are
@@ -130,6 +136,7 @@ def factorize(
             f"method {method_key!r} has no one-hot constraint; use method='qubo' with one_hot"
         )
     rng = check_random_state(random_state)
+    certify = check_certify(certify, in_memory=not blockwise)
     timings: dict[str, float] = {}
     info: dict[str, Any] = {"method": method_key, "rank": rank, "shape": list(A.shape)}
 
@@ -199,6 +206,20 @@ def factorize(
         info["als_solves"] = polished.solves
     if transposed and blockwise:
         U, V = V, U
+    proof = prove(
+        A,
+        rank,
+        U,
+        V,
+        int(error),
+        one_hot=one_hot,
+        certified_error=certificate_error(info) if s is None else None,  # native's, on A
+        certify=certify,
+        seed=_seed_from(rng),
+    )
+    U, V, error = proof.U, proof.V, proof.error
+    timings.update(proof.timings)
+    info.update(lower_bound=proof.bound.to_info(), **({"certify": proof.info} if certify else {}))
 
     timings["total"] = time.perf_counter() - start
     info["timings"] = timings
@@ -210,6 +231,7 @@ def factorize(
         relative_error=relative_error(int(error), data.total if blockwise else A),
         broken_constraints=broken,
         info=info,
+        lower_bound=proof.bound.value,
     )
 
 

@@ -132,6 +132,8 @@ class Factorization:
         relative_error: ``error / ||A||²_F`` (see :func:`relative_error` for an empty A).
         broken_constraints: violated constraints per group in the solver's raw answer.
         info: method, backend, per-stage timings in seconds, energies, certificates.
+        lower_bound: a proven lower bound on the optimal error of this problem (see
+            :mod:`bmfdsl.bounds`; ``info["lower_bound"]`` says where it came from).
     """
 
     U: np.ndarray
@@ -140,6 +142,23 @@ class Factorization:
     relative_error: float
     broken_constraints: dict[str, int] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
+    lower_bound: int = 0
+
+    @property
+    def gap(self) -> float:
+        """The proven relative gap ``(error - lower_bound) / error`` (0 when error is 0).
+
+        >>> Factorization(np.zeros((2, 1)), np.zeros((2, 1)), 4, 1.0, lower_bound=3).gap
+        0.25
+        """
+        from bmfdsl.bounds import gap
+
+        return gap(self.error, self.lower_bound)
+
+    @property
+    def certified_optimal(self) -> bool:
+        """True when the error is proven optimal (it equals the lower bound)."""
+        return self.error <= self.lower_bound
 
     @property
     def rank(self) -> int:
@@ -158,6 +177,9 @@ class Factorization:
             "error": int(self.error),
             "relative_error": float(self.relative_error),
             "broken_constraints": dict(self.broken_constraints),
+            "lower_bound": int(self.lower_bound),
+            "gap": self.gap,
+            "certified_optimal": self.certified_optimal,
             "info": self.info,
         }
 
