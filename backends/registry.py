@@ -129,6 +129,12 @@ _BUILTINS: dict[str, _Entry] = {
         "bmfdsl's structure-aware numba solver for plain BMF models",
         ("numba",),
     ),
+    "cpsat": _Entry(
+        "bmfdsl.backends.cpsat:CpSatBackend",
+        "exact",
+        "OR-Tools CP-SAT: a proven optimum (or lower bound) of a small BQM",
+        ("ortools",),
+    ),
     "da": _Entry(
         "bmfdsl.backends.da:DASampler",
         None,

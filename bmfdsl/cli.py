@@ -1,7 +1,8 @@
 """The ``bmfdsl`` command line.
 
     bmfdsl factorize FILE --rank R [--method M] [--model M] [--backend B] [--lam L]
-                     [--one-hot V] [--sample-rows S] [--seed N] [--binarize T] --out DIR
+                     [--one-hot V] [--sample-rows S] [--seed N] [--binarize T]
+                     [--certify SECONDS] --out DIR
     bmfdsl backends
     bmfdsl models
     bmfdsl experiment NAME ... --out DIR      (see `bmfdsl experiment --help`)
@@ -54,6 +55,7 @@ def _factorize(args: argparse.Namespace) -> int:
         sample_rows=args.sample_rows,
         als=not args.no_als,
         random_state=args.seed,
+        certify=args.certify,
         **params,
     )
     out = Path(args.out)
@@ -68,13 +70,21 @@ def _factorize(args: argparse.Namespace) -> int:
         "error": result.error,
         "relative_error": result.relative_error,
         "broken_constraints": result.broken_constraints,
+        "lower_bound": result.lower_bound,
+        "gap": result.gap,
+        "certified_optimal": result.certified_optimal,
         "info": result.info,
     }
     (out / "report.json").write_text(json.dumps(report, indent=2, default=str))
+    quality = (
+        "proven optimal"
+        if result.certified_optimal
+        else f"proven lower bound {result.lower_bound} (gap {100 * result.gap:.1f}%)"
+    )
     print(
         f"rank {args.rank}: error {result.error} "
-        f"(relative {result.relative_error:.4f}) in {result.info['total_time']:.2f} s; "
-        f"wrote {out / 'U.csv'}, {out / 'V.csv'}, {out / 'report.json'}"
+        f"(relative {result.relative_error:.4f}) in {result.info['total_time']:.2f} s, "
+        f"{quality}; wrote {out / 'U.csv'}, {out / 'V.csv'}, {out / 'report.json'}"
     )
     return 0
 
@@ -119,6 +129,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-als", action="store_true", help="skip the ALS polish")
     run.add_argument("--seed", type=int, default=None)
     run.add_argument("--binarize", type=float, default=None, help="1 where value >= T")
+    run.add_argument(
+        "--certify",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="run the exact engine (CP-SAT, bmfdsl[exact]) to prove optimality or raise the "
+        "lower bound",
+    )
     run.add_argument("--out", required=True, help="output folder")
     run.set_defaults(func=_factorize)
 
