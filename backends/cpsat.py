@@ -31,8 +31,8 @@ from bmfdsl.errors import InvalidParameterError, SolverError
 
 __all__ = ["CpSatBackend"]
 
-#: Default CP-SAT deterministic time per call (about seconds on one core).
-DEFAULT_DETERMINISTIC_TIME = 10.0
+#: Default CP-SAT deterministic time per call (about 10 CPU seconds; see bmfdsl.cpsat).
+DEFAULT_DETERMINISTIC_TIME = 1.0
 _MAX_DYADIC_SHIFT = 30
 _SIGNIFICANT = 1e9
 
@@ -56,8 +56,9 @@ class CpSatBackend(BackendSampler):
 
     name: ClassVar[str] = "cpsat"
     accepted_parameters: ClassVar[dict[str, str]] = {
-        "deterministic_time": "CP-SAT deterministic time limit, about seconds on one core "
-        f"(default {DEFAULT_DETERMINISTIC_TIME:g}); the same seed gives the same answer",
+        "deterministic_time": "CP-SAT deterministic time limit in its own work units (one "
+        "took about 10 CPU seconds on the development machine; default "
+        f"{DEFAULT_DETERMINISTIC_TIME:g}); the same seed gives the same answer",
         "time_limit": "wall-clock limit in seconds (opt-in; the answer then depends on load)",
         "seed": "CP-SAT random seed in [0, 2**31) (default 0)",
         "num_workers": f"CP-SAT workers, interleaved deterministically (default "

@@ -14,10 +14,13 @@ The all-Boolean model (the one that worked best among CP-SAT, SCIP and HiGHS mod
   in that order too, so it stays a feasible hint;
 * the heuristic answer as a solution hint.
 
-Runs are deterministic for a given seed: the limit is CP-SAT's *deterministic* time
-(``max_deterministic_time``, close to seconds on a typical core) and the workers are
-interleaved (``interleave_search``), so machine load does not change the answer. A
-wall-clock guard of ``3 x seconds + 5`` only stops runaway runs.
+Runs are deterministic for a given seed: the budget is CP-SAT's *deterministic* time
+(``max_deterministic_time``), a count of work, and the workers are interleaved
+(``interleave_search``), so machine load does not change the answer. ``seconds`` converts to
+``seconds / 10`` units: on the development machine one unit took about 10-12 s of CPU with
+the default interleaved workers (7-12 s with one worker), so ``seconds`` is about the CPU time
+used. A wall-clock guard of ``5 x seconds + 10`` only stops runaway runs (on a machine so
+loaded that it fires, the answer can depend on load; ``info["status"]`` and the times say).
 
 >>> import numpy as np
 >>> A = np.array([[1, 1, 0], [1, 1, 0], [0, 1, 1]])
@@ -38,6 +41,7 @@ import numpy as np
 from bmfdsl.errors import BackendUnavailableError, InvalidParameterError, SolverError
 
 __all__ = [
+    "CPU_SECONDS_PER_DETERMINISTIC_UNIT",
     "DEFAULT_NUM_WORKERS",
     "MAX_MODEL_LITERALS",
     "ExactResult",
@@ -48,6 +52,8 @@ __all__ = [
 
 #: CP-SAT workers (interleaved, so results do not depend on the machine).
 DEFAULT_NUM_WORKERS = 4
+#: CPU seconds per unit of CP-SAT deterministic time, measured on the development machine.
+CPU_SECONDS_PER_DETERMINISTIC_UNIT = 10.0
 #: Largest model built: ``u, v, w`` and threshold literals together.
 MAX_MODEL_LITERALS = 2_000_000
 
@@ -124,7 +130,7 @@ def solve_exact(
     Args:
         A: ``m x n`` 0/1 numpy array.
         rank: ``r``.
-        seconds: CP-SAT deterministic time limit (about seconds; see the module docstring).
+        seconds: the work budget, about CPU seconds (deterministic; see the module docstring).
         hint: a known solution ``(U, V)`` (e.g. the heuristic's): CP-SAT starts from it,
             and it is returned when nothing better is found.
         one_hot: ``"U"`` or ``"V"``: every row of that factor has exactly one 1.
@@ -240,8 +246,8 @@ def solve_exact(
     parameters.random_seed = int(seed)
     parameters.num_workers = int(num_workers)
     parameters.interleave_search = True
-    parameters.max_deterministic_time = seconds
-    parameters.max_time_in_seconds = 3 * seconds + 5  # a guard only (see the docstring)
+    parameters.max_deterministic_time = seconds / CPU_SECONDS_PER_DETERMINISTIC_UNIT
+    parameters.max_time_in_seconds = 5 * seconds + 10  # a guard only (see the docstring)
     started = time.perf_counter()
     status = solver.Solve(model)
     info.update(
