@@ -69,7 +69,7 @@ class CpSatBackend(BackendSampler):
     def _sample(self, bqm: dimod.BinaryQuadraticModel, **params: Any) -> dimod.SampleSet:
         cp_model = require_ortools()
         deterministic_time = check_seconds(
-            params.get("deterministic_time", DEFAULT_DETERMINISTIC_TIME)
+            params.get("deterministic_time", DEFAULT_DETERMINISTIC_TIME), "deterministic_time"
         )
         time_limit = params.get("time_limit")
         seed = check_seed(params.get("seed", 0))

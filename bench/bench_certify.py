@@ -99,6 +99,8 @@ def main() -> None:
                 "certify_certified": certified.certified_optimal,
                 "certify_gap": certified.gap,
                 "certify_status": certify_info.get("status", "skipped: already proven"),
+                # native is run twice: compare certify with the answer it started from
+                "certify_improved": bool(certify_info.get("improved", False)),
                 "certify_seconds": elapsed,
                 "cpsat_wall_time": certify_info.get("wall_time", 0.0),
                 "bounds_seconds": cheap.info["timings"]["bounds"],
@@ -132,7 +134,7 @@ def main() -> None:
             f"| {100 * np.mean([r['gap'] for r in items]):.1f}% "
             f"| {sum(r['certify_certified'] for r in items)} "
             f"| {100 * np.mean([r['certify_gap'] for r in items]):.1f}% "
-            f"| {sum(r['certify_error'] < r['error'] for r in items)} "
+            f"| {sum(r['certify_improved'] for r in items)} "
             f"| {np.mean([r['certify_seconds'] for r in items]):.1f} "
             f"| {100 * np.mean([r['bounds_seconds'] / r['total_seconds'] for r in items]):.2f}% |"
         )
@@ -140,7 +142,7 @@ def main() -> None:
         "runs": len(records),
         "proven_cheap": sum(r["certified"] for r in records),
         "proven_certify": sum(r["certify_certified"] for r in records),
-        "better": sum(r["certify_error"] < r["error"] for r in records),
+        "better": sum(r["certify_improved"] for r in records),
     }
     lines += [
         "",

@@ -30,6 +30,7 @@ gives the same bound; the default budgets keep them within a few percent of a de
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -269,7 +270,8 @@ class Proof:
         U, V, error: the answer (the exact engine's when it found a better one).
         bound: the best lower bound and its sources.
         timings: seconds spent: ``"bounds"`` and, with ``certify``, ``"certify"``.
-        info: what the exact engine reported (empty without ``certify``).
+        info: what the exact engine reported, with ``heuristic_error`` (the error it started
+            from) and ``improved`` (it found a better answer); empty without ``certify``.
     """
 
     U: np.ndarray
@@ -318,8 +320,6 @@ def prove(
     >>> proof.bound.value, proof.bound.source  # σ² = 4, 4: the answer is optimal
     (4, 'spectral')
     """
-    import time
-
     start = time.perf_counter()
     bound = cheap_lower_bound(A, rank, U=U, V=V, certified_error=certified_error)
     timings = {"bounds": time.perf_counter() - start}
@@ -338,9 +338,10 @@ def prove(
             seed=seed,
         )
         timings["certify"] = time.perf_counter() - start
-        info = exact.info
-        if exact.error is not None and exact.error < error:
-            assert exact.U is not None and exact.V is not None
+        improved = exact.error is not None and exact.error < error
+        info = {**exact.info, "heuristic_error": int(error), "improved": improved}
+        if improved:
+            assert exact.U is not None and exact.V is not None and exact.error is not None
             U, V, error = exact.U, exact.V, exact.error
         bound = bound.raised(min(exact.lower_bound, error), "cp-sat")
     return Proof(U, V, int(error), bound, timings, info)

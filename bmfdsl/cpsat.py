@@ -103,14 +103,17 @@ def _lex_sorted(U: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return U[:, order], V[:, order]
 
 
-def check_seconds(seconds: Any) -> float:
-    """``certify``/``seconds`` as a positive finite float, or a clear error."""
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+def check_seconds(seconds: Any, name: str = "certify") -> float:
+    """``seconds`` as a positive finite float, or a clear error naming the parameter."""
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or not seconds > 0
+        or not math.isfinite(seconds)
+    ):
         raise InvalidParameterError(
-            f"certify must be a positive number of seconds for the exact engine; got {seconds!r}"
+            f"{name} must be a positive, finite number of seconds; got {seconds!r}"
         )
-    if not math.isfinite(seconds):
-        raise InvalidParameterError("certify must be a finite number of seconds")
     return float(seconds)
 
 
