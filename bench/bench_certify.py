@@ -115,8 +115,8 @@ def main() -> None:
     lines = [
         "# Certified answers: Tables 1-5 at m = 30",
         "",
-        f"`python bench/bench_certify.py --instances {args.instances} --certify "
-        f"{args.certify:g}` on {platform.node()} ({os.cpu_count()} CPUs, shared), "
+        f"`python bench/bench_certify.py {' '.join(sys.argv[1:])}` on {platform.node()} "
+        f"({os.cpu_count()} CPUs, shared), "
         f"{time.strftime('%Y-%m-%d')}. Method `bmfdsl` (factorize defaults) on the experiment "
         "runner's instances (Table 5: one MNIST image per digit). Per cell: runs proven optimal "
         "and mean proven gap, cheap bounds only / with `certify`; `better`: runs where CP-SAT "
