@@ -152,6 +152,12 @@ _BUILTINS: dict[str, _Entry] = {
         "bmfdsl's structure-aware numba solver for plain BMF models",
         ("numba",),
     ),
+    "cpsat": _Entry(
+        "bmfdsl.backends.cpsat:CpSatBackend",
+        "exact",
+        "OR-Tools CP-SAT: a proven optimum (or lower bound) of a small BQM",
+        ("ortools",),
+    ),
     "da": _Entry(
         "bmfdsl.backends.da:DASampler",
         None,
@@ -335,7 +341,7 @@ def get_backend(name: str, **options: Any) -> Any:
     >>> get_backend("nael")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    bmfdsl.errors.UnknownNameError: unknown backend 'nael'; known backends: 'da', ...
+    bmfdsl.errors.UnknownNameError: unknown backend 'nael'; known backends: 'cpsat', 'da', ...
     """
     key = normalize_name(name)
     entries = _all_entries()

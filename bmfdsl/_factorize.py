@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from bmfdsl import progress
+from bmfdsl.bounds import certificate_error, check_certify, prove
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError, UnknownNameError
 from bmfdsl.matrix import DaskMatrix, InMemoryMatrix, Orientation, as_matrix, is_dask_array
 from bmfdsl.result import Factorization, relative_error, squared_error, to_jsonable
@@ -49,6 +50,7 @@ def factorize(
     sample_rows: int | str | None = None,
     als: bool = True,
     random_state: Any = None,
+    certify: float | None = None,
     **backend_params: Any,
 ) -> Factorization:
     """Factorize a 0/1 matrix ``A ≈ U Vᵀ`` with binary ``U`` (m x r) and ``V`` (n x r).
@@ -77,10 +79,15 @@ def factorize(
         random_state: seed for every random choice (sampling, solver seeds, restarts): the
             same seed gives bit-identical results in any process under any load, unless a
             wall-clock ``time_limit`` is passed to the backend.
+        certify: seconds for the exact engine (OR-Tools CP-SAT, ``bmfdsl[exact]``), started
+            from the answer: it proves the answer optimal, raises the lower bound, or finds a
+            better answer (then returned). Deterministic: see :mod:`bmfdsl.cpsat`.
         **backend_params: passed to the backend's ``sample`` (``num_reads``, ``time_limit``...).
 
     Returns:
-        A :class:`~bmfdsl.result.Factorization` with per-stage timings in ``info["timings"]``.
+        A :class:`~bmfdsl.result.Factorization` with per-stage timings in ``info["timings"]``
+        and a proven ``lower_bound`` (cheap bounds always, see :mod:`bmfdsl.bounds`; a masked
+        factorization reports 0).
 
     Memory: with sampling, every pass over ``A`` (leverage scores, BLS, ALS, errors) works in
     row chunks, so beyond ``A`` itself only ``O(m r)`` results and fixed-size chunk buffers are
@@ -104,6 +111,8 @@ def factorize(
     check_backend(backend)
     A, mask = _split_masked_array(A, mask)
     if mask is not None:
+        if certify is not None:
+            raise InvalidParameterError("certify= is not available with a mask (missing data)")
         return _factorize_masked(
             A,
             rank,
@@ -124,7 +133,9 @@ def factorize(
     one_hot = check_one_hot(one_hot)
     method_key = _check_method(method, one_hot, weights, backend_params)
     rng = check_random_state(random_state)
+    certify = check_certify(certify, in_memory=isinstance(data, InMemoryMatrix))
     info: dict[str, Any] = {"method": method_key, "rank": rank, "shape": list(data.shape)}
+    whole = data.A if isinstance(data, InMemoryMatrix) else data.array  # before orienting
 
     # Sampling works on the long side: a wide A is solved as Aᵀ ≈ V Uᵀ.
     orientation = Orientation(transposed=s is not None and data.shape[1] > data.shape[0])
@@ -159,7 +170,20 @@ def factorize(
         progress.stage("ALS polish")
         U, V, error, info["als_solves"] = timer.run("als", _polish, data, U, V, side)
     U, V = orientation.factors(U, V)
-    info["timings"] = timer.timings()
+    proof = prove(
+        whole,
+        rank,
+        U,
+        V,
+        int(error),
+        one_hot=one_hot,
+        certified_error=certificate_error(info) if s is None else None,  # native's, on A
+        certify=certify,
+        seed=_seed_from(rng),
+    )
+    U, V, error = proof.U, proof.V, proof.error
+    info.update(lower_bound=proof.bound.to_info(), **({"certify": proof.info} if certify else {}))
+    info["timings"] = {**proof.timings, **timer.timings()}  # "total" includes the proof
     return Factorization(
         U=U,
         V=V,
@@ -167,6 +191,7 @@ def factorize(
         relative_error=relative_error(int(error), data.total),
         broken_constraints=solution.broken,
         info=info,
+        lower_bound=proof.bound.value,
     )
 
 

@@ -15,6 +15,7 @@ from bmfdsl.matrix import DaskMatrix, InMemoryMatrix, is_dask_array
 __all__ = [
     "DecodedSample",
     "Factorization",
+    "gap",
     "relative_error",
     "squared_error",
     "to_jsonable",
@@ -89,6 +90,17 @@ def relative_error(error: float, A: Any) -> float:
     return float(error) / norm
 
 
+def gap(error: int, lower_bound: int) -> float:
+    """The proven relative gap ``(error - lower_bound) / error`` (0 when ``error`` is 0).
+
+    >>> gap(10, 10), gap(10, 0)
+    (0.0, 1.0)
+    """
+    if error <= 0:
+        return 0.0
+    return max(0.0, (error - lower_bound) / error)
+
+
 @dataclass(frozen=True)
 class DecodedSample:
     """One sample of a solver, decoded into the factor matrices.
@@ -121,6 +133,8 @@ class Factorization:
         relative_error: ``error / ||A||²_F`` (see :func:`relative_error` for an empty A).
         broken_constraints: violated constraints per group in the solver's raw answer.
         info: method, backend, per-stage timings in seconds, energies, certificates.
+        lower_bound: a proven lower bound on the optimal error of this problem (see
+            :mod:`bmfdsl.bounds`; ``info["lower_bound"]`` says where it came from).
     """
 
     U: np.ndarray
@@ -129,6 +143,21 @@ class Factorization:
     relative_error: float
     broken_constraints: dict[str, int] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
+    lower_bound: int = 0
+
+    @property
+    def gap(self) -> float:
+        """The proven relative gap ``(error - lower_bound) / error`` (0 when error is 0).
+
+        >>> Factorization(np.zeros((2, 1)), np.zeros((2, 1)), 4, 1.0, lower_bound=3).gap
+        0.25
+        """
+        return gap(self.error, self.lower_bound)
+
+    @property
+    def certified_optimal(self) -> bool:
+        """True when the error is proven optimal (it equals the lower bound)."""
+        return self.error <= self.lower_bound
 
     @property
     def rank(self) -> int:
@@ -147,6 +176,9 @@ class Factorization:
             "error": int(self.error),
             "relative_error": float(self.relative_error),
             "broken_constraints": dict(self.broken_constraints),
+            "lower_bound": int(self.lower_bound),
+            "gap": self.gap,
+            "certified_optimal": self.certified_optimal,
             "info": self.info,
         }
 

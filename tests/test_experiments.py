@@ -429,7 +429,7 @@ def test_report_compares_on_the_same_instances(tmp_path):
 def test_report_counts_the_runs_proven_optimal(tmp_path):
     def proving_method(A, rank, settings):
         result = zero_method(A, rank, settings)
-        result.info["backend_info"] = {"certificate": {"optimal": rank == 1}}
+        result.lower_bound = result.error if rank == 1 else result.error // 2
         return result
 
     methods = {"bmfdsl": proving_method, "baseline": zero_method}
@@ -437,9 +437,16 @@ def test_report_counts_the_runs_proven_optimal(tmp_path):
         "table1", tmp_path, sizes=[30], methods=list(methods), method_table=methods, **SMALL
     )
     report = render_report(tmp_path)
-    # two trials per cell; only the rank-1 runs claim a proof, the baseline never does
-    assert "Proven optimal, bmfdsl runs: r = 1: 2/2; r = 2: 0/2." in report
-    assert "Proven optimal, baseline" not in report
+    # two trials per cell; only the rank-1 runs have a proof, the baseline has no bound at all
+    records = load_records(results_path(tmp_path, "table1"))
+    assert {r["certified_optimal"] for r in records if r["method"] == "bmfdsl"} == {True, False}
+    assert all(0 <= r["lower_bound"] <= r["error"] for r in records)
+    gaps = [r["gap"] for r in records if r["method"] == "bmfdsl" and r["rank"] == 2]
+    gap = 100 * float(np.mean(gaps))
+    assert gap > 0
+    prefix = "Proven optimal (mean proven gap),"
+    assert f"{prefix} bmfdsl runs: r = 1: 2/2 (gap 0.0%); r = 2: 0/2 (gap {gap:.1f}%)." in report
+    assert f"{prefix} baseline runs: r = 1: 0/2 (gap 100.0%); r = 2: 0/2 (gap 100.0%)." in report
 
 
 # ---------------------------------------------------------------- CLI and figures
@@ -467,13 +474,15 @@ def test_cli_experiment_with_the_default_methods(tmp_path):
     records = load_records(out / "table1.jsonl")
     assert {r["method"] for r in records} == {"bmfdsl", "penalized", "thresholded", "baseline"}
     assert all(r["status"] == "ok" and r["relative_error"] >= 0 for r in records)
-    # planted exact rank: bmfdsl reaches 0 and says it is optimal; the others never claim it
+    # planted exact rank: bmfdsl reaches 0 and says it is optimal; every method's claim is
+    # backed by its proven lower bound
     ours = [r for r in records if r["method"] == "bmfdsl"]
     assert all(r["error"] == 0 and r["certified_optimal"] is True for r in ours)
-    assert all(r["certified_optimal"] is None for r in records if r["method"] != "bmfdsl")
+    for record in records:
+        assert 0 <= record["lower_bound"] <= record["error"]
+        assert record["certified_optimal"] is (record["error"] == record["lower_bound"])
     report = (out / "report.md").read_text()
-    assert "Proven optimal, bmfdsl runs: r = 1: 1/1; r = 2: 1/1." in report
-    assert "Proven optimal, baseline" not in report
+    assert "bmfdsl runs: r = 1: 1/1 (gap 0.0%); r = 2: 1/1 (gap 0.0%)." in report
 
 
 def test_figures(tmp_path, data_dir):

@@ -1,0 +1,347 @@
+"""Lower bounds: valid against brute force, attached to every factorization, sound gaps; the
+exact engine (CP-SAT) proves known optima, certify= improves or raises; the cpsat backend."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import sys
+
+import dimod
+import numpy as np
+import pytest
+
+from bmfdsl import cli, factorize, make_bernoulli, make_exact_rank
+from bmfdsl.backends.registry import get_backend, list_backends
+from bmfdsl.bounds import (
+    LowerBound,
+    cheap_lower_bound,
+    gap,
+    prove,
+    rank1_bound,
+    spectral_bound,
+)
+from bmfdsl.errors import BackendUnavailableError, InvalidParameterError
+from bmfdsl.result import Factorization, squared_error
+from bmfdsl.testing import check_sampler, dimod_test_case, random_integer_bqm
+
+needs_ortools = pytest.mark.skipif(
+    importlib.util.find_spec("ortools") is None, reason="OR-Tools is not installed: bmfdsl[exact]"
+)
+
+
+def brute_force_optimum(A: np.ndarray, rank: int, one_hot: str | None = None) -> int:
+    """The exact optimum by enumerating every V and the best U for it, row by row."""
+    n = A.shape[1]
+    codes = np.array(list(itertools.product([0, 1], repeat=rank)), dtype=np.int64)
+    one_hot_codes = codes[codes.sum(axis=1) == 1]
+    u_codes = one_hot_codes if one_hot == "U" else codes
+    v_codes = one_hot_codes if one_hot == "V" else codes
+    best = None
+    for choice in itertools.product(range(len(v_codes)), repeat=n):
+        V = v_codes[list(choice)]
+        products = u_codes @ V.T  # every candidate row of U Vᵀ
+        errors = ((A[:, None, :] - products[None, :, :]) ** 2).sum(axis=2)
+        total = int(errors.min(axis=1).sum())
+        best = total if best is None else min(best, total)
+    assert best is not None
+    return best
+
+
+def tiny_instances(count: int = 12):
+    rng = np.random.default_rng(7)
+    for index in range(count):
+        m, n = int(rng.integers(2, 5)), int(rng.integers(2, 5))
+        density = (0.3, 0.5, 0.7)[index % 3]
+        yield (rng.random((m, n)) < density).astype(np.int8)
+
+
+@pytest.mark.parametrize("rank", [1, 2])
+def test_cheap_bounds_never_exceed_the_brute_force_optimum(rank):
+    tight = 0
+    for A in tiny_instances():
+        if rank > min(A.shape):
+            continue
+        optimum = brute_force_optimum(A, rank)
+        assert spectral_bound(A, rank) <= optimum
+        rank1 = rank1_bound(A, rank)
+        assert rank1 is None or rank1 <= optimum
+        bound = cheap_lower_bound(A, rank)
+        assert bound.value <= optimum
+        tight += bound.value == optimum
+    assert tight > 0  # the bounds are not trivially 0 either
+
+
+def test_bounds_are_valid_under_one_hot_constraints():
+    for A in tiny_instances(9):
+        for side in ("U", "V"):
+            optimum = brute_force_optimum(A, 2, one_hot=side)
+            assert cheap_lower_bound(A, 2).value <= optimum
+
+
+def test_spectral_bound_against_exhaustive_search_and_the_svd():
+    rng = np.random.default_rng(3)
+    for _ in range(6):
+        A = (rng.random((3, 4)) < 0.5).astype(np.int8)
+        singular = np.linalg.svd(A.astype(float), compute_uv=False)
+        for rank in (1, 2):
+            tail = float(np.sum(singular[rank:] ** 2))
+            bound = spectral_bound(A, rank)
+            # the ceiling of the tail, rounded safely: never above it by a whole unit
+            assert bound <= np.ceil(tail - 1e-9) and bound >= np.ceil(tail - 1e-9) - 1
+            assert bound <= brute_force_optimum(A, rank)
+
+
+def test_blocked_spectral_bound_is_weaker_but_valid():
+    A = make_bernoulli(200, 60, 0.5, random_state=1)
+    full = spectral_bound(A, 3)
+    blocked = spectral_bound(A, 3, max_flops=200 * 60 * 20)  # blocks of ~13 rows
+    assert 0 < blocked <= full
+    assert spectral_bound(A, 3, max_flops=200 * 60 * 2) == 0  # blocks too thin: no bound
+    # the blocked bound is still a bound: below what any factorization reaches
+    assert blocked <= factorize(A, 3, random_state=0).error
+    small = next(iter(tiny_instances()))
+    assert spectral_bound(small, 1, max_flops=1) <= brute_force_optimum(small, 1)
+
+
+def test_spectral_bound_of_a_dask_array_matches_numpy():
+    da = pytest.importorskip("dask.array")
+    A = make_bernoulli(120, 20, 0.4, random_state=2)
+    assert spectral_bound(da.from_array(A, chunks=(50, 20)), 4) == spectral_bound(A, 4)
+    assert spectral_bound(da.from_array(A.T, chunks=(20, 50)), 4) == spectral_bound(A, 4)
+
+
+def test_rank1_bound_is_the_rank1_optimum_and_skips_when_it_cannot_help():
+    for A in tiny_instances(6):
+        assert rank1_bound(A, 1) == brute_force_optimum(A, 1)
+    A = np.eye(4, dtype=np.int8)
+    # E₁ = 3 and ||A||² = 4: 3·3 - 2·4 = 1, which is the rank-3 optimum of I₄
+    assert rank1_bound(A, 3, rank1_upper=3) == 1 == brute_force_optimum(A, 3)
+    assert rank1_bound(A, 3, rank1_upper=3, to_beat=1) is None  # it cannot beat 1: skipped
+
+
+def test_gap_and_certified_optimal():
+    U = np.zeros((2, 1), dtype=np.int8)
+    result = Factorization(U, U, 8, 1.0, lower_bound=6)
+    assert result.gap == pytest.approx(0.25) and not result.certified_optimal
+    exact = Factorization(U, U, 0, 0.0)
+    assert exact.gap == 0.0 and exact.certified_optimal
+    assert gap(5, 5) == 0.0 and gap(5, 0) == 1.0
+    summary = result.to_dict()
+    assert summary["lower_bound"] == 6 and summary["certified_optimal"] is False
+    bound = LowerBound(3, "spectral", {"spectral": 3}).raised(2, "rank-1")
+    assert bound.value == 3 and bound.to_info() == {
+        "value": 3,
+        "source": "spectral",
+        "spectral": 3,
+        "rank-1": 2,
+    }
+
+
+@pytest.mark.parametrize("method", ["qubo", "baseline", "thresholded", "penalized"])
+def test_every_method_carries_a_valid_cheap_bound(method):
+    A = make_bernoulli(30, 30, 0.5, random_state=4)
+    result = factorize(A, 3, method=method, random_state=0)
+    assert 0 < result.lower_bound <= result.error
+    assert result.info["lower_bound"]["value"] == result.lower_bound
+    assert result.gap == pytest.approx((result.error - result.lower_bound) / result.error)
+    assert "bounds" in result.info["timings"]
+
+
+def test_bounds_with_sampling_and_transposed_inputs_stay_valid():
+    A = make_bernoulli(60, 400, 0.3, random_state=5)
+    result = factorize(A, 2, sample_rows=40, random_state=0)
+    assert 0 < result.lower_bound <= result.error
+    assert result.lower_bound >= spectral_bound(A.T, 2) == spectral_bound(A, 2)
+
+
+def test_exact_rank_and_rank1_answers_are_certified():
+    A = make_exact_rank(30, 30, 3, random_state=2)
+    result = factorize(A, 3, random_state=0)
+    assert result.error == 0 and result.certified_optimal and result.gap == 0.0
+    sparse = make_bernoulli(30, 30, 0.2, random_state=0)
+    rank1 = factorize(sparse, 1, random_state=0)
+    # the native solver's rank-1 certificate (or the rank-1 bound) proves it
+    assert rank1.certified_optimal and rank1.lower_bound == rank1.error > 0
+    assert rank1.info["lower_bound"]["source"] in ("certificate", "rank-1")
+
+
+def test_prove_keeps_the_answer_and_times_the_bounds():
+    A = make_bernoulli(20, 12, 0.5, random_state=8)
+    result = factorize(A, 2, random_state=0)
+    proof = prove(A, 2, result.U, result.V, result.error)
+    assert proof.error == result.error == squared_error(A, proof.U, proof.V)
+    assert proof.bound.value == result.lower_bound
+    assert set(proof.timings) == {"bounds"} and proof.info == {}
+
+
+# ------------------------------------------------------------------ the exact engine
+
+
+@needs_ortools
+def test_cpsat_proves_brute_force_optima_on_tiny_instances():
+    for A in tiny_instances(8):
+        for rank in (1, 2):
+            if rank > min(A.shape):
+                continue
+            exact = _solve_exact(A, rank, seconds=5, seed=0)
+            assert exact.optimal and exact.U is not None and exact.V is not None
+            assert exact.error == exact.lower_bound == brute_force_optimum(A, rank)
+            assert squared_error(A, exact.U, exact.V) == exact.error
+
+
+@needs_ortools
+@pytest.mark.parametrize("side", ["U", "V"])
+def test_cpsat_respects_one_hot_and_its_optimum(side):
+    for A in tiny_instances(6):
+        exact = _solve_exact(A, 2, seconds=5, one_hot=side, seed=1)
+        factor = exact.U if side == "U" else exact.V
+        assert exact.optimal and factor is not None
+        assert (factor.sum(axis=1) == 1).all()
+        assert exact.error == brute_force_optimum(A, 2, one_hot=side)
+
+
+@needs_ortools
+@pytest.mark.parametrize("rank", [2, 4])
+def test_cpsat_proves_exact_rank_30x30_from_a_poor_hint(rank):
+    A = make_exact_rank(30, 30, rank, random_state=3)
+    poor = (np.zeros((30, rank), np.int8), np.zeros((30, rank), np.int8))
+    exact = _solve_exact(A, rank, seconds=10, hint=poor, seed=0)
+    assert exact.optimal and exact.error == 0 and exact.lower_bound == 0
+    assert exact.U is not None and exact.V is not None
+    assert squared_error(A, exact.U, exact.V) == 0
+
+
+@needs_ortools
+def test_cpsat_is_deterministic_for_a_seed():
+    A = make_bernoulli(12, 10, 0.5, random_state=1)
+    # stopped by the deterministic limit, not proven: the same seed must still agree
+    zeros = (np.zeros((12, 3), np.int8), np.zeros((10, 3), np.int8))
+    runs = [_solve_exact(A, 3, seconds=0.3, hint=zeros, seed=5) for _ in range(2)]
+    assert not runs[0].optimal and runs[0].info["status"] == "FEASIBLE"
+    assert runs[0].error == runs[1].error and runs[0].lower_bound == runs[1].lower_bound
+    assert np.array_equal(runs[0].U, runs[1].U) and np.array_equal(runs[0].V, runs[1].V)
+
+
+@needs_ortools
+def test_certify_proves_optimum_and_replaces_a_worse_answer():
+    A = make_bernoulli(6, 5, 0.5, random_state=2)
+    optimum = brute_force_optimum(A, 2)
+    # a deliberately poor heuristic answer: no polish, almost no search
+    plain = factorize(A, 2, method="baseline", als=False, random_state=0)
+    certified = factorize(A, 2, method="baseline", als=False, random_state=0, certify=10)
+    assert certified.certified_optimal and certified.error == certified.lower_bound == optimum
+    assert certified.error <= plain.error
+    assert certified.lower_bound > spectral_bound(A, 2)  # the engine raised the bound
+    assert certified.info["lower_bound"]["source"] in ("cp-sat", "rank-1", "spectral")
+    assert "certify" in certified.info["timings"]
+    assert certified.info["certify"]["status"] == "OPTIMAL"
+    report = certified.info["certify"]
+    assert report["heuristic_error"] == plain.error  # the baseline is deterministic
+    assert report["improved"] is (certified.error < plain.error)
+
+
+@needs_ortools
+def test_certify_raises_the_bound_without_a_proof():
+    A = make_bernoulli(16, 14, 0.5, random_state=1)
+    cheap = factorize(A, 2, random_state=0)
+    certified = factorize(A, 2, random_state=0, certify=0.2)
+    assert certified.error <= cheap.error
+    assert cheap.lower_bound <= certified.lower_bound <= certified.error
+    assert certified.info["lower_bound"]["cp-sat"] <= certified.error
+
+
+@needs_ortools
+def test_certify_input_errors(monkeypatch):
+    A = make_exact_rank(6, 6, 2, random_state=0)
+    for bad in (-1, 0, "10", True, float("inf")):
+        with pytest.raises(InvalidParameterError, match="certify"):
+            factorize(A, 2, certify=bad)
+    da = pytest.importorskip("dask.array")
+    with pytest.raises(InvalidParameterError, match="in-memory"):
+        factorize(da.from_array(np.tile(A, (400, 1)), chunks=(600, 6)), 2, certify=1)
+    monkeypatch.setitem(sys.modules, "ortools.sat.python.cp_model", None)
+    monkeypatch.setitem(sys.modules, "ortools.sat.python", None)
+    with pytest.raises(BackendUnavailableError, match=r"bmfdsl\[exact\]"):
+        factorize(A, 2, certify=1)
+
+
+@needs_ortools
+def test_cli_certify_writes_the_bound(tmp_path, capsys):
+    A = make_exact_rank(10, 8, 2, random_state=1)
+    path = tmp_path / "a.csv"
+    np.savetxt(path, A, fmt="%d", delimiter=",")
+    out = tmp_path / "out"
+    args = ["factorize", str(path), "--rank", "2", "--seed", "0", "--certify", "5"]
+    assert cli.main([*args, "--out", str(out)]) == 0
+    assert "proven optimal" in capsys.readouterr().out
+    report = json.loads((out / "report.json").read_text())
+    assert report["certified_optimal"] is True and report["lower_bound"] == report["error"] == 0
+    assert cli.main([*args[:-1], "-2", "--out", str(out)]) == cli.EXIT_DATA_ERROR
+    assert "certify must be a positive, finite number" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ the cpsat backend
+
+EXAMPLES = {
+    "deterministic_time": 1.0,
+    "time_limit": 5.0,
+    "seed": 3,
+    "num_workers": 2,
+    "initial_states": None,
+}
+
+TestDimodConformanceCpSat = needs_ortools(dimod_test_case(lambda: get_backend("cpsat")))
+
+
+@needs_ortools
+def test_cpsat_backend_is_registered_and_conforms():
+    info = {b.name: b for b in list_backends()}["cpsat"]
+    assert info.available and info.extra == "exact"
+    check_sampler(
+        get_backend("cpsat"),
+        example_values=EXAMPLES,
+        sample_params={"deterministic_time": 1.0},
+        run_dimod_tests=False,  # collected above as their own tests
+    )
+
+
+@needs_ortools
+@pytest.mark.parametrize("vartype", ["BINARY", "SPIN"])
+def test_cpsat_backend_finds_the_ground_state(vartype):
+    sampler = get_backend("cpsat")
+    for seed in range(4):
+        bqm = random_integer_bqm(10, seed=seed, vartype=vartype)
+        ground = dimod.ExactSolver().sample(bqm).first.energy
+        sampleset = sampler.sample(bqm, seed=0)
+        assert sampleset.info["optimal"] and sampleset.info["exact"]
+        assert sampleset.first.energy == pytest.approx(ground)
+        assert sampleset.info["lower_bound"] == pytest.approx(ground)
+        assert sampleset.vartype is bqm.vartype
+
+
+@needs_ortools
+def test_cpsat_backend_scales_fractional_biases():
+    bqm = dimod.BinaryQuadraticModel({"a": 0.3, "b": -0.7}, {("a", "b"): 0.1 / 3}, 0.0, "BINARY")
+    sampleset = get_backend("cpsat").sample(bqm)
+    assert not sampleset.info["exact"]
+    assert sampleset.first.energy == pytest.approx(dimod.ExactSolver().sample(bqm).first.energy)
+    dyadic = dimod.BinaryQuadraticModel({"a": 0.25, "b": -0.5}, {("a", "b"): -0.125}, 1, "BINARY")
+    assert get_backend("cpsat").sample(dyadic).info["exact"]
+
+
+@needs_ortools
+def test_cpsat_backend_rejects_bad_parameters():
+    sampler = get_backend("cpsat")
+    bqm = random_integer_bqm(4, seed=0)
+    with pytest.raises(InvalidParameterError):
+        sampler.sample(bqm, num_workers=0)
+    with pytest.raises(InvalidParameterError):
+        sampler.sample(bqm, deterministic_time=-1)
+
+
+def _solve_exact(*args, **kwargs):
+    from bmfdsl.cpsat import solve_exact
+
+    return solve_exact(*args, **kwargs)
