@@ -11,6 +11,7 @@ import numpy as np
 
 from bmfdsl.dsl import ModelBuilder, squared_residual
 from bmfdsl.errors import ModelDefinitionError
+from bmfdsl.models.formulation1 import products
 
 NAME = "bicluster"
 DESCRIPTION = "Biclustering: one-hot rows in both U and V (r row/column cluster pairs)"
@@ -22,13 +23,8 @@ def build(model: ModelBuilder) -> None:
         raise ModelDefinitionError(
             "bicluster makes both U and V one-hot already; pass one_hot=None"
         )
-    A, r = model.A, model.rank
-    m, n = A.shape
-    U, V = model.factors()
-    W = model.binary("W", (r, m, n))
-    lam = model.weight("lam", default=1.0)  # the paper uses λ = 1
-    # W[k][i][j] = U[i][k] V[j][k]: U's column k down the rows, V's across the columns
-    model.constrain_product(W, U.T[:, :, None], V.T[:, None, :], group="W", weight=lam)
+    A = model.A
+    U, V, W = products(model)
     model.minimize(squared_residual(A, W.sum(axis=0)))
     onehot = model.weight("lam_onehot", default="lam")
     model.constrain_one_hot(U, axis=1, group="one_hot_U", weight=onehot)

@@ -11,6 +11,7 @@ auxiliaries ``Y_chain[i][j][t]`` per entry. Since ``y`` is 0/1 the objective is 
 import numpy as np
 
 from bmfdsl.dsl import ModelBuilder, squared_residual
+from bmfdsl.models.formulation1 import products
 
 NAME = "boolean-bmf"
 DESCRIPTION = "Boolean BMF: A ≈ OR_k U[:,k] V[:,k]ᵀ, with OR auxiliaries Y[i][j]"
@@ -18,14 +19,10 @@ DESCRIPTION = "Boolean BMF: A ≈ OR_k U[:,k] V[:,k]ᵀ, with OR auxiliaries Y[i
 
 def build(model: ModelBuilder) -> None:
     """Declare Boolean BMF on ``model``."""
-    A, r = model.A, model.rank
-    m, n = A.shape
-    U, V = model.factors()
-    W = model.binary("W", (r, m, n))
-    Y = model.binary("Y", (m, n))
-    lam = model.weight("lam", default=1.0)  # the paper uses λ = 1
-    model.constrain_product(W, U.T[:, :, None], V.T[:, None, :], group="W", weight=lam)
-    model.constrain_or(Y, W, axis=0, group="Y", weight=lam)
+    A = model.A
+    _, _, W = products(model)
+    Y = model.binary("Y", A.shape)
+    model.constrain_or(Y, W, axis=0, group="Y", weight="lam")
     model.minimize(squared_residual(A, Y))
     model.one_hot_constraint()
 

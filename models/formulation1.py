@@ -7,22 +7,28 @@ auxiliaries ``W[k][i][j]`` (= ``u_ik v_jk``): ``(m + n + mn) r`` in all. The opt
 one-hot constraint on the rows of V (or U) has its own weight ``lam_onehot`` (default: lam).
 """
 
-from bmfdsl.dsl import ModelBuilder, squared_residual
+from bmfdsl.dsl import ModelBuilder, PolyArray, squared_residual
 
 NAME = "formulation1"
 DESCRIPTION = "Malik et al. Formulation 1: auxiliaries W[k][i][j] = U[i][k] V[j][k]"
 
 
-def build(model: ModelBuilder) -> None:
-    """Declare Formulation 1 on ``model``."""
+def products(model: ModelBuilder) -> tuple[PolyArray, PolyArray, PolyArray]:
+    """Declare ``U``, ``V`` and the auxiliaries ``W[k][i][j] = U[i][k] V[j][k]`` (group ``W``,
+    weight ``lam``); returns ``(U, V, W)``: ``W.sum(axis=0)`` is ``U Vᵀ`` when feasible."""
     A, r = model.A, model.rank
     m, n = A.shape
     U, V = model.factors()
     W = model.binary("W", (r, m, n))
     lam = model.weight("lam", default=1.0)  # the paper uses λ = 1
-    # W[k][i][j] = U[i][k] V[j][k]: U's column k down the rows, V's across the columns
+    # U's column k down the rows, V's across the columns
     model.constrain_product(W, U.T[:, :, None], V.T[:, None, :], group="W", weight=lam)
-    # ||A - UVᵀ||² with (UVᵀ)_ij = Σ_k w_kij on the feasible set.
-    model.minimize(squared_residual(A, W.sum(axis=0)))
+    return U, V, W
+
+
+def build(model: ModelBuilder) -> None:
+    """Declare Formulation 1 on ``model``."""
+    _, _, W = products(model)
+    model.minimize(squared_residual(model.A, W.sum(axis=0)))  # ||A - UVᵀ||² when feasible
     model.one_hot_constraint()
     model.declare_bmf()

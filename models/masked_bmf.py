@@ -9,6 +9,7 @@ are ignored; fill them with 0). Variables as Formulation 1.
 
 from bmfdsl.dsl import ModelBuilder, squared_residual
 from bmfdsl.errors import ModelDefinitionError
+from bmfdsl.models.formulation1 import products
 
 NAME = "masked-bmf"
 DESCRIPTION = "BMF over observed entries only (data={'mask': M}, 1 = observed): missing data"
@@ -20,14 +21,8 @@ def build(model: ModelBuilder) -> None:
         raise ModelDefinitionError(
             "masked-bmf needs the mask of observed entries: compile_model(..., data={'mask': M})"
         )
-    A, r = model.A, model.rank
-    mask = model.data["mask"]
-    m, n = A.shape
-    U, V = model.factors()
-    W = model.binary("W", (r, m, n))
-    lam = model.weight("lam", default=1.0)  # the paper uses λ = 1
-    # W[k][i][j] = U[i][k] V[j][k]: U's column k down the rows, V's across the columns
-    model.constrain_product(W, U.T[:, :, None], V.T[:, None, :], group="W", weight=lam)
-    model.minimize(squared_residual(A, W.sum(axis=0), mask=mask))
+    entries = model.data["mask"]
+    _, _, W = products(model)
+    model.minimize(squared_residual(model.A, W.sum(axis=0), mask=entries))
     model.one_hot_constraint()
-    model.declare_bmf(mask=mask)
+    model.declare_bmf(mask=entries)

@@ -9,6 +9,7 @@ cost for missing ones than for extra ones). Variables as Formulation 1.
 
 from bmfdsl.dsl import ModelBuilder, squared_residual
 from bmfdsl.errors import ModelDefinitionError
+from bmfdsl.models.formulation1 import products
 
 NAME = "weighted-bmf"
 DESCRIPTION = "BMF with a non-negative weight per entry (data={'weights': C})"
@@ -20,14 +21,8 @@ def build(model: ModelBuilder) -> None:
         raise ModelDefinitionError(
             "weighted-bmf needs entry weights: compile_model(..., data={'weights': C})"
         )
-    A, r = model.A, model.rank
-    weights = model.data["weights"]
-    m, n = A.shape
-    U, V = model.factors()
-    W = model.binary("W", (r, m, n))
-    lam = model.weight("lam", default=1.0)  # the paper uses λ = 1
-    # W[k][i][j] = U[i][k] V[j][k]: U's column k down the rows, V's across the columns
-    model.constrain_product(W, U.T[:, :, None], V.T[:, None, :], group="W", weight=lam)
-    model.minimize(squared_residual(A, W.sum(axis=0), weights=weights))
+    entries = model.data["weights"]
+    _, _, W = products(model)
+    model.minimize(squared_residual(model.A, W.sum(axis=0), weights=entries))
     model.one_hot_constraint()
-    model.declare_bmf(weights=weights)
+    model.declare_bmf(weights=entries)
