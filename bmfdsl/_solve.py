@@ -167,10 +167,10 @@ class SweepSetting:
 
     weights: dict[str, float]
     energy: float
-    error: int
+    error: int | float
     broken: dict[str, int]
     feasible: bool
-    best_feasible_error: int | None
+    best_feasible_error: int | float | None
     timings: dict[str, float]
     best: DecodedSample | None = field(default=None, repr=False)
 
@@ -179,7 +179,7 @@ class SweepSetting:
         return {
             "weights": dict(self.weights),
             "energy": float(self.energy),
-            "error": int(self.error),
+            "error": self.error,
             "broken": dict(self.broken),
             "feasible": bool(self.feasible),
             "best_feasible_error": self.best_feasible_error,

@@ -404,6 +404,8 @@ class PolyArray:
             square = self._linear_square()
             if square is not None:
                 return square
+        if self._vars is not None and other._vars is not None:
+            return self._variable_product(other)
         space = self._combine_space(other)
         shape = _broadcast_shapes(self.shape, other.shape)
         a, b = self.broadcast_to(shape), other.broadcast_to(shape)
@@ -431,6 +433,20 @@ class PolyArray:
         return PolyArray(space, shape, ca * cb, elem, var, coef)
 
     __rmul__ = __mul__
+
+    def _variable_product(self, other: PolyArray) -> PolyArray:
+        """The product of two arrays of plain variables: one term per element, no gathering."""
+        space = self._combine_space(other)
+        assert self._vars is not None and other._vars is not None
+        x, y = np.broadcast_arrays(self._vars, other._vars)
+        shape = x.shape
+        x, y = x.ravel(), y.ravel()
+        if space is not None:
+            space.check_terms(x.size, "a product")
+        same = x == y  # x * x = x for a binary x
+        var = np.stack([np.minimum(x, y), np.where(same, -1, np.maximum(x, y))], axis=1)
+        elem = np.arange(x.size, dtype=INDEX)
+        return PolyArray(space, shape, np.zeros(shape), elem, var, np.ones(x.size))
 
     def _linear_square(self) -> PolyArray | None:
         """``self * self`` for a linear array, each pair of terms once: (Σ w x)² =

@@ -105,14 +105,16 @@ def gap(error: int, lower_bound: int) -> float:
 class DecodedSample:
     """One sample of a solver, decoded into the factor matrices.
 
-    ``energy`` is the BQM energy of the raw sample; ``error`` is ``||A - UVᵀ||²_F`` recomputed
-    from the decoded U, V; ``broken`` counts violated constraints per constraint group.
+    ``energy`` is the BQM energy of the decoded assignment, recomputed at the weights used
+    (a structure-aware solver's U, V get their feasible completion first); ``error`` is the
+    model's error metric recomputed from U, V (``||A - UVᵀ||²_F`` for plain BMF; a float for
+    weighted models); ``broken`` counts violated constraints per constraint group.
     """
 
     U: np.ndarray
     V: np.ndarray
     energy: float
-    error: int
+    error: int | float
     broken: dict[str, int]
     num_occurrences: int = 1
 
