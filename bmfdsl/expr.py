@@ -281,6 +281,8 @@ class PolyArray:
         if isinstance(key, PolyArray):
             raise ModelDefinitionError("index a PolyArray with integers, slices or index arrays")
         try:
+            if self._vars is not None:  # plain variables: index them directly (cheap in loops)
+                return PolyArray._variables(self.space, np.asarray(self._vars[key]))
             index = self._positions()[key]
         except IndexError as exc:
             raise ModelDefinitionError(
