@@ -365,7 +365,10 @@ def test_a_scheduler_address_runs_on_that_cluster(tmp_path):
     distributed = pytest.importorskip("dask.distributed")
     kwargs = {"sizes": [30], "methods": ["fake"], "method_table": FAKE, "ranks": [1, 2]}
     serial = run_experiment("table4", tmp_path / "serial", workers=1, progress=False, **kwargs)
-    with distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster:
+    free_port = {"dashboard_address": "127.0.0.1:0"}  # not 8787: another run may hold it
+    with distributed.LocalCluster(
+        n_workers=1, processes=False, dashboard_address=None, scheduler_kwargs=free_port
+    ) as cluster:
         remote = run_experiment(
             "table4",
             tmp_path / "cluster",

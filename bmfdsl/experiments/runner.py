@@ -554,7 +554,13 @@ def _run_dask(
         }
         with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}), _no_sigint():
             cluster = LocalCluster(
-                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                # the scheduler serves HTTP routes even without a dashboard, by default on
+                # port 8787: a free port instead, so no second run warns "already in use"
+                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
             )
         client = Client(cluster)
         # also workers the nanny restarts later: Ctrl-C is for this process, which stops them
