@@ -141,6 +141,7 @@ class NativeSampler(StructuredSampler):
                 num_solutions=1 if num_solutions is None else int(num_solutions),
             )
             solutions = [(U, V) for U, V, _ in result.solutions]
+            errors = [float(error) for _, _, error in result.solutions]
             info = dict(result.info)
         else:
             options: dict[str, Any] = {**plain_only, "num_solutions": num_solutions}
@@ -157,6 +158,7 @@ class NativeSampler(StructuredSampler):
                 settings=settings,
             )
             solutions = [(U, V) for U, V, _ in plain.solutions]
+            errors = [float(error) for _, _, error in plain.solutions]
             info = dict(plain.info)
         info["backend"] = self.name
-        return structure.sampleset(solutions, **info)
+        return structure.sampleset(solutions, errors, **info)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import abc
+import functools
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import dimod
 import numpy as np
+
+from bmfdsl.result import squared_error
 
 __all__ = ["BMFStructure", "OneHotSide", "StructuredSampler"]
 
@@ -58,28 +61,50 @@ class BMFStructure:
     def labels(self) -> list[str]:
         """``U`` then ``V`` labels (row-major), the columns of a structured SampleSet."""
         (m, n), r = self.shape, self.rank
-        u_name, v_name = self.factor_names
-        ranks = [f"[{k}]" for k in range(r)]
-        return [f"{u_name}[{i}]{k}" for i in range(m) for k in ranks] + [
-            f"{v_name}[{j}]{k}" for j in range(n) for k in ranks
-        ]
+        return list(_factor_labels(m, n, r, *self.factor_names))
 
     def error(self, U: np.ndarray, V: np.ndarray) -> float:
-        """The objective at one ``(U, V)``."""
-        residual = (self.A.astype(np.int64) - U.astype(np.int64) @ V.astype(np.int64).T) ** 2
+        """The objective at one ``(U, V)``, in row chunks (no ``m x n`` temporaries)."""
+        if self.is_plain:
+            return float(squared_error(self.A, U, V))
         weights = self.entry_weights
-        return float(residual.sum() if weights is None else (residual * weights).sum())
+        assert weights is not None
+        step = max(1, _CHUNK_ENTRIES // max(self.shape[1], 1))
+        Vt = V.astype(np.float64).T
+        total = 0.0
+        for start in range(0, self.shape[0], step):
+            rows = slice(start, start + step)
+            residual = self.A[rows].astype(np.float64) - U[rows].astype(np.float64) @ Vt
+            total += float((weights[rows] * residual * residual).sum())
+        return total
 
     def sampleset(
-        self, solutions: list[tuple[np.ndarray, np.ndarray]], **info: Any
+        self,
+        solutions: list[tuple[np.ndarray, np.ndarray]],
+        errors: list[float] | None = None,
+        **info: Any,
     ) -> dimod.SampleSet:
-        """A SampleSet over ``labels()`` with ``energy`` = the objective of each solution."""
+        """A SampleSet over ``labels()``; ``energy`` is each solution's objective (``errors``
+        when the solver already knows them exactly, else computed)."""
         rows = [np.concatenate([U.ravel(), V.ravel()]).astype(np.int8) for U, V in solutions]
         samples = np.array(rows, dtype=np.int8).reshape(len(rows), -1)
-        energies = [self.error(U, V) for U, V in solutions]
+        energies = errors if errors is not None else [self.error(U, V) for U, V in solutions]
         return dimod.SampleSet.from_samples(
             (samples, self.labels()), dimod.BINARY, energy=energies, info=info, sort_labels=False
         )
+
+
+#: entries per chunk of the weighted residual
+_CHUNK_ENTRIES = 2**20
+
+
+@functools.lru_cache(maxsize=8)
+def _factor_labels(m: int, n: int, r: int, u_name: str, v_name: str) -> tuple[str, ...]:
+    ranks = [f"[{k}]" for k in range(r)]
+    return tuple(
+        [f"{u_name}[{i}]{k}" for i in range(m) for k in ranks]
+        + [f"{v_name}[{j}]{k}" for j in range(n) for k in ranks]
+    )
 
 
 class StructuredSampler(abc.ABC):
