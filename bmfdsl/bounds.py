@@ -60,7 +60,7 @@ _RANK1_MAX_CELLS = 2**18
 # Floating-point operations allowed to the spectral bound: at least this many, and at least
 # _SPECTRAL_WORK_PER_CELL per cell and rank unit (a default solve does far more per cell).
 _SPECTRAL_MIN_FLOPS = 10**8
-_SPECTRAL_WORK_PER_CELL = 50
+_SPECTRAL_WORK_PER_CELL = 15
 _ROW_CHUNK_ENTRIES = 2**22  # entries converted to float32 at a time (so < 2**22 rows)
 
 
@@ -114,7 +114,7 @@ def spectral_bound(A: Any, rank: int, *, max_flops: float | None = None) -> int:
         A: ``m x n`` 0/1 matrix (numpy array-like or ``dask.array``).
         rank: the factorization rank ``r``.
         max_flops: work budget in floating-point operations (default:
-            ``max(1e8, 50·m·n·r)``). Over budget, the long side is split into blocks whose
+            ``max(1e8, 15·m·n·r)``). Over budget, the long side is split into blocks whose
             bounds are summed (weaker, still valid); ``0`` when even that does not fit.
 
     >>> import numpy as np
