@@ -18,7 +18,7 @@ import functools
 import numba
 import numpy as np
 
-__all__ = ["als_loop", "code_table", "solve_rows_exact"]
+__all__ = ["als_loop", "code_table", "gram", "solve_rows_exact"]
 
 
 @functools.lru_cache(maxsize=64)
@@ -41,7 +41,7 @@ def code_table(rank: int, one_hot: bool) -> np.ndarray:
 
 
 @numba.njit(cache=True)
-def _gram(factor: np.ndarray) -> np.ndarray:
+def gram(factor: np.ndarray) -> np.ndarray:
     """``FᵀF`` as int64."""
     n, rank = factor.shape
     gram = np.zeros((rank, rank), dtype=np.int64)
@@ -80,8 +80,8 @@ def solve_rows_exact(
     """
     rows, n = data.shape
     rank = factor.shape[1]
-    gram = _gram(factor)
-    quad = _code_quadratics(codes, gram)
+    factor_gram = gram(factor)
+    quad = _code_quadratics(codes, factor_gram)
     one_hot = codes.shape[0] == rank  # 2^r codes otherwise (never equal to r)
     cross = np.zeros(rank, dtype=np.int64)
     total = 0
@@ -111,7 +111,7 @@ def solve_rows_exact(
                     ones += 1
                     current -= 2 * cross[k]
                     for l in range(rank):
-                        current += gram[k, l] * out[i, l]
+                        current += factor_gram[k, l] * out[i, l]
             if current <= best_score and (ones == 1 or not one_hot):
                 total += norm + current
                 continue

@@ -7,6 +7,8 @@ auxiliaries ``W[k][i][j]`` (= ``u_ik v_jk``): ``(m + n + mn) r`` in all. The opt
 one-hot constraint on the rows of V (or U) has its own weight ``lam_onehot`` (default: lam).
 """
 
+from typing import Any
+
 from bmfdsl.dsl import ModelBuilder, PolyArray, squared_residual
 
 NAME = "formulation1"
@@ -26,9 +28,14 @@ def products(model: ModelBuilder) -> tuple[PolyArray, PolyArray, PolyArray]:
     return U, V, W
 
 
+def residual_bmf(model: ModelBuilder, mask: Any = None, weights: Any = None) -> None:
+    """Formulation 1 with the (masked, weighted) residual ``Σ w m (a - Σ_k w_kij)²``."""
+    _, _, W = products(model)
+    model.minimize(squared_residual(model.A, W.sum(axis=0), mask=mask, weights=weights))
+    model.one_hot_constraint()
+    model.declare_bmf(mask=mask, weights=weights)  # energy == that residual when feasible
+
+
 def build(model: ModelBuilder) -> None:
     """Declare Formulation 1 on ``model``."""
-    _, _, W = products(model)
-    model.minimize(squared_residual(model.A, W.sum(axis=0)))  # ||A - UVᵀ||² when feasible
-    model.one_hot_constraint()
-    model.declare_bmf()
+    residual_bmf(model)

@@ -7,9 +7,9 @@ passed as ``compile_model("masked-bmf", A, r, data={"mask": M})`` (``A``'s unobs
 are ignored; fill them with 0). Variables as Formulation 1.
 """
 
-from bmfdsl.dsl import ModelBuilder, squared_residual
+from bmfdsl.dsl import ModelBuilder
 from bmfdsl.errors import ModelDefinitionError
-from bmfdsl.models.formulation1 import products
+from bmfdsl.models.formulation1 import residual_bmf
 
 NAME = "masked-bmf"
 DESCRIPTION = "BMF over observed entries only (data={'mask': M}, 1 = observed): missing data"
@@ -21,8 +21,4 @@ def build(model: ModelBuilder) -> None:
         raise ModelDefinitionError(
             "masked-bmf needs the mask of observed entries: compile_model(..., data={'mask': M})"
         )
-    entries = model.data["mask"]
-    _, _, W = products(model)
-    model.minimize(squared_residual(model.A, W.sum(axis=0), mask=entries))
-    model.one_hot_constraint()
-    model.declare_bmf(mask=entries)
+    residual_bmf(model, mask=model.data["mask"])

@@ -7,9 +7,9 @@ Formulation 1 with entry weights ``c_ij >= 0`` passed as
 cost for missing ones than for extra ones). Variables as Formulation 1.
 """
 
-from bmfdsl.dsl import ModelBuilder, squared_residual
+from bmfdsl.dsl import ModelBuilder
 from bmfdsl.errors import ModelDefinitionError
-from bmfdsl.models.formulation1 import products
+from bmfdsl.models.formulation1 import residual_bmf
 
 NAME = "weighted-bmf"
 DESCRIPTION = "BMF with a non-negative weight per entry (data={'weights': C})"
@@ -21,8 +21,4 @@ def build(model: ModelBuilder) -> None:
         raise ModelDefinitionError(
             "weighted-bmf needs entry weights: compile_model(..., data={'weights': C})"
         )
-    entries = model.data["weights"]
-    _, _, W = products(model)
-    model.minimize(squared_residual(model.A, W.sum(axis=0), weights=entries))
-    model.one_hot_constraint()
-    model.declare_bmf(weights=entries)
+    residual_bmf(model, weights=model.data["weights"])

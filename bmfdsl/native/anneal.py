@@ -17,7 +17,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from bmfdsl.kernels import als_loop, solve_rows_exact
+from bmfdsl.kernels import als_loop, gram, solve_rows_exact
 
 __all__ = [
     "als_polish",
@@ -76,18 +76,6 @@ def factor_products(A: np.ndarray, F: np.ndarray, transpose: bool) -> np.ndarray
                     for k in range(r):
                         out[i, k] += F[j, k]
     return out
-
-
-@numba.njit(cache=True)
-def _gram(F: np.ndarray) -> np.ndarray:
-    r = F.shape[1]
-    G = np.zeros((r, r), dtype=np.int64)
-    for i in range(F.shape[0]):
-        for k in range(r):
-            if F[i, k]:
-                for k2 in range(r):
-                    G[k, k2] += F[i, k2]
-    return G
 
 
 @numba.njit(cache=True)
@@ -182,13 +170,13 @@ def _resample_rows(
 @numba.njit(cache=True)
 def _half_sweep_u(A, At, U, V, codes_u, flips_u, temperature):
     B = factor_products(A, V, False)
-    return _resample_rows(B, _gram(V), U, codes_u, flips_u, temperature)
+    return _resample_rows(B, gram(V), U, codes_u, flips_u, temperature)
 
 
 @numba.njit(cache=True)
 def _half_sweep_v(A, At, U, V, codes_v, flips_v, temperature):
     B = factor_products(At, U, False)
-    return _resample_rows(B, _gram(U), V, codes_v, flips_v, temperature)
+    return _resample_rows(B, gram(U), V, codes_v, flips_v, temperature)
 
 
 @numba.njit(cache=True)
