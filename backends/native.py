@@ -25,6 +25,10 @@ from bmfdsl.structure import BMFStructure, StructuredSampler
 
 __all__ = ["NativeSampler"]
 
+#: Seconds per U/V label to build and decode the answer's SampleSet (dimod's label index):
+#: measured 0.43 s for the 220,000 labels of a 20,000 x 2,000 rank-10 model.
+_ANSWER_SECONDS_PER_LABEL = 2e-6
+
 _DESCRIPTIONS = {
     "work_limit": "work units for the solve, counted, not timed (default: about 1 s of "
     "work up to 300,000 cells, then linear, at most 4.8 s; 3e9 units ~ 1 s on an idle "
@@ -144,6 +148,11 @@ class NativeSampler(StructuredSampler):
             errors = [float(error) for _, _, error in result.solutions]
             info = dict(result.info)
         else:
+            if time_limit is not None:  # the limit covers building the answer's SampleSet too
+                time_limit = max(
+                    0.0, time_limit - _ANSWER_SECONDS_PER_LABEL * len(structure.labels())
+                )
+                plain_only["time_limit"] = time_limit
             options: dict[str, Any] = {**plain_only, "num_solutions": num_solutions}
             settings = NativeSettings(
                 num_reads=None if num_reads is None else int(num_reads),
