@@ -148,6 +148,7 @@ class NativeSampler(StructuredSampler):
             errors = [float(error) for _, _, error in result.solutions]
             info = dict(result.info)
         else:
+            requested = time_limit
             if time_limit is not None:  # the limit covers building the answer's SampleSet too
                 time_limit = max(
                     0.0, time_limit - _ANSWER_SECONDS_PER_LABEL * len(structure.labels())
@@ -169,5 +170,7 @@ class NativeSampler(StructuredSampler):
             solutions = [(U, V) for U, V, _ in plain.solutions]
             errors = [float(error) for _, _, error in plain.solutions]
             info = dict(plain.info)
+            if requested is not None:
+                info["time_limit"] = requested
         info["backend"] = self.name
         return structure.sampleset(solutions, errors, **info)
