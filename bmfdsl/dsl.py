@@ -46,6 +46,7 @@ from bmfdsl.expr import INDEX, PolyArray, VariableSpace, as_poly, einsum, stack
 from bmfdsl.structure import OneHotSide
 
 __all__ = [
+    "QUADRATIZATIONS",
     "ConstraintGroup",
     "ModelBuilder",
     "PolyArray",
@@ -53,8 +54,10 @@ __all__ = [
     "Weight",
     "WeightSpec",
     "einsum",
+    "factor_products",
     "one_hot_penalty",
     "product_penalty",
+    "quadratized_residual",
     "squared_residual",
     "stack",
 ]
@@ -139,6 +142,90 @@ def _check_entry_array(values: Any, shape: tuple[int, ...], name: str, *, binary
     if (array < 0).any():
         raise InvalidParameterError(f"{name} must be non-negative")
     return array
+
+
+def factor_products(model: ModelBuilder, *, weight: str = "lam") -> tuple[Any, Any, Any]:
+    """Declare ``U``, ``V`` and the auxiliaries ``W[k][i][j] = U[i][k] V[j][k]`` (group ``W``,
+    penalty weight ``weight``, default 1 as in the paper); returns ``(U, V, W)``, and
+    ``W.sum(axis=0)`` is ``U Vᵀ`` on the feasible set.
+
+    >>> import numpy as np
+    >>> model = ModelBuilder(np.ones((2, 3)), rank=2)
+    >>> U, V, W = factor_products(model)
+    >>> W.shape, sorted(model.groups)
+    ((2, 2, 3), ['W'])
+    """
+    A, r = model.A, model.rank
+    m, n = A.shape
+    U, V = model.factors()
+    W = model.binary("W", (r, m, n))
+    lam = model.weight(weight, default=1.0)
+    # U's column k down the rows, V's across the columns
+    model.constrain_product(W, U.T[:, :, None], V.T[:, None, :], group="W", weight=lam)
+    return U, V, W
+
+
+#: How :func:`quadratized_residual` makes ``Σ w m (a - Σ_k u_ik v_jk)²`` quadratic.
+QUADRATIZATIONS = ("products", "pairs")
+
+
+def quadratized_residual(
+    model: ModelBuilder,
+    *,
+    quadratize: str = "products",
+    mask: Any = None,
+    weights: Any = None,
+    weight: str = "lam",
+) -> None:
+    """Declare ``min Σ_ij w_ij m_ij (a_ij - Σ_k u_ik v_jk)²`` on ``model``: a quartic objective,
+    made quadratic by substituting auxiliaries for products, with their penalties.
+
+    * ``"products"``: ``W[k][i][j] = U[i][k] V[j][k]`` (Malik et al.'s Formulation 1);
+    * ``"pairs"``: ``UU[i][k][l] = U[i][k] U[i][l]`` and ``VV[j][k][l]`` for ``k < l``
+      (their reduced Formulation 2), using ``(Σ_k u_k v_k)² = Σ_k u_k v_k + 2 Σ_{k<l} ũ_kl ṽ_kl``.
+
+    The penalty weight (``weight``, default 1 as in the paper) multiplies
+    ``f(z, a, b) = ab - 2az - 2bz + 3z`` in group ``W`` (or ``UU`` and ``VV``). The factors are
+    declared here, the one-hot constraint of ``compile_model(one_hot=...)`` is honoured, and
+    the model claims its structure (feasible energy == the objective), which
+    ``compile_model`` verifies.
+
+    >>> import numpy as np
+    >>> model = ModelBuilder(np.array([[1, 0], [1, 1]]), rank=2)
+    >>> quadratized_residual(model, quadratize="pairs")
+    >>> sorted(model.groups), [g.product_indices[0].size for g in model.groups.values()]
+    (['UU', 'VV'], [2, 2])
+    """
+    if quadratize not in QUADRATIZATIONS:
+        raise InvalidParameterError(
+            f"quadratize must be one of {list(QUADRATIZATIONS)}; got {quadratize!r}"
+        )
+    A, r = model.A, model.rank
+    m, n = A.shape
+    scale = np.ones((m, n))
+    if mask is not None:
+        scale = scale * _check_entry_array(mask, (m, n), "mask", binary=True)
+    if weights is not None:
+        scale = scale * _check_entry_array(weights, (m, n), "weights", binary=False)
+    if quadratize == "products":
+        _, _, W = factor_products(model, weight=weight)
+        model.minimize(squared_residual(A, W.sum(axis=0), mask=mask, weights=weights))
+    else:
+        U, V = model.factors()
+        lam = model.weight(weight, default=1.0)
+        k, l = np.triu_indices(r, 1)
+        UU = model.binary("UU", (m, r, r))[:, k, l]
+        VV = model.binary("VV", (n, r, r))[:, k, l]
+        model.constrain_product(UU, U[:, k], U[:, l], group="UU", weight=lam)
+        model.constrain_product(VV, V[:, k], V[:, l], group="VV", weight=lam)
+        data = A.astype(float)
+        # Σ c (a² - 2a s + s²) with s = Σ_k u v and s² = s + 2 Σ_{k<l} ũ ṽ (binary)
+        linear = (scale * (1.0 - 2.0 * data) * (U @ V.T)).sum()
+        model.minimize(float((scale * data * data).sum()) + linear)
+        if k.size:
+            model.minimize(2.0 * (scale * (UU @ VV.T)).sum())
+    model.one_hot_constraint()
+    model.declare_bmf(mask=mask, weights=weights)
 
 
 @dataclass(frozen=True)

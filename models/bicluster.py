@@ -9,9 +9,8 @@ share the weight ``lam_onehot`` (default: lam). Solved by the generic backends.
 
 import numpy as np
 
-from bmfdsl.dsl import ModelBuilder, squared_residual
+from bmfdsl.dsl import ModelBuilder, factor_products, squared_residual
 from bmfdsl.errors import ModelDefinitionError
-from bmfdsl.models.formulation1 import products
 
 NAME = "bicluster"
 DESCRIPTION = "Biclustering: one-hot rows in both U and V (r row/column cluster pairs)"
@@ -24,7 +23,7 @@ def build(model: ModelBuilder) -> None:
             "bicluster makes both U and V one-hot already; pass one_hot=None"
         )
     A = model.A
-    U, V, W = products(model)
+    U, V, W = factor_products(model)
     model.minimize(squared_residual(A, W.sum(axis=0)))
     onehot = model.weight("lam_onehot", default="lam")
     model.constrain_one_hot(U, axis=1, group="one_hot_U", weight=onehot)

@@ -10,8 +10,7 @@ auxiliaries ``Y_chain[i][j][t]`` per entry. Since ``y`` is 0/1 the objective is 
 
 import numpy as np
 
-from bmfdsl.dsl import ModelBuilder, squared_residual
-from bmfdsl.models.formulation1 import products
+from bmfdsl.dsl import ModelBuilder, factor_products, squared_residual
 
 NAME = "boolean-bmf"
 DESCRIPTION = "Boolean BMF: A ≈ OR_k U[:,k] V[:,k]ᵀ, with OR auxiliaries Y[i][j]"
@@ -20,7 +19,7 @@ DESCRIPTION = "Boolean BMF: A ≈ OR_k U[:,k] V[:,k]ᵀ, with OR auxiliaries Y[i
 def build(model: ModelBuilder) -> None:
     """Declare Boolean BMF on ``model``."""
     A = model.A
-    _, _, W = products(model)
+    _, _, W = factor_products(model)
     Y = model.binary("Y", A.shape)
     model.constrain_or(Y, W, axis=0, group="Y", weight="lam")
     model.minimize(squared_residual(A, Y))

@@ -10,26 +10,13 @@ Variables: ``U[i][k]``, ``V[j][k]``, ``UU[i][k][l]`` and ``VV[j][k][l]`` for ``k
 ``(m + n)(r + r(r-1)/2)`` in all (the unused ``k >= l`` labels never appear).
 """
 
-import numpy as np
-
-from bmfdsl.dsl import ModelBuilder, einsum
+from bmfdsl.dsl import ModelBuilder, quadratized_residual
 
 NAME = "formulation2-reduced"
 DESCRIPTION = "Formulation 2 with auxiliaries only for k < l: (m+n)(r + r(r-1)/2) variables"
 
 
 def build(model: ModelBuilder) -> None:
-    """Declare the reduced Formulation 2 on ``model``."""
-    A, r = model.A, model.rank
-    m, n = A.shape
-    U, V = model.factors()
-    k, l = np.triu_indices(r, 1)  # the pairs k < l
-    UU = model.binary("UU", (m, r, r))[:, k, l]
-    VV = model.binary("VV", (n, r, r))[:, k, l]
-    lam = model.weight("lam", default=1.0)  # the paper uses λ = 1
-    model.constrain_product(UU, U[:, k], U[:, l], group="UU", weight=lam)
-    model.constrain_product(VV, V[:, k], V[:, l], group="VV", weight=lam)
-    fit = ((1 - 2 * A) * (U @ V.T)).sum() + 2 * einsum("ip,jp->", UU, VV)
-    model.minimize(A.sum() + fit)
-    model.one_hot_constraint()
-    model.declare_bmf()
+    """Declare the reduced Formulation 2: the residual with the pairs ``u u'``, ``v v'``
+    substituted (see :func:`bmfdsl.dsl.quadratized_residual`)."""
+    quadratized_residual(model, quadratize="pairs")

@@ -7,9 +7,8 @@ passed as ``compile_model("masked-bmf", A, r, data={"mask": M})`` (``A``'s unobs
 are ignored; fill them with 0). Variables as Formulation 1.
 """
 
-from bmfdsl.dsl import ModelBuilder
+from bmfdsl.dsl import ModelBuilder, quadratized_residual
 from bmfdsl.errors import ModelDefinitionError
-from bmfdsl.models.formulation1 import residual_bmf
 
 NAME = "masked-bmf"
 DESCRIPTION = "BMF over observed entries only (data={'mask': M}, 1 = observed): missing data"
@@ -21,4 +20,4 @@ def build(model: ModelBuilder) -> None:
         raise ModelDefinitionError(
             "masked-bmf needs the mask of observed entries: compile_model(..., data={'mask': M})"
         )
-    residual_bmf(model, mask=model.data["mask"])
+    quadratized_residual(model, mask=model.data["mask"])  # Formulation 1's products

@@ -7,9 +7,8 @@ Formulation 1 with entry weights ``c_ij >= 0`` passed as
 cost for missing ones than for extra ones). Variables as Formulation 1.
 """
 
-from bmfdsl.dsl import ModelBuilder
+from bmfdsl.dsl import ModelBuilder, quadratized_residual
 from bmfdsl.errors import ModelDefinitionError
-from bmfdsl.models.formulation1 import residual_bmf
 
 NAME = "weighted-bmf"
 DESCRIPTION = "BMF with a non-negative weight per entry (data={'weights': C})"
@@ -21,4 +20,4 @@ def build(model: ModelBuilder) -> None:
         raise ModelDefinitionError(
             "weighted-bmf needs entry weights: compile_model(..., data={'weights': C})"
         )
-    residual_bmf(model, weights=model.data["weights"])
+    quadratized_residual(model, weights=model.data["weights"])  # Formulation 1's products

@@ -320,3 +320,35 @@ def test_factorize_with_a_mask_and_masked_arrays():
             bmfdsl.factorize(A, 2, mask=bad)
     with pytest.raises(InvalidParameterError, match="sample_rows"):
         bmfdsl.factorize(A, 2, mask=mask, sample_rows=10)
+
+
+@pytest.mark.parametrize("quadratize", ["products", "pairs"])
+def test_one_residual_two_quadratizations(quadratize):
+    """Formulations 1 and 2-reduced are two quadratizations of one declaration, and with
+    entry weights both still have the weighted residual as their feasible energy and optimum."""
+    import types
+
+    from bmfdsl.dsl import quadratized_residual
+
+    reference = {"products": "formulation1", "pairs": "formulation2-reduced"}[quadratize]
+    for m, n, r, one_hot in [(4, 5, 2, None), (5, 3, 3, "V"), (3, 4, 1, None)]:
+        A = RNG.integers(0, 2, (m, n))
+        script = types.ModuleType("quadratized")
+        script.build = lambda model, q=quadratize: quadratized_residual(model, quadratize=q)
+        ours = compile_model(script, A, r, one_hot=one_hot).to_bqm(lam=1.7)
+        assert ours.is_almost_equal(compile_model(reference, A, r, one_hot=one_hot).to_bqm(lam=1.7))
+    A = RNG.integers(0, 2, (2, 3))
+    C = RNG.integers(0, 3, (2, 3)).astype(float)
+    script = types.ModuleType("weighted")
+    script.build = lambda model: quadratized_residual(model, quadratize=quadratize, weights=C)
+    compiled = compile_model(script, A, 2)  # the structure claim is verified here
+    bqm = compiled.to_bqm(lam=30.0)
+    energy, lowest = _ground_states(bqm)
+    optimum = _brute_force(lambda U, V: float((C * (A - U @ V.T) ** 2).sum()), 2, 3, 2)
+    assert energy == pytest.approx(optimum)
+    assert all(
+        d.feasible and d.error == pytest.approx(optimum) for d in compiled.decode(lowest, lam=30.0)
+    )
+    with pytest.raises(InvalidParameterError, match="quadratize must be one of"):
+        script.build = lambda model: quadratized_residual(model, quadratize="cubes")
+        compile_model(script, A, 2)
