@@ -396,13 +396,14 @@ def _factorize_masked(
     from bmfdsl.native.weighted import weighted_als, weighted_error
     from bmfdsl.validation import check_mask
 
-    if is_dask_array(A) or sample_rows is not None or str(method).strip().lower() != "qubo":
+    one_hot = check_one_hot(one_hot)
+    method_key = _check_method(method, one_hot, weights, backend_params)
+    if is_dask_array(A) or sample_rows is not None or method_key != "qubo":
         raise InvalidParameterError(
             "mask= works with method='qubo' on an in-memory matrix without sample_rows"
         )
     A = check_binary_matrix(A)
     rank = check_rank(rank, A.shape)
-    one_hot = check_one_hot(one_hot)
     observed = check_mask(mask, A.shape)
     rng = check_random_state(random_state)
     A = A * observed  # unobserved entries carry no information

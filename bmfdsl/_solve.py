@@ -17,8 +17,6 @@ Both answer with a ``dimod.SampleSet`` that comes back through ``compiled.decode
 from __future__ import annotations
 
 import itertools
-import math
-import numbers
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -27,7 +25,7 @@ from typing import Any
 import dimod
 
 from bmfdsl.backends.registry import get_backend
-from bmfdsl.compiled import CompiledModel
+from bmfdsl.compiled import CompiledModel, check_weight
 from bmfdsl.errors import InvalidParameterError, ModelDefinitionError, UnknownNameError
 from bmfdsl.result import DecodedSample
 from bmfdsl.structure import StructuredSampler
@@ -222,12 +220,7 @@ def _weight_values(name: str, values: Any) -> list[float]:
     listed = list(values) if isinstance(values, Iterable) else [values]
     if not listed:
         raise InvalidParameterError(f"{name} must list at least one value")
-    for value in listed:
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not float(value) > 0:
-            raise InvalidParameterError(f"every {name} value must be a positive number; {value!r}")
-        if not math.isfinite(value):
-            raise InvalidParameterError(f"every {name} value must be finite; got {value!r}")
-    return [float(v) for v in listed]
+    return [check_weight(name, value) for value in listed]
 
 
 def sweep_weights(

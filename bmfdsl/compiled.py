@@ -29,7 +29,7 @@ from bmfdsl.qubo import BQM_BYTES_PER_INTERACTION, BQM_BYTES_PER_VARIABLE, QuboT
 from bmfdsl.result import DecodedSample
 from bmfdsl.structure import BMFStructure, OneHotSide
 
-__all__ = ["CompiledModel", "Lowered", "VariableLayout", "structure_errors", "verify_claim"]
+__all__ = ["CompiledModel", "Lowered", "VariableLayout", "verify_claim"]
 
 #: Random feasible points (besides the one nearest zero) at which a structure claim is checked.
 _CHECK_POINTS = 4
@@ -158,7 +158,7 @@ def verify_claim(lowered: Lowered, name: str, where: str) -> None:
     X = lowered.fill(U, V)[:, lowered.positions]
     weights = {w: 1.0 for w in builder.weights}
     energies = lowered.terms.energies(X, weights)
-    declared = structure_errors(builder.A, U, V, claim.mask, claim.weights)
+    declared = BMFStructure(builder.A, r, builder.one_hot, claim.mask, claim.weights).errors(U, V)
     scale = 1e-6 * max(1.0, float(np.abs(declared).max()))
     bad = np.flatnonzero(np.abs(energies - declared) > scale)
     if bad.size:
@@ -395,9 +395,9 @@ class CompiledModel:
         The declared structure's residual, else the declared error function, else the
         objective's value at the assignments ``X`` (their feasible completion if omitted).
         """
+        if self.structure is not None:  # built from the model's verified claim
+            return self.structure.errors(U, V)
         builder = self.builder
-        if builder.claim is not None:
-            return structure_errors(self.A, U, V, builder.claim.mask, builder.claim.weights)
         if builder.error_function is not None:
             return np.asarray(builder.error_function(U, V), dtype=float).reshape(U.shape[0])
         if X is None:
@@ -463,7 +463,7 @@ class CompiledModel:
             side = U if structure.one_hot == "U" else V
             if (side.sum(axis=2) != 1).any():
                 return None
-        errors = np.array([structure.error(u, v) for u, v in zip(U, V, strict=True)])
+        errors = structure.errors(U, V)
         order = np.argsort(errors, kind="stable")
         occurrences = np.asarray(sampleset.record.num_occurrences)
         return [
@@ -477,23 +477,6 @@ class CompiledModel:
             )
             for s in order
         ]
-
-
-def structure_errors(
-    A: np.ndarray,
-    U: np.ndarray,
-    V: np.ndarray,
-    mask: np.ndarray | None = None,
-    weights: np.ndarray | None = None,
-) -> np.ndarray:
-    """``Σ w m (A - U Vᵀ)²`` for stacked ``U`` (S, m, r), ``V`` (S, n, r)."""
-    product = np.einsum("sik,sjk->sij", U.astype(np.int32), V.astype(np.int32))
-    residual = (A.astype(np.int32)[None] - product).astype(float) ** 2
-    if mask is not None:
-        residual = residual * mask
-    if weights is not None:
-        residual = residual * weights
-    return residual.sum(axis=(1, 2))
 
 
 def _as_number(value: float) -> Any:

@@ -108,11 +108,7 @@ def squared_residual(A: Any, X: Any, mask: Any = None, weights: Any = None) -> A
     0.0
     """
     data = np.asarray(A, dtype=float)
-    scale = np.ones(data.shape)
-    if mask is not None:
-        scale = scale * _check_entry_array(mask, data.shape, "mask", binary=True)
-    if weights is not None:
-        scale = scale * _check_entry_array(weights, data.shape, "weights", binary=False)
+    scale = _entry_scale(data.shape, mask, weights)
     if isinstance(X, PolyArray) or _nested_poly(X):
         residual = data - as_poly(X)
         if residual.shape != data.shape:
@@ -123,6 +119,16 @@ def squared_residual(A: Any, X: Any, mask: Any = None, weights: Any = None) -> A
         return (squares if mask is None and weights is None else squares * scale).sum()
     values = np.asarray(X, dtype=float)
     return float((scale * (data - values) ** 2).sum())
+
+
+def _entry_scale(shape: tuple[int, ...], mask: Any, weights: Any) -> np.ndarray:
+    """``mask * weights`` per entry, each checked (ones where absent)."""
+    scale = np.ones(shape)
+    if mask is not None:
+        scale = scale * _check_entry_array(mask, shape, "mask", binary=True)
+    if weights is not None:
+        scale = scale * _check_entry_array(weights, shape, "weights", binary=False)
+    return scale
 
 
 def _nested_poly(value: Any) -> bool:
@@ -202,11 +208,7 @@ def quadratized_residual(
         )
     A, r = model.A, model.rank
     m, n = A.shape
-    scale = np.ones((m, n))
-    if mask is not None:
-        scale = scale * _check_entry_array(mask, (m, n), "mask", binary=True)
-    if weights is not None:
-        scale = scale * _check_entry_array(weights, (m, n), "weights", binary=False)
+    scale = _entry_scale((m, n), mask, weights)
     if quadratize == "products":
         _, _, W = factor_products(model, weight=weight)
         model.minimize(squared_residual(A, W.sum(axis=0), mask=mask, weights=weights))

@@ -78,6 +78,10 @@ class BMFStructure:
             total += float((weights[rows] * residual * residual).sum())
         return total
 
+    def errors(self, U: np.ndarray, V: np.ndarray) -> np.ndarray:
+        """The objective for stacked ``U`` (S, m, r) and ``V`` (S, n, r): shape (S,)."""
+        return np.array([self.error(u, v) for u, v in zip(U, V, strict=True)], dtype=float)
+
     def sampleset(
         self,
         solutions: list[tuple[np.ndarray, np.ndarray]],
