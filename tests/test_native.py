@@ -194,10 +194,12 @@ def test_time_limit_is_honoured_roughly():
     A = make_bernoulli(30, 30, 0.5, random_state=6)
     solve_bmf(A, 5, seed=0, settings=NativeSettings(num_reads=1))  # warm the JIT cache
     started = time.perf_counter()
-    result = solve_bmf(A, 5, seed=0, settings=NativeSettings(time_limit=0.3))
+    result = solve_bmf(A, 5, seed=0, settings=NativeSettings(time_limit=0.3, patience=None))
     elapsed = time.perf_counter() - started
-    assert 0.25 <= elapsed < 1.0
-    assert result.info["restarts"] >= 1
+    # it searched until the clock stopped it (it skips a restart that would not fit, so the
+    # wall time ends up to one restart short of the limit: a floor here was flaky) ...
+    assert result.info["stopped_by"] == "time_limit" and result.info["restarts"] >= 1
+    assert elapsed < 1.0  # ... and never ran far past it
 
 
 def test_tall_and_wide_planted_matrices():
