@@ -16,6 +16,7 @@ BQM on random 0/1 assignments. Writes ``bench/results/compile.json`` and ``compi
 from __future__ import annotations
 
 import argparse
+import ctypes
 import gc
 import importlib.metadata
 import importlib.util
@@ -27,6 +28,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -156,10 +158,13 @@ def child(spec: dict) -> dict:
         peak_before = _peak_rss_mb()
         hwm_reset = _reset_hwm()
         runs, reweights, built = [], [], None
+        first_peak = None
         for _ in range(repeats):
             built = None
             gc.collect()
             built = build(model, A, r, 1.0)
+            if first_peak is None:  # one compile + to_bqm, before any re-weighted copy exists
+                first_peak = _hwm_mb() if hwm_reset else _peak_rss_mb()
             runs.append((built.compile_s, built.to_bqm_s))
             start = time.perf_counter()
             built.reweight(2.0)
@@ -184,12 +189,15 @@ def child(spec: dict) -> dict:
             "peak_beyond_baseline_mb": peak - baseline,
             # cross-check: the high-water mark reset at the baseline (Linux only)
             "hwm_beyond_baseline_mb": None if hwm is None else hwm - baseline,
+            # the first compile + to_bqm alone (the re-weights above keep two BQMs alive)
+            "build_peak_beyond_baseline_mb": None if first_peak is None else first_peak - baseline,
         }
         if built.nonzero_interactions is not None:
             row["nonzero_interactions"] = built.nonzero_interactions
         if route in ("registered", "user"):
             compiled = built.handle[0]
             row["bqm_estimate_bytes"] = compiled.memory_estimate
+            row["bqm_in_use_bytes"] = _bytes_in_use_by(lambda: compiled.to_bqm(lam=1.0))
         if not spec.get("no_check"):
             row |= _check_energies(route, model, A, r, built)
         else:
@@ -256,23 +264,56 @@ def _fmt(value: float | None, spec: str) -> str:
     return "" if value is None else format(value, spec)
 
 
+_MALLINFO2_FIELDS = "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost"
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in _MALLINFO2_FIELDS.split()]
+
+
+def _bytes_in_use_by(make: Any) -> int | None:
+    """Heap bytes still in use after ``make()`` while its result lives (glibc ``mallinfo2``).
+
+    Unlike RSS, this counts what the object holds, not memory freed earlier and kept by the
+    allocator: for a BQM, its adjacency vectors (with their growth slack) and label maps.
+    """
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = _MallInfo2
+    except (OSError, AttributeError):
+        return None
+
+    def in_use() -> int:
+        info = libc.mallinfo2()
+        return int(info.uordblks + info.hblkhd)
+
+    gc.collect()
+    before = in_use()
+    result = make()
+    used = in_use() - before
+    del result
+    return used
+
+
 def to_markdown(rows: list[dict], models: list[str]) -> str:
     out = []
     for model in models:
         out += [
             f"\n## {model}\n",
             "| A | route | variables | interactions | compile+to_bqm (s) | re-weight (s) "
-            "| peak beyond baseline (MB) | peak / BQM estimate | energies checked | status |",
-            "|---|---|---:|---:|---:|---:|---:|---:|---|---|",
+            "| peak of one build (MB) | BQM in use (MB) | peak / BQM | energies checked "
+            "| status |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
         ]
         for row in rows:
             if row["model"] != model:
                 continue
             ok = row["status"] == "ok"
-            estimate = row.get("bqm_estimate_bytes")
+            peak = row.get("build_peak_beyond_baseline_mb")
+            bqm_bytes = row.get("bqm_in_use_bytes")
             ratio = None
-            if ok and estimate:
-                ratio = row["peak_beyond_baseline_mb"] * 2**20 / estimate
+            if ok and bqm_bytes and peak is not None:
+                ratio = peak * 2**20 / bqm_bytes
             interactions = _fmt(row.get("interactions"), ",")
             nonzero = row.get("nonzero_interactions")
             if nonzero is not None and nonzero != row.get("interactions"):
@@ -284,7 +325,9 @@ def to_markdown(rows: list[dict], models: list[str]) -> str:
                 f"| {row['shape']} | {row['route']} | {_fmt(row.get('variables'), ',')} "
                 f"| {interactions} | {total} "
                 f"| {_fmt(row.get('reweight_s'), '.3f')} "
-                f"| {_fmt(row.get('peak_beyond_baseline_mb'), '.0f')} | {_fmt(ratio, '.1f')} "
+                f"| {_fmt(peak, '.0f')} "
+                f"| {_fmt(None if bqm_bytes is None else bqm_bytes / 2**20, '.0f')} "
+                f"| {_fmt(ratio, '.1f')} "
                 f"| {_cell(row.get('energies_checked', ''))} | {_cell(row['status'])} |"
             )
     return "\n".join(out) + "\n"
@@ -305,9 +348,12 @@ def render(meta: dict, rows: list[dict], models: list[str], repeats: int) -> str
         "(the baseline) and builds the instance up to "
         f"{repeats} times (one when the first run takes over {SLOW_S:.0f} s); "
         "'compile+to_bqm' is the fastest run, 're-weight' rebuilds the QUBO for lam = 2 "
-        "from the compiled model. 'peak beyond baseline' is `ru_maxrss` minus the baseline; "
-        "'peak / BQM estimate' divides it by bmfdsl's `memory_estimate` (the bytes of the "
-        "dimod BQM) for the same model and size. 'energies checked' compares the route's "
+        "from the compiled model. 'peak of one build' is the RSS high-water mark (Linux "
+        "`VmHWM`, reset at the baseline with `/proc/self/clear_refs`) right after the first "
+        "compile + to_bqm, beyond the baseline: the compiled model, the BQM and every "
+        "temporary. 'BQM in use' is what one `to_bqm` result holds (glibc `mallinfo2` bytes "
+        "in use while it lives: dimod's adjacency vectors and label maps), and 'peak / BQM' "
+        "their ratio. 'energies checked' compares the route's "
         f"QUBO energies (constant included) with bmfdsl's BQM on {CHECK_SAMPLES} assignments "
         f"({CHECK_SAMPLES - 1} uniformly random, one feasible: random U, V and W = UVᵀ "
         "products), after the timings and memory are read.\n\n"
@@ -315,9 +361,9 @@ def render(meta: dict, rows: list[dict], models: list[str], repeats: int) -> str
         "larger ones (300x300) are checked on sub-instances there and built at the first "
         "`to_bqm`, so compare the totals. Interactions are the stored quadratic terms (PyQUBO "
         "also stores some whose coefficients cancel to zero). compile.json also has each "
-        "phase's time, the baseline and peak RSS, and `hwm_beyond_baseline_mb`: the Linux "
-        "RSS high-water mark reset at the baseline (`/proc/self/clear_refs`), a cross-check of "
-        "the `ru_maxrss` figure.\n\n"
+        "phase's time, the baseline, `peak_beyond_baseline_mb` (`ru_maxrss` over all runs, "
+        "re-weights included: two BQMs alive) and `bqm_estimate_bytes` (bmfdsl's "
+        "`memory_estimate`).\n\n"
     )
     md += "Routes:\n\n" + "".join(f"- `{k}`: {v}\n" for k, v in meta["routes"].items())
     md += to_markdown(rows, models)

@@ -80,7 +80,10 @@ class Lowered:
         terms.num_variables = int(self.positions.size)
         self.terms = terms
         all_labels = space.labels()
-        self.labels = [all_labels[i] for i in self.positions]
+        if self.positions.size == space.size:  # every variable used: the common case
+            self.labels = all_labels
+        else:
+            self.labels = [all_labels[i] for i in self.positions.tolist()]
         self.layout = VariableLayout(
             variables=self.labels,
             u_index=renumber[self.u_full],
