@@ -45,7 +45,7 @@ def factorize(
     model: Any = "formulation1",
     backend: Any = None,
     one_hot: str | None = None,
-    weights: Mapping[str, float] | None = None,
+    weights: Mapping[str, float | str] | None = None,
     mask: Any = None,
     sample_rows: int | str | None = None,
     als: bool = True,
@@ -65,7 +65,8 @@ def factorize(
             local solver (``"native"``).
         one_hot: ``"V"`` to put every column of A in exactly one cluster (``"U"``: rows).
         weights: penalty weights for the model, by the names it declares (default: the
-            model's own defaults, e.g. the paper's λ = 1 for ``lam``).
+            model's own defaults, e.g. the paper's λ = 1 for ``lam``); ``"sufficient"``
+            for a value proved to make every minimum feasible.
         mask: 0/1 array of A's shape, 1 = observed: missing data (a numpy masked array's
             mask is used the same way). Only observed entries count in the error; the default
             model becomes ``"masked-bmf"`` (a custom model reads the mask as
@@ -248,7 +249,7 @@ def _sample_size(sample_rows: Any, m: int, n: int, rank: int) -> int | None:
 def _check_method(
     method: Any,
     one_hot: str | None,
-    weights: Mapping[str, float] | None,
+    weights: Mapping[str, float | str] | None,
     backend_params: Mapping[str, Any],
 ) -> str:
     method_key = str(method).strip().lower()
@@ -300,7 +301,7 @@ def _compile(
     core: np.ndarray,
     rank: int,
     one_hot: str | None,
-    weights: Mapping[str, float] | None,
+    weights: Mapping[str, float | str] | None,
     data: Mapping[str, Any],
 ) -> tuple[Any, dict[str, Any]]:
     """The compiled model on the core and the weights to solve it with (defaults: the
@@ -384,7 +385,7 @@ def _factorize_masked(
     model: Any,
     backend: Any,
     one_hot: str | None,
-    weights: Mapping[str, float] | None,
+    weights: Mapping[str, float | str] | None,
     method: Any,
     sample_rows: Any,
     als: bool,

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from bmfdsl.credentials import scrub
+from bmfdsl.penalty_weights import SUFFICIENT
 
 __all__ = ["EXIT_DATA_ERROR", "EXIT_INTERRUPTED", "EXIT_USAGE", "build_parser", "main"]
 
@@ -51,16 +52,18 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return text
 
 
-def _weight(text: str) -> tuple[str, float]:
-    """``NAME=VALUE`` of ``--weight``."""
+def _weight(text: str) -> tuple[str, float | str]:
+    """``NAME=VALUE`` of ``--weight``: a number or ``sufficient``."""
     name, sep, value = text.partition("=")
     try:
         if not sep or not name.strip():
             raise ValueError
+        if value.strip() == SUFFICIENT:
+            return name.strip(), SUFFICIENT
         return name.strip(), float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"expected NAME=VALUE with a number, e.g. lam=2; got {text!r}"
+            f"expected NAME=VALUE with a number or '{SUFFICIENT}', e.g. lam=2; got {text!r}"
         ) from None
 
 
@@ -286,7 +289,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="NAME=VALUE",
         help="a penalty weight the model declares, repeatable, e.g. --weight lam=2 "
-        "--weight lam_onehot=4 (default: the model's own, e.g. the paper's lam = 1)",
+        "--weight lam_onehot=4, or NAME=sufficient: large enough that every minimum is "
+        "feasible (default: the model's own, e.g. the paper's lam = 1)",
     )
     run.add_argument(
         "--one-hot",

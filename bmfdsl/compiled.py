@@ -25,6 +25,7 @@ from bmfdsl.errors import (
     UnknownNameError,
 )
 from bmfdsl.expr import TERM_BYTES
+from bmfdsl.penalty_weights import SUFFICIENT, resolve_sufficient, sufficient_weights
 from bmfdsl.qubo import BQM_BYTES_PER_INTERACTION, BQM_BYTES_PER_VARIABLE, QuboTerms, lower
 from bmfdsl.result import DecodedSample
 from bmfdsl.structure import BMFStructure, OneHotSide
@@ -218,6 +219,7 @@ class CompiledModel:
         self.structure_check = structure_check
         self._declare = declare
         self._lowered: Lowered | None = None
+        self._sufficient: dict[str, float] | None = None
         self._size_estimate = size_estimate  # (terms, variables) before the model is built
         self._memory_limit = memory_limit
 
@@ -321,6 +323,8 @@ class CompiledModel:
                 raise UnknownNameError(
                     "weight", name, self.weights, hint=f"model {self.model_name!r} declares these"
                 )
+        if any(isinstance(value, str) and value == SUFFICIENT for value in weights.values()):
+            weights = resolve_sufficient(weights, self.sufficient_weights())
         resolved: dict[str, float] = {}
         for name, value in weights.items():
             resolved[name] = check_weight(name, value)
@@ -343,6 +347,25 @@ class CompiledModel:
         if pending:
             raise InvalidParameterError(f"circular weight defaults: {[s.name for s in pending]}")
         return {name: resolved[name] for name in self.weights}
+
+    def sufficient_weights(self) -> dict[str, float]:
+        """Penalty weights under which every minimum of the BQM is feasible.
+
+        Proved by one flip (see :mod:`bmfdsl.penalty_weights`): each weight is above the most
+        the rest of the energy can gain from breaking one of its constraints. Any weight may
+        also be given as ``"sufficient"`` (``to_bqm(lam="sufficient")``, ``solve``,
+        ``factorize(weights=...)``, ``--weight lam=sufficient``). Sufficient, not tight: the
+        paper's ``lam = 1`` is smaller and usually works, without this guarantee.
+
+        >>> import numpy as np
+        >>> from bmfdsl import compile_model
+        >>> compiled = compile_model("formulation1", np.ones((3, 4)), 2)
+        >>> compiled.sufficient_weights()         # lam > 2r - 1 with 0/1 data
+        {'lam': 3.003}
+        """
+        if self._sufficient is None:
+            self._sufficient = sufficient_weights(self._declare())  # needs the group terms
+        return dict(self._sufficient)
 
     def to_bqm(self, **weights: Any) -> dimod.BinaryQuadraticModel:
         """The BQM for these penalty weights.
