@@ -42,7 +42,14 @@ from typing import Any, Literal
 import numpy as np
 
 from bmfdsl.errors import InvalidParameterError, ModelDefinitionError
-from bmfdsl.expr import INDEX, PolyArray, VariableSpace, as_poly, einsum, stack
+from bmfdsl.expr import INDEX, PolyArray, Squares, VariableSpace, as_poly, einsum, stack
+from bmfdsl.quadratize import (
+    QUADRATIZATIONS,
+    pair_objective,
+    plan_pairs,
+    product_pairs,
+    substitute_products,
+)
 from bmfdsl.structure import OneHotSide
 
 __all__ = [
@@ -169,10 +176,6 @@ def factor_products(model: ModelBuilder, *, weight: str = "lam") -> tuple[Any, A
     # U's column k down the rows, V's across the columns
     model.constrain_product(W, U.T[:, :, None], V.T[:, None, :], group="W", weight=lam)
     return U, V, W
-
-
-#: How :func:`quadratized_residual` makes ``Σ w m (a - Σ_k u_ik v_jk)²`` quadratic.
-QUADRATIZATIONS = ("products", "pairs")
 
 
 def quadratized_residual(
@@ -444,7 +447,7 @@ class ModelBuilder:
         rows = indices.reshape(-1, indices.shape[-1])
         target = self._group(group, weight, "one_hot")
         target.rows.append(rows)
-        penalty = one_hot_penalty(PolyArray._variables(self.space, rows), axis=-1)
+        penalty = one_hot_penalty(self.space.array(rows), axis=-1)
         self.space.hold(penalty.num_terms, f"one-hot group {group!r}")
         target.chunks.append(penalty)
 
@@ -518,13 +521,77 @@ class ModelBuilder:
         target.chunks.append(poly.reshape(-1) if poly.ndim != 1 else poly)
 
     # -- objective -------------------------------------------------------------------------
-    def minimize(self, expression: Any) -> None:
-        """Add ``expression`` (summed over its elements) to the objective."""
+    def minimize(
+        self,
+        expression: Any,
+        *,
+        quadratize: str | None = None,
+        aux: str | None = None,
+        weight: Any = "lam",
+    ) -> None:
+        """Add ``expression`` (summed over its elements) to the objective.
+
+        A quartic expression, the squares of a quadratic array such as
+        ``((A - U @ V.T) ** 2).sum()``, needs ``quadratize="products"`` (an auxiliary per
+        product: Formulation 1) or ``"pairs"`` (an auxiliary per pair of factors within a
+        row: reduced Formulation 2); see :mod:`bmfdsl.quadratize`. The auxiliaries are the
+        1-D array ``aux`` (default ``"P"`` or ``"Q"``), constrained in the group of that name
+        with penalty weight ``weight`` (declared with default 1, the paper's, if new).
+
+        >>> import numpy as np
+        >>> model = ModelBuilder(np.array([[1, 0], [1, 1]]), rank=2)
+        >>> U, V = model.factors()
+        >>> model.minimize(((model.A - U @ V.T) ** 2).sum(), quadratize="products")
+        >>> model.arrays["P"], sorted(model.groups), model.weights["lam"].default
+        ((8,), ['P'], 1.0)
+        """
+        if isinstance(expression, Squares):
+            self._minimize_squares(expression, quadratize, aux, weight)
+            return
+        if quadratize is not None:
+            raise ModelDefinitionError(
+                "quadratize= applies to squares of a quadratic array (a quartic objective); "
+                "this expression has degree at most 2: drop quadratize="
+            )
         poly = as_poly(expression, self.space)
         if poly.space is not None and poly.space is not self.space:
             raise ModelDefinitionError("the objective uses variables of another model")
         self.space.hold(poly.num_terms, "its objective")
         self.objective = self.objective + (poly.sum() if poly.ndim else poly)
+
+    def _minimize_squares(
+        self, squares: Squares, quadratize: str | None, aux: str | None, weight: Any
+    ) -> None:
+        if quadratize not in QUADRATIZATIONS:
+            raise ModelDefinitionError(
+                f"the objective is quartic (squares of a quadratic array, {squares!r}); pass "
+                f"model.minimize(..., quadratize=...) with one of {list(QUADRATIZATIONS)} to "
+                f"substitute auxiliary variables; got {quadratize!r}"
+            )
+        residual = squares.residual
+        if residual.space is not self.space:
+            raise ModelDefinitionError("the objective uses variables of another model")
+        name = aux or ("P" if quadratize == "products" else "Q")
+        if isinstance(weight, str) and weight not in self.weights:
+            self.weight(weight, default=1.0)
+        if quadratize == "products":
+            pairs, which = product_pairs(residual)
+            indices = self._product_auxiliaries(name, pairs, weight)
+            linear = substitute_products(residual, which, indices)
+            self.minimize((linear * linear) * squares.scale)
+        else:
+            plan = plan_pairs(residual)
+            indices = self._product_auxiliaries(name, plan.pairs, weight)
+            self.minimize(pair_objective(plan, residual, indices, squares.scale))
+
+    def _product_auxiliaries(self, name: str, pairs: np.ndarray, weight: Any) -> np.ndarray:
+        """Declare ``name[k] = x_k y_k`` for the rows ``(x_k, y_k)`` of ``pairs``."""
+        if not pairs.shape[0]:
+            return np.zeros(0, INDEX)
+        Z = self.binary(name, (pairs.shape[0],))
+        x, y = self.space.array(pairs[:, 0]), self.space.array(pairs[:, 1])
+        self.constrain_product(Z, x, y, group=name, weight=weight)
+        return Z.variable_indices()
 
     def declare_bmf(self, mask: Any = None, weights: Any = None) -> None:
         """Claim: on feasible points the energy equals ``Σ_ij w_ij m_ij (a_ij - (UVᵀ)_ij)²``.

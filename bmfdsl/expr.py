@@ -18,10 +18,12 @@ whatever the array's size. An array of plain variables keeps only its variable i
 >>> P = einsum("ik,jk->ij", U, V)           # (U Vᵀ)_ij: quadratic
 >>> P.shape, P.degree
 ((2, 3), 2)
->>> residual = ((np.ones((2, 3)) - P) ** 2).sum()
+>>> mismatches = (np.ones((2, 3)) - P).sum()
 >>> x = np.zeros(space.size, dtype=np.int8); x[[0, 2]] = 1   # U[0][0] = V[0][0] = 1
->>> float(residual.evaluate(x[None])[0])
+>>> float(mismatches.evaluate(x[None])[0])
 5.0
+>>> ((np.ones((2, 3)) - P) ** 2).sum()     # quartic: kept aside until a model quadratizes it
+Squares(shape=(2, 3), residual terms=6)
 """
 
 from __future__ import annotations
@@ -34,7 +36,15 @@ import numpy as np
 
 from bmfdsl.errors import InvalidParameterError, ModelDefinitionError, ModelTooLargeError
 
-__all__ = ["PolyArray", "VariableBlock", "VariableSpace", "as_poly", "einsum", "stack"]
+__all__ = [
+    "PolyArray",
+    "Squares",
+    "VariableBlock",
+    "VariableSpace",
+    "as_poly",
+    "einsum",
+    "stack",
+]
 
 #: Indices of elements and variables: 32 bits halve the term tables of large models.
 INDEX = np.int32
@@ -100,6 +110,10 @@ class VariableSpace:
             raise ModelTooLargeError(f"a model holds at most {np.iinfo(INDEX).max:,} variables")
         indices = block.start + np.arange(block.size, dtype=INDEX)
         return PolyArray._variables(self, indices.reshape(dims))
+
+    def array(self, indices: Any) -> PolyArray:
+        """The variables with these indices, as a :class:`PolyArray` of ``indices``' shape."""
+        return PolyArray._variables(self, np.asarray(indices, dtype=INDEX))
 
     def labels(self) -> list[str]:
         """Every variable label, in index order."""
@@ -399,13 +413,15 @@ class PolyArray:
             elem, var, new_coef = elem[keep], var[keep], new_coef[keep]
         return PolyArray(self.space, shape, const * factor.reshape(shape), elem, var, new_coef)
 
-    def __mul__(self, other: Any) -> PolyArray:
+    def __mul__(self, other: Any) -> Any:
         if not isinstance(other, PolyArray):
             return self._scale(_as_data(other))
         if other is self:
             square = self._linear_square()
             if square is not None:
                 return square
+            if self.degree == 2:  # quartic: kept as squares until the model quadratizes it
+                return Squares(self)
         if self._vars is not None and other._vars is not None:
             return self._variable_product(other)
         space = self._combine_space(other)
@@ -482,7 +498,7 @@ class PolyArray:
             self.space, self.shape, const * const, out_elem[keep], out_var[keep], out_coef[keep]
         )
 
-    def __pow__(self, exponent: int) -> PolyArray:
+    def __pow__(self, exponent: int) -> Any:
         if exponent == 1:
             return self
         if exponent == 2:
@@ -515,6 +531,65 @@ class PolyArray:
             for s in range(X.shape[0]):
                 out[s] += np.bincount(elem, weights=values[s], minlength=self.size)
         return out.reshape((X.shape[0], *self.shape))
+
+
+class Squares:
+    """``scale * residual²`` elementwise, ``residual`` quadratic: a quartic objective.
+
+    What ``R ** 2`` (or ``R * R``) gives for a quadratic :class:`PolyArray` ``R``, such as
+    ``A - U @ V.T``. It can be scaled by data and summed whole, and becomes quadratic only in
+    ``model.minimize(..., quadratize=...)``, which substitutes auxiliary variables.
+
+    >>> space = VariableSpace()
+    >>> U, V = space.allocate("U", (2, 1)), space.allocate("V", (3, 1))
+    >>> objective = ((np.ones((2, 3)) - U @ V.T) ** 2).sum()
+    >>> objective
+    Squares(shape=(2, 3), residual terms=6)
+    """
+
+    def __init__(self, residual: PolyArray, scale: np.ndarray | None = None) -> None:
+        self.residual = residual
+        self.scale = np.ones(residual.shape) if scale is None else scale
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape of the residual array."""
+        return self.residual.shape
+
+    def __repr__(self) -> str:
+        return f"Squares(shape={self.shape}, residual terms={self.residual.num_terms})"
+
+    def __mul__(self, factor: Any) -> Squares:
+        if isinstance(factor, PolyArray | Squares):
+            raise ModelDefinitionError(
+                "a squared quadratic times variables has degree above 4; multiply it by data only"
+            )
+        data = _as_data(factor)
+        if _broadcast_shapes(self.shape, data.shape) != self.shape:
+            raise ModelDefinitionError(
+                f"cannot scale squares of shape {self.shape} by data of shape {data.shape}"
+            )
+        return Squares(self.residual, self.scale * np.broadcast_to(data, self.shape))
+
+    __rmul__ = __mul__
+
+    def sum(self, axis: Any = None) -> Squares:
+        """The sum of every element (the objective sums anyway); only a full sum is allowed."""
+        if axis is not None:
+            raise ModelDefinitionError(
+                "squares of a quadratic can only be summed whole (axis=None) before "
+                "model.minimize(..., quadratize=...)"
+            )
+        return self
+
+    def _refuse(self, *_: Any) -> Any:
+        raise ModelDefinitionError(
+            "squares of a quadratic (a quartic objective) combine with nothing else: pass them "
+            "alone to model.minimize(..., quadratize='products' or 'pairs') and minimize the "
+            "rest in another call"
+        )
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __neg__ = __pow__ = _refuse
 
 
 def _broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:

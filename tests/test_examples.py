@@ -18,6 +18,11 @@ EXPECTED = {
     "clustering_one_hot.py": ["each column in one cluster: True"],
     "digital_annealer.py": ["reads) + ALS: relative error 0.", "native:"],
     "impute_missing.py": ["held-out entries predicted wrong: 0 of", "native on masked-bmf"],
+    "quartic_model.py": [
+        "the size of formulation1: True",
+        "the size of formulation2-reduced: True",
+        "native error 0",
+    ],
 }
 
 

@@ -1,0 +1,136 @@
+"""The literal quartic objective ``Σ (a - Σ_k u v)²`` and its two quadratizations."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bmfdsl import compile_model
+from bmfdsl.dsl import ModelBuilder
+from bmfdsl.errors import ModelDefinitionError
+
+QUARTIC = str(Path(__file__).resolve().parents[1] / "examples" / "quartic_model.py")
+RNG = np.random.default_rng(7)
+
+
+def _relabelled_like(compiled, reference):
+    """``compiled``'s BQM with each auxiliary renamed after the reference's auxiliary that
+    stands for the same product of variables."""
+
+    def products(model):
+        builder = model.builder
+        labels = builder.space.labels()
+        named = {}
+        for group in builder.groups.values():
+            if group.kind == "product":
+                for z, a, b in zip(*group.product_indices, strict=True):
+                    named[frozenset((labels[a], labels[b]))] = labels[z]
+        return named
+
+    ours, theirs = products(compiled), products(reference)
+    assert set(ours) == set(theirs)
+    mapping = {ours[key]: theirs[key] for key in ours}
+    return compiled.to_bqm(lam=1.7).relabel_variables(mapping, inplace=False)
+
+
+@pytest.mark.parametrize(
+    ("how", "registered"), [("products", "formulation1"), ("pairs", "formulation2-reduced")]
+)
+@pytest.mark.parametrize("one_hot", [None, "U", "V"])
+def test_the_quartic_objective_gives_the_registered_formulation(how, registered, one_hot):
+    for m, n, r in [(3, 4, 2), (5, 3, 3), (4, 4, 1)]:
+        A = RNG.integers(0, 2, (m, n))
+        compiled = compile_model(QUARTIC, A, r, one_hot=one_hot, data={"quadratize": how})
+        reference = compile_model(registered, A, r, one_hot=one_hot)
+        assert compiled.structure_check == "instance"
+        assert _relabelled_like(compiled, reference) == reference.to_bqm(lam=1.7)
+
+
+@pytest.mark.parametrize("how", ["products", "pairs"])
+def test_a_masked_quartic_objective_gives_masked_bmf(how):
+    A = RNG.integers(0, 2, (4, 5))
+    mask = RNG.integers(0, 2, (4, 5))
+    compiled = compile_model(QUARTIC, A, 2, data={"quadratize": how, "mask": mask})
+    assert compiled.structure is not None and compiled.structure.mask is not None
+    if how == "products":
+        reference = compile_model("masked-bmf", A, 2, data={"mask": mask})
+        assert _relabelled_like(compiled, reference) == reference.to_bqm(lam=1.7)
+    U, V = RNG.integers(0, 2, (4, 2)), RNG.integers(0, 2, (5, 2))
+    energy = compiled.qubo.energies(compiled.encode_array(U, V)[None], {"lam": 1.0})[0]
+    assert energy == pytest.approx((mask * (A - U @ V.T) ** 2).sum())
+
+
+@pytest.mark.parametrize("how", ["products", "pairs"])
+def test_the_pyqubo_twin_of_the_quartic_script(how):
+    A = RNG.integers(0, 2, (3, 4))
+    compiled = compile_model(QUARTIC, A, 3, data={"quadratize": how})
+    twin = compiled.to_pyqubo().compile()
+    for lam in (0.5, 2.0):
+        ours, theirs = compiled.to_bqm(lam=lam), twin.to_bqm(feed_dict={"lam": lam})
+        assert set(ours.variables) == set(theirs.variables)
+        assert ours.is_almost_equal(theirs)
+
+
+def _squares_model(residual_of, how, scale=1.0):
+    """A 2x3 model minimizing Σ scale · residual_of(U, V)² (quadratized)."""
+    model = ModelBuilder(np.array([[1, 0, 1], [0, 1, 1]]), rank=2)
+    U, V = model.factors()
+    model.minimize((residual_of(U, V) ** 2 * scale).sum(), quadratize=how)
+    return model
+
+
+def _energies_match(model, residual_of, scale=1.0):
+    """At every feasible point the energy equals Σ scale · residual² computed with numpy."""
+    from bmfdsl.compiled import Lowered  # the lowered arrays of a bare declaration
+
+    lowered = Lowered(model)
+    for u in itertools.product((0, 1), repeat=4):
+        U = np.array(u).reshape(1, 2, 2)
+        for v in itertools.product((0, 1), repeat=6):
+            V = np.array(v).reshape(1, 3, 2)
+            X = lowered.fill(U, V)[:, lowered.positions]
+            energy = lowered.terms.energies(X, {"lam": 1.0})[0]
+            expected = (scale * residual_of(U[0], V[0]) ** 2).sum()
+            assert energy == pytest.approx(expected)
+
+
+def test_products_handle_any_quadratic_residual():
+    # linear terms, a constant and products sharing variables
+    def residual(U, V):
+        return 2 - U @ V.T + 3 * U[:, :1] - 0.5 * (U[:, :1] * U[:, 1:]) + V[:, 0]
+
+    scale = np.array([[1.0, 2.0, 0.5], [3.0, 1.0, 1.0]])
+    _energies_match(_squares_model(residual, "products", scale), residual, scale)
+
+
+def test_pairs_handle_shared_factors():
+    # both products of an element share U[i][0]: one factor of each quartic term is a variable
+    def residual(U, V):
+        return 1 - U[:, :1] * V[:, 0] - 2 * U[:, :1] * V[:, 1]
+
+    _energies_match(_squares_model(residual, "pairs"), residual)
+
+
+def test_quartic_objective_errors_say_how_to_fix_them():
+    model = ModelBuilder(np.eye(2), rank=2)
+    U, V = model.factors()
+    squares = ((model.A - U @ V.T) ** 2).sum()
+    with pytest.raises(ModelDefinitionError, match=r"quadratize=.*'products', 'pairs'.*auxiliary"):
+        model.minimize(squares)
+    with pytest.raises(ModelDefinitionError, match="got 'cubes'"):
+        model.minimize(squares, quadratize="cubes")
+    with pytest.raises(ModelDefinitionError, match="drop quadratize="):
+        model.minimize(U.sum(), quadratize="products")
+    with pytest.raises(ModelDefinitionError, match="without linear terms"):
+        model.minimize(((U @ V.T + U[:, :1]) ** 2).sum(), quadratize="pairs")
+    with pytest.raises(ModelDefinitionError, match="combine with nothing else"):
+        squares + U.sum()
+    with pytest.raises(ModelDefinitionError, match="summed whole"):
+        ((model.A - U @ V.T) ** 2).sum(axis=0)
+    with pytest.raises(ModelDefinitionError, match="data only"):
+        squares * U[0, 0]
+    with pytest.raises(ModelDefinitionError, match="degree"):
+        (U @ V.T) ** 3
