@@ -55,13 +55,24 @@ def _merged(residual: PolyArray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
     return const, elem[starts][keep].astype(INDEX), var_out, merged[keep]
 
 
+def _unique_pairs(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of an (N x 2) index array, sorted, and each row's position among them.
+
+    One int64 code per row: ``np.unique`` on codes sorts numbers, far faster than
+    ``np.unique(axis=0)``.
+    """
+    width = int(pairs.max(initial=0)) + 1
+    codes = pairs[:, 0].astype(np.int64) * width + pairs[:, 1]
+    unique, which = np.unique(codes, return_inverse=True)
+    distinct = np.stack([unique // width, unique % width], axis=1).astype(INDEX)
+    return distinct, np.asarray(which).ravel()
+
+
 def product_pairs(residual: PolyArray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct products ``(x, y)`` of ``residual`` (P x 2, ``x < y``) and, per merged
     quadratic term, which of them it is."""
     _, _, var, _ = _merged(residual)
-    quadratic = var[var[:, 1] >= 0]
-    pairs, which = np.unique(quadratic, axis=0, return_inverse=True)
-    return pairs.reshape(-1, 2), np.asarray(which).ravel()
+    return _unique_pairs(var[var[:, 1] >= 0])
 
 
 def substitute_products(residual: PolyArray, which: np.ndarray, aux: np.ndarray) -> PolyArray:
@@ -101,32 +112,24 @@ def plan_pairs(residual: PolyArray) -> PairPlan:
             "quadratize='pairs' needs a residual without linear terms (c + Σ q x y, such as "
             "A - U @ V.T); use quadratize='products'"
         )
-    order = np.argsort(elem, kind="stable")
-    elem, var, coef = elem[order], var[order], coef[order]
-    counts = np.bincount(elem, minlength=residual.size)
+    counts = np.bincount(elem, minlength=residual.size)  # elem is sorted (_merged)
     starts = np.cumsum(counts) - counts
     later = (starts + counts)[elem] - np.arange(elem.size) - 1
     left = np.repeat(np.arange(elem.size), later)
     right = left + 1 + (np.arange(int(later.sum())) - np.repeat(np.cumsum(later) - later, later))
-    firsts = np.stack([var[left, 0], var[right, 0]], axis=1)
-    seconds = np.stack([var[left, 1], var[right, 1]], axis=1)
-    firsts.sort(axis=1)
-    seconds.sort(axis=1)
-    needs = np.concatenate(
-        [firsts[firsts[:, 0] != firsts[:, 1]], seconds[seconds[:, 0] != seconds[:, 1]]]
+    # each quartic term x_s y_s x_t y_t = (x_s x_t)(y_s y_t): its two factors, as pairs
+    halves = np.concatenate(
+        [
+            np.stack([var[left, 0], var[right, 0]], axis=1),
+            np.stack([var[left, 1], var[right, 1]], axis=1),
+        ]
     )
-    pairs = np.unique(needs, axis=0).reshape(-1, 2)
+    halves.sort(axis=1)
+    distinct = halves[:, 0] != halves[:, 1]
+    pairs, which = _unique_pairs(halves[distinct])
+    factors = halves[:, 0].astype(np.int64)  # x x = x: a repeated variable is its own factor
+    factors[distinct] = -1 - which
     flat_const = const.ravel()
-
-    def factor(pair: np.ndarray) -> np.ndarray:
-        same = pair[:, 0] == pair[:, 1]
-        out = pair[:, 0].astype(np.int64)
-        if (~same).any():
-            codes = pairs[:, 0].astype(np.int64) * (pairs.max(initial=0) + 1) + pairs[:, 1]
-            wanted = pair[~same, 0].astype(np.int64) * (pairs.max(initial=0) + 1) + pair[~same, 1]
-            out[~same] = -1 - np.searchsorted(codes, wanted)
-        return out
-
     return PairPlan(
         const=const,
         pairs=pairs,
@@ -134,7 +137,7 @@ def plan_pairs(residual: PolyArray) -> PairPlan:
         product_var=var,
         product_coef=2.0 * flat_const[elem] * coef + coef * coef,
         quartic_elem=elem[left],
-        quartic_factors=np.stack([factor(firsts), factor(seconds)], axis=1),
+        quartic_factors=factors.reshape(2, -1).T.copy(),
         quartic_coef=2.0 * coef[left] * coef[right],
     )
 
