@@ -45,6 +45,7 @@ from bmfdsl.errors import InvalidParameterError, ModelDefinitionError
 from bmfdsl.expr import INDEX, PolyArray, Squares, VariableSpace, as_poly, einsum, stack
 from bmfdsl.quadratize import (
     QUADRATIZATIONS,
+    merge_terms,
     pair_objective,
     plan_pairs,
     product_pairs,
@@ -575,9 +576,10 @@ class ModelBuilder:
         if isinstance(weight, str) and weight not in self.weights:
             self.weight(weight, default=1.0)
         if quadratize == "products":
-            pairs, which = product_pairs(residual)
+            merged = merge_terms(residual)
+            pairs, which = product_pairs(merged)
             indices = self._product_auxiliaries(name, pairs, weight)
-            linear = substitute_products(residual, which, indices)
+            linear = substitute_products(merged, which, indices)
             self.minimize((linear * linear) * squares.scale)
         else:
             plan = plan_pairs(residual)

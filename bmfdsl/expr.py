@@ -43,6 +43,7 @@ __all__ = [
     "VariableSpace",
     "as_poly",
     "einsum",
+    "pairs_within_elements",
     "stack",
 ]
 
@@ -475,14 +476,10 @@ class PolyArray:
         order = np.argsort(elem, kind="stable")
         elem, first, coef = elem[order], var[order, 0], coef[order]
         counts = np.bincount(elem, minlength=self.size)
-        starts = np.cumsum(counts) - counts
-        pairs = int((counts * (counts - 1) // 2).sum())
         if self.space is not None:
+            pairs = int((counts * (counts - 1) // 2).sum())
             self.space.check_terms(2 * elem.size + pairs, "a square")
-        # term t of element e pairs with the later terms of e: t+1 .. end(e)-1
-        later = (starts + counts)[elem] - np.arange(elem.size) - 1
-        left = np.repeat(np.arange(elem.size), later)
-        right = left + 1 + (np.arange(pairs) - np.repeat(np.cumsum(later) - later, later))
+        left, right = pairs_within_elements(elem, self.size)
         x, y = first[left], first[right]
         same = x == y
         flat_const = const.ravel()
@@ -531,6 +528,22 @@ class PolyArray:
             for s in range(X.shape[0]):
                 out[s] += np.bincount(elem, weights=values[s], minlength=self.size)
         return out.reshape((X.shape[0], *self.shape))
+
+
+def pairs_within_elements(elem: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair ``s < t`` of terms of the same element, for ``elem`` sorted: ``(left, right)``
+    term positions, element by element, ``s`` then ``t`` ascending.
+
+    >>> pairs_within_elements(np.array([0, 0, 0, 1, 2, 2]), 3)
+    (array([0, 0, 1, 4]), array([1, 2, 2, 5]))
+    """
+    counts = np.bincount(elem, minlength=size)
+    starts = np.cumsum(counts) - counts
+    # term t of element e pairs with the later terms of e: t+1 .. end(e)-1
+    later = (starts + counts)[elem] - np.arange(elem.size) - 1
+    left = np.repeat(np.arange(elem.size), later)
+    right = left + 1 + (np.arange(int(later.sum())) - np.repeat(np.cumsum(later) - later, later))
+    return left, right
 
 
 class Squares:

@@ -22,11 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from bmfdsl.errors import ModelDefinitionError
-from bmfdsl.expr import INDEX, PolyArray
+from bmfdsl.expr import INDEX, PolyArray, pairs_within_elements
 
 __all__ = [
     "QUADRATIZATIONS",
     "PairPlan",
+    "merge_terms",
     "pair_objective",
     "plan_pairs",
     "product_pairs",
@@ -68,21 +69,27 @@ def _unique_pairs(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return distinct, np.asarray(which).ravel()
 
 
-def product_pairs(residual: PolyArray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct products ``(x, y)`` of ``residual`` (P x 2, ``x < y``) and, per merged
+def merge_terms(residual: PolyArray) -> PolyArray:
+    """``residual`` with equal terms of each element merged and pairs ordered ``x < y``."""
+    const, elem, var, coef = _merged(residual)
+    return PolyArray(residual.space, residual.shape, const, elem, var, coef)
+
+
+def product_pairs(merged: PolyArray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct products ``(x, y)`` of a merged residual (P x 2, ``x < y``) and, per
     quadratic term, which of them it is."""
-    _, _, var, _ = _merged(residual)
+    _, _, var, _ = merged.terms
     return _unique_pairs(var[var[:, 1] >= 0])
 
 
-def substitute_products(residual: PolyArray, which: np.ndarray, aux: np.ndarray) -> PolyArray:
-    """``residual`` with each product replaced by its auxiliary ``aux[which]``: linear."""
-    const, elem, var, coef = _merged(residual)
+def substitute_products(merged: PolyArray, which: np.ndarray, aux: np.ndarray) -> PolyArray:
+    """A merged residual with each product replaced by its auxiliary ``aux[which]``: linear."""
+    const, elem, var, coef = merged.terms
     quadratic = var[:, 1] >= 0
     var = var.copy()
     var[quadratic, 0] = aux[which]
     var[quadratic, 1] = -1
-    return PolyArray(residual.space, residual.shape, const, elem, var, coef)
+    return PolyArray(merged.space, merged.shape, const, elem, var, coef)
 
 
 @dataclass
@@ -112,11 +119,7 @@ def plan_pairs(residual: PolyArray) -> PairPlan:
             "quadratize='pairs' needs a residual without linear terms (c + Σ q x y, such as "
             "A - U @ V.T); use quadratize='products'"
         )
-    counts = np.bincount(elem, minlength=residual.size)  # elem is sorted (_merged)
-    starts = np.cumsum(counts) - counts
-    later = (starts + counts)[elem] - np.arange(elem.size) - 1
-    left = np.repeat(np.arange(elem.size), later)
-    right = left + 1 + (np.arange(int(later.sum())) - np.repeat(np.cumsum(later) - later, later))
+    left, right = pairs_within_elements(elem, residual.size)  # elem is sorted (_merged)
     # each quartic term x_s y_s x_t y_t = (x_s x_t)(y_s y_t): its two factors, as pairs
     halves = np.concatenate(
         [
