@@ -11,13 +11,12 @@ without a verified structure go to a generic backend (``da``, ``neal``, ...).
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, ClassVar
 
 import dimod
 import numpy as np
 
-from bmfdsl.backends._common import check_seed
+from bmfdsl.backends._common import check_seed, keyword_defaults
 from bmfdsl.errors import InvalidParameterError
 from bmfdsl.native.portfolio import NativeSettings, solve_bmf
 from bmfdsl.native.weighted import solve_weighted_bmf
@@ -67,8 +66,7 @@ class NativeSampler(StructuredSampler):
     @property
     def parameters(self) -> dict[str, list[str]]:
         """The keywords of :meth:`sample_bmf` (derived from its signature)."""
-        signature = inspect.signature(self.sample_bmf)
-        return {p: [] for p in signature.parameters if p != "structure"}
+        return {name: [] for name in keyword_defaults(self.sample_bmf)}
 
     @property
     def properties(self) -> dict[str, Any]:
