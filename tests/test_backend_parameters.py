@@ -20,7 +20,7 @@ from bmfdsl.testing import small_bqm
 OFFLINE = {
     "dwave-qpu": lambda: {"child": _mock_dwave()},
     "dwave-hybrid": lambda: {"child": _mock_dwave()},
-    "fujitsu-da": lambda: {"url": "http://127.0.0.1:1", "api_key": "secret"},
+    "fujitsu-da": lambda: {"url": "http://127.0.0.1:1", "api_key": "offline-test-key-7f3a"},
 }
 BUILTINS = [info.name for info in list_backends() if info.target.startswith("bmfdsl.backends.")]
 
