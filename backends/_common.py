@@ -1,13 +1,16 @@
 """Shared machinery of the bmfdsl backend adapters.
 
-Every adapter subclasses :class:`BackendSampler`: it declares the keyword parameters its
-``sample`` accepts (``parameters`` lists exactly those), and the base class rejects unknown
-ones with an :class:`~bmfdsl.errors.UnknownNameError`, answers empty models itself and adds
-``info["wall_time_s"]`` and ``info["backend"]`` to every sample set.
+Every adapter subclasses :class:`BackendSampler` and implements ``_sample(bqm, *, ...)`` with
+every keyword it takes keyword-only, with its default: ``parameters`` is read from that
+signature, so it lists exactly what ``sample`` accepts. The base class rejects unknown
+keywords with an :class:`~bmfdsl.errors.UnknownNameError`, answers empty models itself and adds
+``info["wall_time_s"]`` and ``info["backend"]`` to every sample set. Adapters taking warm starts
+mix in :class:`Initialized` (dimod's own, with bmfdsl's errors).
 """
 
 from __future__ import annotations
 
+import inspect
 import numbers
 import time
 from collections.abc import Callable, Mapping
@@ -20,43 +23,52 @@ from bmfdsl.errors import InvalidParameterError, UnknownNameError
 
 __all__ = [
     "BackendSampler",
+    "Initialized",
     "best_samples",
     "check_num_reads",
+    "check_parameter_names",
+    "check_run_options",
     "check_seed",
     "check_time_limit",
-    "parse_initial_states",
-    "pop_run_options",
+    "describe_parameters",
+    "given_options",
+    "keyword_defaults",
     "round_seeds",
     "run_rounds",
 ]
 
 
 class BackendSampler(dimod.Sampler):
-    """Base class of bmfdsl backends: honest ``parameters``, timing in ``info``.
+    """Base class of bmfdsl backends: ``parameters`` from one signature, timing in ``info``.
 
-    Subclasses set ``name``, ``accepted_parameters`` (name -> one-line description) and
-    implement ``_sample(bqm, **params)`` for non-empty models.
+    Subclasses set ``name`` and ``descriptions`` (keyword -> what it means, without its
+    default: ``properties`` appends the signature's) and implement
+    ``_sample(bqm, *, keyword=default, ...)`` for non-empty models. A keyword passed as
+    ``None`` counts as not passed: its default applies.
     """
 
     name: ClassVar[str] = "backend"
-    accepted_parameters: ClassVar[Mapping[str, str]] = {}
+    descriptions: ClassVar[Mapping[str, str]] = {}
 
     @property
     def parameters(self) -> dict[str, list[str]]:
-        """Every keyword ``sample`` accepts (and nothing else)."""
-        return {name: [] for name in self.accepted_parameters}
+        """Every keyword ``sample`` accepts (and nothing else): those of ``_sample``."""
+        return {name: [] for name in keyword_defaults(self._sample)}
 
     @property
     def properties(self) -> dict[str, Any]:
-        """What the backend is and what its parameters mean."""
-        return {"name": self.name, "parameter_descriptions": dict(self.accepted_parameters)}
+        """What the backend is and what its parameters mean (defaults included)."""
+        return {
+            "name": self.name,
+            "parameter_descriptions": describe_parameters(self._sample, self.descriptions),
+        }
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 
     def sample(self, bqm: dimod.BinaryQuadraticModel, **params: Any) -> dimod.SampleSet:
         """Sample ``bqm``; see ``parameters`` for the accepted keywords."""
-        check_parameter_names(self.name, params, self.accepted_parameters)
+        check_parameter_names(self.name, params, self.parameters)
         params = {key: value for key, value in params.items() if value is not None}
         start = time.perf_counter()
         if bqm.num_variables == 0:
@@ -68,8 +80,99 @@ class BackendSampler(dimod.Sampler):
         sampleset.info["backend"] = self.name
         return sampleset
 
-    def _sample(self, bqm: dimod.BinaryQuadraticModel, **params: Any) -> dimod.SampleSet:
+    # (*args, **params: Any) lets each adapter declare its own keyword-only signature
+    def _sample(
+        self, bqm: dimod.BinaryQuadraticModel, *args: Any, **params: Any
+    ) -> dimod.SampleSet:
         raise NotImplementedError  # pragma: no cover - every adapter overrides it
+
+
+class Initialized(dimod.Initialized):
+    """dimod's :class:`~dimod.Initialized`, answering unusable warm starts with bmfdsl's errors.
+
+    dimod reads any samples-like (a mapping, a list of them, a SampleSet, an array with
+    labels, ...) and converts 0/1 states for a SPIN model, or ±1 states for a BINARY one.
+    """
+
+    def given_states(self, bqm: dimod.BinaryQuadraticModel, initial_states: Any) -> np.ndarray:
+        """The states of ``initial_states``, one row each, in ``bqm``'s variable order and
+        vartype (int8).
+
+        >>> bqm = dimod.BinaryQuadraticModel({"a": 1, "b": 1}, {}, 0, "BINARY")
+        >>> Initialized().given_states(bqm, {"b": 1, "a": 0}).tolist()
+        [[0, 1]]
+        """
+        try:
+            parsed = self.parse_initial_states(bqm, initial_states, initial_states_generator="none")
+        except (TypeError, ValueError) as exc:
+            raise InvalidParameterError(_initial_states_problem(bqm, initial_states)) from exc
+        states = parsed.initial_states
+        order = [states.variables.index(v) for v in bqm.variables]
+        return np.ascontiguousarray(states.record.sample[:, order], dtype=np.int8)
+
+
+def _initial_states_problem(bqm: dimod.BinaryQuadraticModel, initial_states: Any) -> str:
+    """What is wrong with ``initial_states``, said so that the user can fix it."""
+    try:
+        samples, labels = dimod.as_samples(initial_states, labels_type=list)
+    except (TypeError, ValueError) as exc:
+        return f"initial_states is not readable as samples: {exc}"
+    if set(labels) != set(bqm.variables):
+        missing = sorted(map(str, set(bqm.variables) - set(labels)))[:5]
+        extra = sorted(map(str, set(labels) - set(bqm.variables)))[:5]
+        return (
+            "initial_states must assign every variable of the model exactly; "
+            f"missing e.g. {missing}, unknown e.g. {extra}. Use compiled.encode(U, V) to build "
+            "a full state."
+        )
+    if not len(samples):
+        return "initial_states holds no state; give at least one, or leave it out"
+    values = np.unique(samples).tolist()[:5]
+    return (
+        f"initial_states values must be all 0/1 or all -1/+1 (converted to the model's "
+        f"{bqm.vartype.name}); got values such as {values}"
+    )
+
+
+def keyword_defaults(function: Callable[..., Any]) -> dict[str, Any]:
+    """The keyword-only parameters of ``function`` and their defaults, in signature order.
+
+    >>> def f(bqm, *, num_reads=10, seed=None): ...
+    >>> keyword_defaults(f)
+    {'num_reads': 10, 'seed': None}
+    """
+    return {
+        name: parameter.default
+        for name, parameter in inspect.signature(function).parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+
+
+def describe_parameters(
+    function: Callable[..., Any], descriptions: Mapping[str, str]
+) -> dict[str, str]:
+    """Each keyword of ``function`` with its description and, unless None, its default.
+
+    >>> def f(bqm, *, num_reads=10, seed=None): ...
+    >>> describe_parameters(f, {"num_reads": "independent runs", "seed": "random seed"})
+    {'num_reads': 'independent runs (default: 10)', 'seed': 'random seed'}
+    """
+    return {
+        name: descriptions[name]
+        if default is None
+        else f"{descriptions[name]} (default: {default!r})"
+        for name, default in keyword_defaults(function).items()
+    }
+
+
+def given_options(**options: Any) -> dict[str, Any]:
+    """The options that were given (not None): what a wrapped sampler gets, so that it keeps
+    its own defaults for the rest.
+
+    >>> given_options(tenure=None, num_restarts=3)
+    {'num_restarts': 3}
+    """
+    return {key: value for key, value in options.items() if value is not None}
 
 
 def check_parameter_names(
@@ -119,18 +222,15 @@ def check_time_limit(time_limit: Any) -> float:
     return float(time_limit)
 
 
-def pop_run_options(params: dict[str, Any]) -> tuple[int | None, int | None, float | None]:
-    """Remove ``num_reads``, ``seed`` and ``time_limit`` from ``params`` and check them.
+def check_run_options(
+    num_reads: Any, seed: Any, time_limit: Any
+) -> tuple[int | None, int | None, float | None]:
+    """``num_reads``, ``seed`` and ``time_limit`` checked; each stays ``None`` when not given,
+    so that the wrapped sampler keeps its own default.
 
-    Each is ``None`` when absent, so the wrapped sampler keeps its own default.
-
-    >>> params = {"num_reads": 4, "time_limit": 0.5, "num_sweeps": 100}
-    >>> pop_run_options(params), params
-    ((4, None, 0.5), {'num_sweeps': 100})
+    >>> check_run_options(4, None, 0.5)
+    (4, None, 0.5)
     """
-    num_reads = params.pop("num_reads", None)
-    seed = params.pop("seed", None)
-    time_limit = params.pop("time_limit", None)
     return (
         None if num_reads is None else check_num_reads(num_reads),
         check_seed(seed),
@@ -145,38 +245,6 @@ def round_seeds(seed: int | None, count: int) -> list[int]:
     True
     """
     return [int(s) >> 1 for s in np.random.SeedSequence(seed).generate_state(count)]
-
-
-def parse_initial_states(
-    bqm: dimod.BinaryQuadraticModel, initial_states: Any
-) -> tuple[np.ndarray, list[Any]]:
-    """Turn dimod-style ``initial_states`` into a ``(states, labels)`` pair in ``bqm``'s order.
-
-    Accepts a mapping, a list of mappings, a SampleSet, an array with labels, ... (anything
-    :func:`dimod.as_samples` accepts). Values must be of the BQM's vartype.
-
-    >>> bqm = dimod.BinaryQuadraticModel({"a": 1, "b": 1}, {}, 0, "BINARY")
-    >>> states, labels = parse_initial_states(bqm, {"b": 1, "a": 0})
-    >>> states.tolist(), labels
-    ([[0, 1]], ['a', 'b'])
-    """
-    try:
-        samples, labels = dimod.as_samples(initial_states, labels_type=list)
-    except (TypeError, ValueError) as exc:
-        raise InvalidParameterError(f"initial_states is not readable as samples: {exc}") from exc
-    if set(labels) != set(bqm.variables):
-        missing = sorted(map(str, set(bqm.variables) - set(labels)))[:5]
-        raise InvalidParameterError(
-            "initial_states must assign every variable of the model exactly; "
-            f"missing e.g. {missing}. Use compiled.encode(U, V) to build a full state."
-        )
-    allowed = {0, 1} if bqm.vartype is dimod.BINARY else {-1, 1}
-    if samples.size and not set(np.unique(samples).tolist()) <= allowed:
-        raise InvalidParameterError(
-            f"initial_states values must be in {sorted(allowed)} for a {bqm.vartype.name} model"
-        )
-    order = [labels.index(v) for v in bqm.variables]
-    return np.ascontiguousarray(samples[:, order], dtype=np.int8), list(bqm.variables)
 
 
 def best_samples(sampleset: dimod.SampleSet, num_reads: int) -> dimod.SampleSet:

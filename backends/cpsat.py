@@ -20,12 +20,7 @@ from typing import Any, ClassVar
 import dimod
 import numpy as np
 
-from bmfdsl.backends._common import (
-    BackendSampler,
-    check_seed,
-    check_time_limit,
-    parse_initial_states,
-)
+from bmfdsl.backends._common import BackendSampler, Initialized, check_seed, check_time_limit
 from bmfdsl.cpsat import DEFAULT_NUM_WORKERS, check_seconds, require_ortools
 from bmfdsl.errors import InvalidParameterError, SolverError
 
@@ -47,7 +42,7 @@ def _integer_scale(values: np.ndarray) -> tuple[float, bool]:
     return _SIGNIFICANT / largest, False
 
 
-class CpSatBackend(BackendSampler):
+class CpSatBackend(BackendSampler, Initialized):
     """Exact minimisation of a BQM with CP-SAT (deterministic for a seed by default).
 
     One sample comes back: the best found. ``info`` holds ``optimal`` (proven),
@@ -55,62 +50,41 @@ class CpSatBackend(BackendSampler):
     """
 
     name: ClassVar[str] = "cpsat"
-    accepted_parameters: ClassVar[dict[str, str]] = {
+    descriptions: ClassVar[dict[str, str]] = {
         "deterministic_time": "CP-SAT deterministic time limit in its own work units (one "
-        "took about 10 CPU seconds on the development machine; default "
-        f"{DEFAULT_DETERMINISTIC_TIME:g}); the same seed gives the same answer",
+        "took about 10 CPU seconds on the development machine); the same seed gives the same "
+        "answer",
         "time_limit": "wall-clock limit in seconds (opt-in; the answer then depends on load)",
-        "seed": "CP-SAT random seed in [0, 2**31) (default 0)",
-        "num_workers": f"CP-SAT workers, interleaved deterministically (default "
-        f"{DEFAULT_NUM_WORKERS})",
+        "seed": "CP-SAT random seed in [0, 2**31)",
+        "num_workers": "CP-SAT workers, interleaved deterministically",
         "initial_states": "a warm start: its first state is CP-SAT's solution hint",
     }
 
-    def _sample(self, bqm: dimod.BinaryQuadraticModel, **params: Any) -> dimod.SampleSet:
+    def _sample(
+        self,
+        bqm: dimod.BinaryQuadraticModel,
+        *,
+        deterministic_time: float = DEFAULT_DETERMINISTIC_TIME,
+        time_limit: float | None = None,
+        seed: int = 0,
+        num_workers: int = DEFAULT_NUM_WORKERS,
+        initial_states: Any = None,
+    ) -> dimod.SampleSet:
         cp_model = require_ortools()
-        deterministic_time = check_seconds(
-            params.get("deterministic_time", DEFAULT_DETERMINISTIC_TIME), "deterministic_time"
-        )
-        time_limit = params.get("time_limit")
-        seed = check_seed(params.get("seed", 0))
-        num_workers = params.get("num_workers", DEFAULT_NUM_WORKERS)
+        deterministic_time = check_seconds(deterministic_time, "deterministic_time")
+        seed = check_seed(seed) or 0
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
             raise InvalidParameterError(
                 f"num_workers must be a positive integer; got {num_workers!r}"
             )
         binary = bqm.change_vartype(dimod.BINARY, inplace=False)
         labels = list(binary.variables)
-        index = {label: i for i, label in enumerate(labels)}
-        linear = np.array([binary.get_linear(v) for v in labels], dtype=np.float64)
-        quadratic = [(index[u], index[v], float(bias)) for u, v, bias in binary.iter_quadratic()]
-        values = np.concatenate([linear, [bias for _, _, bias in quadratic]])
-        scale, exact = _integer_scale(values)
-
-        model = cp_model.CpModel()
-        x = [model.NewBoolVar(f"x{i}") for i in range(len(labels))]
-        terms = [(x[i], round(linear[i] * scale)) for i in range(len(labels)) if linear[i]]
-        for u, v, bias in quadratic:
-            if not bias:
-                continue
-            y = model.NewBoolVar(f"y{u}_{v}")
-            model.AddImplication(y, x[u])
-            model.AddImplication(y, x[v])
-            model.AddBoolOr([y, x[u].Not(), x[v].Not()])
-            terms.append((y, round(bias * scale)))
-        model.Minimize(sum(coefficient * literal for literal, coefficient in terms))
-        hint = params.get("initial_states")
-        if hint is not None:
-            states, _ = parse_initial_states(bqm, hint)
-            if len(states):
-                start = dict(zip(bqm.variables, states[0].tolist(), strict=True))
-                for label in labels:
-                    value = int(start[label])
-                    model.AddHint(
-                        x[index[label]], value if bqm.vartype is dimod.BINARY else (value + 1) // 2
-                    )
+        model, x, scale, exact = _cp_model(cp_model, binary, labels)
+        if initial_states is not None:
+            _add_hint(model, x, bqm, self.given_states(bqm, initial_states))
 
         solver = cp_model.CpSolver()
-        solver.parameters.random_seed = int(seed or 0)
+        solver.parameters.random_seed = seed
         solver.parameters.num_workers = num_workers
         solver.parameters.interleave_search = True
         solver.parameters.max_deterministic_time = deterministic_time
@@ -133,9 +107,46 @@ class CpSatBackend(BackendSampler):
             "exact": exact,
             "solver_wall_time": solver.wall_time,
             "deterministic_time": solver.deterministic_time,
-            "seed": int(seed or 0),
+            "seed": seed,
             "num_workers": num_workers,
         }
         sampleset = dimod.SampleSet.from_samples_bqm((chosen, labels), bqm)
         sampleset.info.update(info)
         return sampleset
+
+
+def _cp_model(
+    cp_model: Any, binary: dimod.BinaryQuadraticModel, labels: list[Any]
+) -> tuple[Any, list[Any], float, bool]:
+    """The CP-SAT model of the BINARY ``binary``: its variables in ``labels`` order, the scale
+    of its integer objective and whether that scaling is exact."""
+    index = {label: i for i, label in enumerate(labels)}
+    linear = np.array([binary.get_linear(v) for v in labels], dtype=np.float64)
+    quadratic = [(index[u], index[v], float(bias)) for u, v, bias in binary.iter_quadratic()]
+    values = np.concatenate([linear, [bias for _, _, bias in quadratic]])
+    scale, exact = _integer_scale(values)
+
+    model = cp_model.CpModel()
+    x = [model.NewBoolVar(f"x{i}") for i in range(len(labels))]
+    terms = [(x[i], round(linear[i] * scale)) for i in range(len(labels)) if linear[i]]
+    for u, v, bias in quadratic:
+        if not bias:
+            continue
+        y = model.NewBoolVar(f"y{u}_{v}")
+        model.AddImplication(y, x[u])
+        model.AddImplication(y, x[v])
+        model.AddBoolOr([y, x[u].Not(), x[v].Not()])
+        terms.append((y, round(bias * scale)))
+    model.Minimize(sum(coefficient * literal for literal, coefficient in terms))
+    return model, x, scale, exact
+
+
+def _add_hint(
+    model: Any, x: list[Any], bqm: dimod.BinaryQuadraticModel, states: np.ndarray
+) -> None:
+    """The first of ``states`` (in ``bqm``'s variable order and vartype) as a solution hint."""
+    if not len(states):
+        return
+    binary = states[0] if bqm.vartype is dimod.BINARY else (states[0] + 1) // 2
+    for literal, value in zip(x, binary.tolist(), strict=True):
+        model.AddHint(literal, int(value))

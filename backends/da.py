@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import numbers
 import time
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import dimod
@@ -28,10 +29,11 @@ import scipy.sparse
 
 from bmfdsl.backends._common import (
     BackendSampler,
+    Initialized,
     check_num_reads,
     check_seed,
     check_time_limit,
-    parse_initial_states,
+    keyword_defaults,
     round_seeds,
 )
 from bmfdsl.errors import InvalidParameterError
@@ -113,7 +115,29 @@ def _check_positive_float(name: str, value: Any) -> float:
     return float(value)
 
 
-class DASampler(BackendSampler):
+#: (h, indptr, indices, data): a model as the kernels take it (see :func:`prepare_bqm`).
+_Model = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """The checked settings of one ``sample`` call."""
+
+    num_reads: int
+    seed: int | None
+    mode: str
+    device: str
+    num_sweeps: int | None  # None: by the model's size (see _sweeps_per_anneal)
+    time_limit: float | None
+    hot: float
+    cold: float
+    interval: int
+    increase: float
+    replicas: int
+    swap_interval: int
+
+
+class DASampler(BackendSampler, Initialized):
     """The Digital Annealer algorithm on the CPU or a GPU, for any binary quadratic model.
 
     >>> bqm = dimod.BinaryQuadraticModel({"a": 1.0, "b": -1.0}, {("a", "b"): -3.0}, 0, "BINARY")
@@ -123,24 +147,24 @@ class DASampler(BackendSampler):
     """
 
     name: ClassVar[str] = "da"
-    accepted_parameters: ClassVar[dict[str, str]] = {
-        "num_reads": "independent runs (default 10); the best state of each run is returned",
+    descriptions: ClassVar[dict[str, str]] = {
+        "num_reads": "independent runs; the best state of each run is returned",
         "seed": "seed in [0, 2**31); the same seed gives the same samples",
-        "num_sweeps": "iterations per anneal (default 10 x the number of variables, at least "
+        "num_sweeps": "iterations per anneal (None: 10 x the number of variables, at least "
         "1000); each iteration tries all N flips in parallel",
         "time_limit": "seconds for all reads: each read anneals again from a random state while "
         "time is left and keeps its best (an anneal that cannot finish in time follows the "
         "clock)",
         "initial_states": "warm starts (one or more full states); missing reads start random",
-        "temperature_range": "(hot, cold) temperatures; default from the model's bias scale",
-        "temperature_interval": "iterations per temperature step (default 1)",
-        "offset_increase": "escape-offset increment per rejected iteration (default: cold T)",
-        "mode": "'anneal' (default) or 'replica-exchange'",
-        "num_replicas": "replicas per run in replica-exchange mode (default 8)",
-        "swap_interval": "iterations between replica swaps (default 10)",
-        "device": "'cpu' (default, numba), 'gpu' (CuPy: all reads at once in a fused CUDA "
-        "kernel) or 'numpy' (the GPU algorithm as dense numpy code); mode 'anneal' only "
-        "off the CPU",
+        "temperature_range": "(hot, cold) temperatures (None: from the model's bias scale)",
+        "temperature_interval": "iterations per temperature step",
+        "offset_increase": "escape-offset increment per rejected iteration (None: the cold "
+        "temperature)",
+        "mode": "'anneal' or 'replica-exchange'",
+        "num_replicas": "replicas per run in replica-exchange mode",
+        "swap_interval": "iterations between replica swaps",
+        "device": "'cpu' (numba), 'gpu' (CuPy: all reads at once in a fused CUDA kernel) or "
+        "'numpy' (the GPU algorithm as dense numpy code); mode 'anneal' only off the CPU",
     }
 
     @property
@@ -150,222 +174,319 @@ class DASampler(BackendSampler):
         return {
             **super().properties,
             "modes": list(_MODES),
-            "device": "cpu",
+            "device": keyword_defaults(self._sample)["device"],
             "available_devices": ["cpu", *available_array_devices()],
         }
 
-    def _sample(self, bqm: dimod.BinaryQuadraticModel, **params: Any) -> dimod.SampleSet:
+    def _sample(
+        self,
+        bqm: dimod.BinaryQuadraticModel,
+        *,
+        num_reads: int = 10,
+        seed: int | None = None,
+        num_sweeps: int | None = None,
+        time_limit: float | None = None,
+        initial_states: Any = None,
+        temperature_range: tuple[float, float] | None = None,
+        temperature_interval: int = 1,
+        offset_increase: float | None = None,
+        mode: str = "anneal",
+        num_replicas: int = 8,
+        swap_interval: int = 10,
+        device: str = "cpu",
+    ) -> dimod.SampleSet:
         compile_seconds = _compile_kernels()  # before the clock: time_limit is for annealing
-        num_reads = check_num_reads(params.get("num_reads", 10))
-        seed = check_seed(params.get("seed"))
-        mode = params.get("mode", "anneal")
-        if mode not in _MODES:
-            raise InvalidParameterError(f"mode must be one of {list(_MODES)}; got {mode!r}")
-        device = params.get("device", "cpu")
-        if device not in _DEVICES:
-            raise InvalidParameterError(f"device must be one of {list(_DEVICES)}; got {device!r}")
-        if device != "cpu" and mode != "anneal":
-            raise InvalidParameterError(
-                f"device {device!r} runs mode 'anneal' only; use device='cpu' for {mode!r}"
-            )
         h, indptr, indices, data, labels = prepare_bqm(bqm)
-        hot, cold = default_temperatures(h, indptr, data)
-        if "temperature_range" in params:
-            hot, cold = _check_range(params["temperature_range"])
-        interval = _check_positive_int(
-            "temperature_interval", params.get("temperature_interval", 1)
+        settings = _check_settings(
+            (h, indptr, indices, data),
+            num_reads=num_reads,
+            seed=seed,
+            num_sweeps=num_sweeps,
+            time_limit=time_limit,
+            temperature_range=temperature_range,
+            temperature_interval=temperature_interval,
+            offset_increase=offset_increase,
+            mode=mode,
+            num_replicas=num_replicas,
+            swap_interval=swap_interval,
+            device=device,
         )
-        increase = _check_positive_float("offset_increase", params.get("offset_increase", cold))
-        replicas = _check_positive_int("num_replicas", params.get("num_replicas", 8))
-        swap_interval = _check_positive_int("swap_interval", params.get("swap_interval", 10))
-        states = self._initial_states(bqm, params.get("initial_states"), num_reads, seed)
-        run_seeds = round_seeds(seed, num_reads)
-
-        def run(sweeps: int, reads: int, first: int) -> np.ndarray:
-            if mode == "anneal":
-                steps = max(1, sweeps // interval)
-                schedule = np.geomspace(hot, cold, steps)
-                out = states[first : first + reads].copy()
-                run_seed = run_seeds[first]
-                da_anneal(h, indptr, indices, data, out, schedule, interval, increase, run_seed)
-                return out
-            ladder = np.geomspace(cold, hot, replicas)
-            out = np.empty((reads, len(labels)), dtype=np.int8)
-            for read in range(first, first + reads):
-                replica_states = np.repeat(states[read : read + 1], replicas, axis=0)
-                da_replica_exchange(
-                    h, indptr, indices, data, replica_states, ladder,
-                    sweeps, swap_interval, increase, run_seeds[read],
-                )  # fmt: skip
-                out[read - first] = replica_states[0]
-            return out
-
+        states = self._start_states(bqm, initial_states, settings.num_reads, settings.seed)
         started = time.perf_counter()
-        rounds = 1.0
-        if device != "cpu":
-            binary_samples, sweeps, rounds = self._anneal_array(
-                device, params, states, (h, indptr, indices, data), (hot, cold), interval,
-                increase, run_seeds[0],
-            )  # fmt: skip
-        elif "time_limit" in params and mode == "anneal":
-            limit = check_time_limit(params["time_limit"])
-            binary_samples, sweeps, rounds = self._anneal_for(
-                limit, _sweeps_per_anneal(params, len(labels)), states, (h, indptr, indices, data),
-                (hot, cold), interval, increase, run_seeds,
-            )  # fmt: skip
-        elif "time_limit" in params:
-            # replica exchange: calibrate on a short run, then size the runs to fit
-            limit = check_time_limit(params["time_limit"])
-            probe = 50
-            run(probe, 1, 0)
-            per_sweep = (time.perf_counter() - started) / probe
-            sweeps = max(1, int((limit - (time.perf_counter() - started)) / per_sweep / num_reads))
-            if "num_sweeps" in params:
-                sweeps = min(sweeps, _check_positive_int("num_sweeps", params["num_sweeps"]))
-            binary_samples = run(sweeps, num_reads, 0)
-        else:
-            sweeps = _sweeps_per_anneal(params, len(labels))
-            binary_samples = run(sweeps, num_reads, 0)
+        binary_samples, sweeps, rounds = _run(settings, (h, indptr, indices, data), states)
         anneal_time = time.perf_counter() - started
         samples = binary_samples if bqm.vartype is dimod.BINARY else 2 * binary_samples - 1
         sampleset = dimod.SampleSet.from_samples_bqm((samples, labels), bqm)
         sampleset.info.update(
-            algorithm="digital-annealer (parallel trial, escape offset)",
-            mode=mode,
-            device=device,
-            num_sweeps=sweeps,
-            num_anneals_per_read=rounds,
-            temperature_range=(hot, cold),
-            offset_increase=increase,
+            _info(settings, sweeps, rounds),
             anneal_time_s=anneal_time,
             compile_time_s=compile_seconds,
-            # the work done: counted, so equal seeds without time_limit give equal samples
-            work={
-                "reads": num_reads,
-                "anneals": round(rounds * num_reads),
-                "sweeps": round(
-                    sweeps * rounds * num_reads * (replicas if mode != "anneal" else 1)
-                ),
-            },
-            deterministic="time_limit" not in params,
         )
         return sampleset
 
-    @staticmethod
-    def _anneal_array(
-        device: str,
-        params: dict[str, Any],
-        states: np.ndarray,
-        model: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-        temperature_range: tuple[float, float],
-        interval: int,
-        increase: float,
-        seed: int,
-    ) -> tuple[np.ndarray, int, float]:
-        """All reads at once on the array ``device``: one anneal of ``num_sweeps`` iterations
-        or, with ``time_limit``, anneals from fresh random states while time is left (see
-        :class:`_Rounds`). Returns the best states, the iterations of one anneal and the
-        number of anneals."""
-        xp = get_array_module(device)
-        h, indptr, indices, data = model
-        n = len(h)
-        hot, cold = temperature_range
-        couplings = scipy.sparse.csr_matrix((data, indices, indptr), shape=(n, n))
-        if "time_limit" not in params:
-            steps = max(1, _sweeps_per_anneal(params, n) // interval)
-            runs = ArrayRuns(h, couplings, states, seed, xp)
-            runs.iterate(np.geomspace(hot, cold, steps), interval, increase)
-            out = states.copy()
-            runs.result(out)
-            return out, steps * interval, 1.0
-        limit = check_time_limit(params["time_limit"])
-        # CuPy compiles its kernels at first use for each shape (seconds with a cold cache,
-        # measured 8 s on an H100): use them once before the clock; rounds restart this run
-        runs = ArrayRuns(h, couplings, states, 0, xp)
-        runs.iterate(np.array([cold]), interval, increase)
-        runs.result(np.empty_like(states))
-        rounds = _Rounds(limit, _sweeps_per_anneal(params, n))
-        restarts = np.random.default_rng(seed)
-        out = states.copy()
-        best = np.full(len(states), np.inf)
-        start_states = states
-        while rounds.another():
-            runs.restart(start_states, int(restarts.integers(2**31)))
-            steps = max(1, 64 // interval)
-            last = time.perf_counter()
-            while True:
-                runs.synchronize()  # GPU work is queued asynchronously: settle it first
-                now = time.perf_counter()
-                progress = rounds.progress()
-                if progress >= 1.0:
-                    break
-                if now - last < rounds.limit / 200 and steps < 2**16:
-                    steps *= 2  # fewer host round trips once a chunk is cheap next to the limit
-                last = now
-                chunk = rounds.chunk(steps, interval)
-                temperature = hot * (cold / hot) ** progress
-                runs.iterate(np.full(chunk, temperature), interval, increase)
-                rounds.done(chunk * interval)
-            round_states = np.empty_like(states)
-            energies = runs.result(round_states)
-            better = energies < best - 1e-9
-            out[better] = round_states[better]
-            best = np.minimum(best, energies)
-            start_states = restarts.integers(0, 2, size=states.shape, dtype=np.int8)
-        return out, rounds.sweeps_per_anneal(), float(rounds.count)
-
-    @staticmethod
-    def _anneal_for(
-        limit: float,
-        round_sweeps: int,
-        states: np.ndarray,
-        model: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-        temperature_range: tuple[float, float],
-        interval: int,
-        increase: float,
-        run_seeds: list[int],
-    ) -> tuple[np.ndarray, int, float]:
-        """Anneal each read for ``limit / num_reads`` seconds: from its initial state, then from
-        fresh random states while time is left (see :class:`_Rounds`); each read keeps its
-        best state."""
-        hot, cold = temperature_range
-        out = states.copy()
-        sweeps, counts = [], []
-        for read in range(len(states)):
-            seed_generator(run_seeds[read])
-            restarts = np.random.default_rng(run_seeds[read])
-            rounds = _Rounds(limit / len(states), round_sweeps)
-            best = math.inf
-            x = states[read].copy()
-            while rounds.another():
-                g, scalars = da_start(*model, x)
-                best_x = x.copy()
-                while (progress := rounds.progress()) < 1.0:
-                    chunk = rounds.chunk(max(1, 256 // interval), interval)
-                    schedule = np.full(chunk, hot * (cold / hot) ** progress)
-                    da_chunk(*model, x, g, best_x, scalars, schedule, interval, increase)
-                    rounds.done(chunk * interval)
-                if scalars[1] < best:
-                    best = float(scalars[1])
-                    out[read] = best_x
-                x = restarts.integers(0, 2, size=len(x), dtype=np.int8)
-            sweeps.append(rounds.sweeps_per_anneal())
-            counts.append(rounds.count)
-        return out, int(np.mean(sweeps)), float(np.mean(counts))
-
-    @staticmethod
-    def _initial_states(
-        bqm: dimod.BinaryQuadraticModel, initial_states: Any, num_reads: int, seed: int | None
+    def _start_states(
+        self,
+        bqm: dimod.BinaryQuadraticModel,
+        initial_states: Any,
+        num_reads: int,
+        seed: int | None,
     ) -> np.ndarray:
+        """BINARY start states, one per read: the given ones first, then random ones."""
         rng = np.random.default_rng(seed)
         states = rng.integers(0, 2, size=(num_reads, bqm.num_variables), dtype=np.int8)
         if initial_states is not None:
-            given, _ = parse_initial_states(bqm, initial_states)
+            given = self.given_states(bqm, initial_states)
             if bqm.vartype is dimod.SPIN:
                 given = ((given + 1) // 2).astype(np.int8)
             count = min(len(given), num_reads)
             states[:count] = given[:count]
         return states
+
+
+def _check_settings(
+    model: _Model,
+    *,
+    num_reads: Any,
+    seed: Any,
+    num_sweeps: Any,
+    time_limit: Any,
+    temperature_range: Any,
+    temperature_interval: Any,
+    offset_increase: Any,
+    mode: Any,
+    num_replicas: Any,
+    swap_interval: Any,
+    device: Any,
+) -> _Settings:
+    """The keywords of ``sample`` checked; temperatures default to ``model``'s bias scale."""
+    num_reads = check_num_reads(num_reads)
+    seed = check_seed(seed)
+    _check_mode_and_device(mode, device)
+    h, indptr, _, data = model
+    if temperature_range is None:
+        hot, cold = default_temperatures(h, indptr, data)
+    else:
+        hot, cold = _check_range(temperature_range)
+    if num_sweeps is not None:
+        num_sweeps = _check_positive_int("num_sweeps", num_sweeps)
+    return _Settings(
+        num_reads=num_reads,
+        seed=seed,
+        mode=mode,
+        device=device,
+        num_sweeps=num_sweeps,
+        time_limit=None if time_limit is None else check_time_limit(time_limit),
+        hot=hot,
+        cold=cold,
+        interval=_check_positive_int("temperature_interval", temperature_interval),
+        increase=_check_positive_float(
+            "offset_increase", cold if offset_increase is None else offset_increase
+        ),
+        replicas=_check_positive_int("num_replicas", num_replicas),
+        swap_interval=_check_positive_int("swap_interval", swap_interval),
+    )
+
+
+def _check_mode_and_device(mode: Any, device: Any) -> None:
+    if mode not in _MODES:
+        raise InvalidParameterError(f"mode must be one of {list(_MODES)}; got {mode!r}")
+    if device not in _DEVICES:
+        raise InvalidParameterError(f"device must be one of {list(_DEVICES)}; got {device!r}")
+    if device != "cpu" and mode != "anneal":
+        raise InvalidParameterError(
+            f"device {device!r} runs mode 'anneal' only; use device='cpu' for {mode!r}"
+        )
+
+
+def _run(settings: _Settings, model: _Model, states: np.ndarray) -> tuple[np.ndarray, int, float]:
+    """Anneal every read as ``settings`` say: the best states, the iterations of one anneal
+    and the number of anneals per read."""
+    run_seeds = round_seeds(settings.seed, settings.num_reads)
+    n = len(model[0])
+    if settings.device != "cpu":
+        return _anneal_array(settings, states, model, run_seeds[0])
+    limit = settings.time_limit
+    if limit is not None and settings.mode == "anneal":
+        round_sweeps = _sweeps_per_anneal(settings.num_sweeps, n)
+        return _anneal_for(limit, settings, round_sweeps, states, model, run_seeds)
+    if limit is not None:
+        return _replica_exchange_for(limit, settings, states, model, run_seeds)
+    sweeps = _sweeps_per_anneal(settings.num_sweeps, n)
+    if settings.mode == "anneal":
+        return _anneal(settings, sweeps, states, model, run_seeds[0]), sweeps, 1.0
+    return _replica_exchange(settings, sweeps, states, model, run_seeds), sweeps, 1.0
+
+
+def _anneal(
+    settings: _Settings, sweeps: int, states: np.ndarray, model: _Model, seed: int
+) -> np.ndarray:
+    """One anneal of ``sweeps`` iterations for every read (the numba kernel)."""
+    steps = max(1, sweeps // settings.interval)
+    schedule = np.geomspace(settings.hot, settings.cold, steps)
+    out = states.copy()
+    da_anneal(*model, out, schedule, settings.interval, settings.increase, seed)
+    return out
+
+
+def _replica_exchange(
+    settings: _Settings,
+    sweeps: int,
+    states: np.ndarray,
+    model: _Model,
+    run_seeds: list[int],
+) -> np.ndarray:
+    """A replica-exchange run of ``sweeps`` iterations for each of ``states``; the coldest
+    replica's best state of each."""
+    ladder = np.geomspace(settings.cold, settings.hot, settings.replicas)
+    out = np.empty_like(states)
+    for read in range(len(states)):
+        replica_states = np.repeat(states[read : read + 1], settings.replicas, axis=0)
+        swaps, increase = settings.swap_interval, settings.increase
+        da_replica_exchange(
+            *model, replica_states, ladder, sweeps, swaps, increase, run_seeds[read]
+        )
+        out[read] = replica_states[0]
+    return out
+
+
+def _replica_exchange_for(
+    limit: float, settings: _Settings, states: np.ndarray, model: _Model, run_seeds: list[int]
+) -> tuple[np.ndarray, int, float]:
+    """Replica exchange in ``limit`` seconds: calibrate on a short run, then size the runs."""
+    started = time.perf_counter()
+    probe = 50
+    _replica_exchange(settings, probe, states[:1], model, run_seeds)
+    per_sweep = (time.perf_counter() - started) / probe
+    left = limit - (time.perf_counter() - started)
+    sweeps = max(1, int(left / per_sweep / settings.num_reads))
+    if settings.num_sweeps is not None:
+        sweeps = min(sweeps, settings.num_sweeps)
+    return _replica_exchange(settings, sweeps, states, model, run_seeds), sweeps, 1.0
+
+
+def _info(settings: _Settings, sweeps: int, rounds: float) -> dict[str, Any]:
+    """What the sample set's ``info`` says about the run."""
+    replicas = settings.replicas if settings.mode != "anneal" else 1
+    return {
+        "algorithm": "digital-annealer (parallel trial, escape offset)",
+        "mode": settings.mode,
+        "device": settings.device,
+        "num_sweeps": sweeps,
+        "num_anneals_per_read": rounds,
+        "temperature_range": (settings.hot, settings.cold),
+        "offset_increase": settings.increase,
+        # the work done: counted, so equal seeds without time_limit give equal samples
+        "work": {
+            "reads": settings.num_reads,
+            "anneals": round(rounds * settings.num_reads),
+            "sweeps": round(sweeps * rounds * settings.num_reads * replicas),
+        },
+        "deterministic": settings.time_limit is None,
+    }
+
+
+def _anneal_array(
+    settings: _Settings, states: np.ndarray, model: _Model, seed: int
+) -> tuple[np.ndarray, int, float]:
+    """All reads at once on the array device: one anneal of ``num_sweeps`` iterations or,
+    with ``time_limit``, anneals from fresh random states while time is left (see
+    :class:`_Rounds`). Returns the best states, the iterations of one anneal and the number
+    of anneals."""
+    xp = get_array_module(settings.device)
+    h, indptr, indices, data = model
+    n = len(h)
+    couplings = scipy.sparse.csr_matrix((data, indices, indptr), shape=(n, n))
+    round_sweeps = _sweeps_per_anneal(settings.num_sweeps, n)
+    if settings.time_limit is None:
+        steps = max(1, round_sweeps // settings.interval)
+        runs = ArrayRuns(h, couplings, states, seed, xp)
+        schedule = np.geomspace(settings.hot, settings.cold, steps)
+        runs.iterate(schedule, settings.interval, settings.increase)
+        out = states.copy()
+        runs.result(out)
+        return out, steps * settings.interval, 1.0
+    # CuPy compiles its kernels at first use for each shape (seconds with a cold cache,
+    # measured 8 s on an H100): use them once before the clock; rounds restart this run
+    runs = ArrayRuns(h, couplings, states, 0, xp)
+    runs.iterate(np.array([settings.cold]), settings.interval, settings.increase)
+    runs.result(np.empty_like(states))
+    rounds = _Rounds(settings.time_limit, round_sweeps)
+    restarts = np.random.default_rng(seed)
+    out = states.copy()
+    best = np.full(len(states), np.inf)
+    start_states = states
+    while rounds.another():
+        runs.restart(start_states, int(restarts.integers(2**31)))
+        _array_round(runs, rounds, settings)
+        round_states = np.empty_like(states)
+        energies = runs.result(round_states)
+        better = energies < best - 1e-9
+        out[better] = round_states[better]
+        best = np.minimum(best, energies)
+        start_states = restarts.integers(0, 2, size=states.shape, dtype=np.int8)
+    return out, rounds.sweeps_per_anneal(), float(rounds.count)
+
+
+def _array_round(runs: ArrayRuns, rounds: _Rounds, settings: _Settings) -> None:
+    """One anneal of every read on the array device, cooled by the round's progress."""
+    hot, cold, interval = settings.hot, settings.cold, settings.interval
+    steps = max(1, 64 // interval)
+    last = time.perf_counter()
+    while True:
+        runs.synchronize()  # GPU work is queued asynchronously: settle it first
+        now = time.perf_counter()
+        progress = rounds.progress()
+        if progress >= 1.0:
+            break
+        if now - last < rounds.limit / 200 and steps < 2**16:
+            steps *= 2  # fewer host round trips once a chunk is cheap next to the limit
+        last = now
+        chunk = rounds.chunk(steps, interval)
+        temperature = hot * (cold / hot) ** progress
+        runs.iterate(np.full(chunk, temperature), interval, settings.increase)
+        rounds.done(chunk * interval)
+
+
+def _anneal_for(
+    limit: float,
+    settings: _Settings,
+    round_sweeps: int,
+    states: np.ndarray,
+    model: _Model,
+    run_seeds: list[int],
+) -> tuple[np.ndarray, int, float]:
+    """Anneal each read for ``limit / num_reads`` seconds: from its initial state, then from
+    fresh random states while time is left (see :class:`_Rounds`); each read keeps its best
+    state."""
+    hot, cold, interval, increase = (
+        settings.hot,
+        settings.cold,
+        settings.interval,
+        settings.increase,
+    )
+    out = states.copy()
+    sweeps, counts = [], []
+    for read in range(len(states)):
+        seed_generator(run_seeds[read])
+        restarts = np.random.default_rng(run_seeds[read])
+        rounds = _Rounds(limit / len(states), round_sweeps)
+        best = math.inf
+        x = states[read].copy()
+        while rounds.another():
+            g, scalars = da_start(*model, x)
+            best_x = x.copy()
+            while (progress := rounds.progress()) < 1.0:
+                chunk = rounds.chunk(max(1, 256 // interval), interval)
+                schedule = np.full(chunk, hot * (cold / hot) ** progress)
+                da_chunk(*model, x, g, best_x, scalars, schedule, interval, increase)
+                rounds.done(chunk * interval)
+            if scalars[1] < best:
+                best = float(scalars[1])
+                out[read] = best_x
+            x = restarts.integers(0, 2, size=len(x), dtype=np.int8)
+        sweeps.append(rounds.sweeps_per_anneal())
+        counts.append(rounds.count)
+    return out, int(np.mean(sweeps)), float(np.mean(counts))
 
 
 _kernels_ready = False
@@ -393,7 +514,7 @@ def _compile_kernels() -> float:
     return time.perf_counter() - started
 
 
-def _sweeps_per_anneal(params: dict[str, Any], num_variables: int) -> int:
+def _sweeps_per_anneal(num_sweeps: int | None, num_variables: int) -> int:
     """Iterations of one anneal: ``num_sweeps`` or ``max(1000, 10 N)``.
 
     One iteration flips at most one variable, so an anneal needs many more iterations than
@@ -403,9 +524,7 @@ def _sweeps_per_anneal(params: dict[str, Any], num_variables: int) -> int:
     N), which ends in the trivial U = V = 0 basin more often (measured with 4 reads on the
     CPU and 4-1,024 on an H100).
     """
-    if "num_sweeps" in params:
-        return _check_positive_int("num_sweeps", params["num_sweeps"])
-    return max(1000, 10 * num_variables)
+    return max(1000, 10 * num_variables) if num_sweeps is None else num_sweeps
 
 
 class _Rounds:

@@ -19,7 +19,13 @@ from typing import Any, ClassVar
 import dimod
 import numpy as np
 
-from bmfdsl.backends._common import BackendSampler, check_num_reads, check_seed, check_time_limit
+from bmfdsl.backends._common import (
+    BackendSampler,
+    check_num_reads,
+    check_seed,
+    check_time_limit,
+    given_options,
+)
 from bmfdsl.credentials import clean_credential, scrub
 from bmfdsl.errors import BackendUnavailableError, BmfdslError, MissingCredentialsError, SolverError
 
@@ -120,12 +126,12 @@ class DWaveQPUBackend(_LeapBackend):
     """
 
     name: ClassVar[str] = "dwave-qpu"
-    accepted_parameters: ClassVar[dict[str, str]] = {
-        "num_reads": "number of anneals (default 1)",
+    descriptions: ClassVar[dict[str, str]] = {
+        "num_reads": "number of anneals",
         "embedding_seed": "random seed of the minor-embedding heuristic",
-        "chain_strength": "coupling of embedded chains (default: Ocean's uniform torque)",
-        "annealing_time": "microseconds per anneal",
-        "auto_scale": "rescale biases to the QPU's ranges (default True)",
+        "chain_strength": "coupling of embedded chains (None: Ocean's uniform torque)",
+        "annealing_time": "microseconds per anneal (None: the QPU's own)",
+        "auto_scale": "rescale biases to the QPU's ranges (None: the QPU's own)",
         "label": "problem label shown in the Leap dashboard",
         "return_embedding": "put the embedding in info['embedding_context']",
     }
@@ -153,13 +159,30 @@ class DWaveQPUBackend(_LeapBackend):
             self._composite = system.EmbeddingComposite(child)
         return self._composite
 
-    def _sample(self, bqm: dimod.BinaryQuadraticModel, **params: Any) -> dimod.SampleSet:
+    def _sample(
+        self,
+        bqm: dimod.BinaryQuadraticModel,
+        *,
+        num_reads: int = 1,
+        embedding_seed: int | None = None,
+        chain_strength: Any = None,
+        annealing_time: float | None = None,
+        auto_scale: bool | None = None,
+        label: str | None = None,
+        return_embedding: bool | None = None,
+    ) -> dimod.SampleSet:
         sampler = self._embedding_sampler()
-        params["num_reads"] = check_num_reads(params.get("num_reads", 1))
-        embedding_seed = check_seed(params.pop("embedding_seed", None))
+        options = given_options(
+            chain_strength=chain_strength,
+            annealing_time=annealing_time,
+            auto_scale=auto_scale,
+            label=label,
+            return_embedding=return_embedding,
+        )
+        embedding_seed = check_seed(embedding_seed)
         if embedding_seed is not None:
-            params["embedding_parameters"] = {"random_seed": embedding_seed}
-        return sampler.sample(bqm, **params)
+            options["embedding_parameters"] = {"random_seed": embedding_seed}
+        return sampler.sample(bqm, num_reads=check_num_reads(num_reads), **options)
 
 
 class DWaveHybridBackend(_LeapBackend):
@@ -171,8 +194,9 @@ class DWaveHybridBackend(_LeapBackend):
     """
 
     name: ClassVar[str] = "dwave-hybrid"
-    accepted_parameters: ClassVar[dict[str, str]] = {
-        "time_limit": "seconds of solver run time; at least the solver's minimum for the model",
+    descriptions: ClassVar[dict[str, str]] = {
+        "time_limit": "seconds of solver run time; at least the solver's minimum for the model "
+        "(None: that minimum)",
         "label": "problem label shown in the Leap dashboard",
     }
 
@@ -189,10 +213,15 @@ class DWaveHybridBackend(_LeapBackend):
         sizes, seconds = zip(*sampler.properties["minimum_time_limit"], strict=True)
         return float(np.interp(bqm.num_variables, sizes, seconds))
 
-    def _sample(self, bqm: dimod.BinaryQuadraticModel, **params: Any) -> dimod.SampleSet:
+    def _sample(
+        self,
+        bqm: dimod.BinaryQuadraticModel,
+        *,
+        time_limit: float | None = None,
+        label: str | None = None,
+    ) -> dimod.SampleSet:
         sampler = self._hybrid_sampler()
         minimum = self.minimum_time_limit(sampler, bqm)
-        time_limit = params.pop("time_limit", None)
         time_limit = minimum if time_limit is None else check_time_limit(time_limit)
         if time_limit < minimum:
             warnings.warn(
@@ -202,7 +231,7 @@ class DWaveHybridBackend(_LeapBackend):
                 stacklevel=3,
             )
             time_limit = minimum
-        sampleset = sampler.sample(bqm, time_limit=time_limit, **params)
+        sampleset = sampler.sample(bqm, time_limit=time_limit, **given_options(label=label))
         sampleset.info["time_limit_s"] = time_limit
         sampleset.info["minimum_time_limit_s"] = minimum
         return sampleset

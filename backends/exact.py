@@ -23,7 +23,7 @@ class ExactBackend(BackendSampler):
     """
 
     name: ClassVar[str] = "exact"
-    accepted_parameters: ClassVar[dict[str, str]] = {}
+    descriptions: ClassVar[dict[str, str]] = {}  # it takes no keywords
 
     def __init__(self, max_variables: int = 20) -> None:
         if not 0 <= int(max_variables) <= 30:
@@ -40,7 +40,7 @@ class ExactBackend(BackendSampler):
         """Adds ``max_variables``."""
         return {**super().properties, "max_variables": self.max_variables}
 
-    def _sample(self, bqm: dimod.BinaryQuadraticModel, **params: Any) -> dimod.SampleSet:
+    def _sample(self, bqm: dimod.BinaryQuadraticModel) -> dimod.SampleSet:
         if bqm.num_variables > self.max_variables:
             raise InvalidParameterError(
                 f"the exact backend enumerates 2**N states and refuses N = {bqm.num_variables} "

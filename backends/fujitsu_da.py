@@ -41,7 +41,7 @@ from typing import Any, ClassVar
 import dimod
 import numpy as np
 
-from bmfdsl.backends._common import BackendSampler, check_num_reads, parse_initial_states
+from bmfdsl.backends._common import BackendSampler, Initialized, check_num_reads, given_options
 from bmfdsl.backends._http import HTTPCallError, Limits, call_json
 from bmfdsl.credentials import check_service_url, clean_credential, redact_url, scrub
 from bmfdsl.errors import InvalidParameterError, MissingCredentialsError, SolverError
@@ -108,11 +108,12 @@ class DACleanupWarning(UserWarning):
     """Cancelling or deleting a job failed; the solve's own outcome stands."""
 
 
+# Passed to the service as given; the service's own defaults stand for the others.
 _SOLVER_OPTIONS = {
-    "num_run": "parallel annealing runs, 1..1024 (service default 16)",
-    "num_group": "groups of runs with different settings, 1..16 (default 1)",
-    "gs_level": "global-search level, 0..100 (default 5)",
-    "gs_cutoff": "global-search cutoff, iterations (default 8000)",
+    "num_run": "parallel annealing runs, 1..1024",
+    "num_group": "groups of runs with different settings, 1..16",
+    "gs_level": "global-search level, 0..100",
+    "gs_cutoff": "global-search cutoff, iterations",
     "one_hot_level": "one-hot search level (with one_hot_groups)",
     "one_hot_cutoff": "one-hot search cutoff (with one_hot_groups)",
     "target_energy": "stop once this energy is reached",
@@ -177,7 +178,7 @@ def build_request_body(
     return {"fujitsuDA3": options, "binary_polynomial": {"terms": terms}}
 
 
-class FujitsuDABackend(BackendSampler):
+class FujitsuDABackend(BackendSampler, Initialized):
     """Fujitsu Digital Annealer (v4 asynchronous API) as a dimod sampler.
 
     Args:
@@ -200,9 +201,9 @@ class FujitsuDABackend(BackendSampler):
     """
 
     name: ClassVar[str] = "fujitsu-da"
-    accepted_parameters: ClassVar[dict[str, str]] = {
-        "time_limit": "seconds of annealing, rounded up to an integer in 1..3600 (default 10)",
-        "num_reads": "solutions returned (num_output_solution), 1..1024 (default 5)",
+    descriptions: ClassVar[dict[str, str]] = {
+        "time_limit": "seconds of annealing, rounded up to an integer in 1..3600",
+        "num_reads": "solutions returned (num_output_solution), 1..1024",
         "initial_states": "one warm start, sent as guidance_config",
         "one_hot_groups": "list of label lists sent as one_way_one_hot_groups",
         **_SOLVER_OPTIONS,
@@ -326,13 +327,28 @@ class FujitsuDABackend(BackendSampler):
 
     # --- sampling ---------------------------------------------------------------------
 
-    def _sample(self, bqm: dimod.BinaryQuadraticModel, **params: Any) -> dimod.SampleSet:
+    def _sample(
+        self,
+        bqm: dimod.BinaryQuadraticModel,
+        *,
+        time_limit: float = 10,
+        num_reads: int = 5,
+        initial_states: Any = None,
+        one_hot_groups: Sequence[Sequence[Hashable]] | None = None,
+        num_run: int | None = None,
+        num_group: int | None = None,
+        gs_level: int | None = None,
+        gs_cutoff: int | None = None,
+        one_hot_level: int | None = None,
+        one_hot_cutoff: int | None = None,
+        target_energy: float | None = None,
+    ) -> dimod.SampleSet:
         binary = (
             bqm if bqm.vartype is dimod.BINARY else bqm.change_vartype(dimod.BINARY, inplace=False)
         )
-        order, group_sizes = _variable_order(binary, params.pop("one_hot_groups", None))
-        time_limit_sec = _time_limit_sec(params.pop("time_limit", 10))
-        num_output_solution = check_num_reads(params.pop("num_reads", 5))
+        order, group_sizes = _variable_order(binary, one_hot_groups)
+        time_limit_sec = _time_limit_sec(time_limit)
+        num_output_solution = check_num_reads(num_reads)
         if num_output_solution > 1024:
             raise InvalidParameterError(
                 "the Digital Annealer returns at most 1024 solutions; "
@@ -342,18 +358,19 @@ class FujitsuDABackend(BackendSampler):
             "time_limit_sec": time_limit_sec,
             "num_output_solution": num_output_solution,
         }
-        initial_states = params.pop("initial_states", None)
         if initial_states is not None:
-            states = parse_initial_states(binary, initial_states)[0]
-            if len(states) != 1:
-                raise InvalidParameterError(
-                    f"the Digital Annealer takes one warm start; got {len(states)} states"
-                )
-            by_label = dict(zip(binary.variables, states[0].tolist(), strict=True))
-            options["guidance_config"] = {
-                str(i): bool(by_label[label]) for i, label in enumerate(order)
-            }
-        options.update(params)
+            options["guidance_config"] = self._guidance(binary, order, initial_states)
+        options.update(
+            given_options(
+                num_run=num_run,
+                num_group=num_group,
+                gs_level=gs_level,
+                gs_cutoff=gs_cutoff,
+                one_hot_level=one_hot_level,
+                one_hot_cutoff=one_hot_cutoff,
+                target_energy=target_energy,
+            )
+        )
         body = build_request_body(
             binary, order=order, solver_options=options, group_sizes=group_sizes
         )
@@ -370,6 +387,18 @@ class FujitsuDABackend(BackendSampler):
         sampleset = _sampleset_from_solution(result, bqm, order)
         sampleset.info["job_id"] = job_id
         return sampleset
+
+    def _guidance(
+        self, binary: dimod.BinaryQuadraticModel, order: list[Hashable], initial_states: Any
+    ) -> dict[str, bool]:
+        """The one warm start as ``guidance_config``: index (in ``order``) -> value."""
+        states = self.given_states(binary, initial_states)
+        if len(states) != 1:
+            raise InvalidParameterError(
+                f"the Digital Annealer takes one warm start; got {len(states)} states"
+            )
+        by_label = dict(zip(binary.variables, states[0].tolist(), strict=True))
+        return {str(i): bool(by_label[label]) for i, label in enumerate(order)}
 
     def _wait_for(self, job_id: str, deadline: float, limit: float) -> dict[str, Any]:
         path = f"/v4/async/jobs/result/{job_id}"

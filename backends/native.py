@@ -11,15 +11,14 @@ without a verified structure go to a generic backend (``da``, ``neal``, ...).
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, ClassVar
 
 import dimod
 import numpy as np
 
-from bmfdsl.backends._common import check_seed
+from bmfdsl.backends._common import check_seed, keyword_defaults
 from bmfdsl.errors import InvalidParameterError
-from bmfdsl.native.portfolio import NativeSettings, solve_bmf
+from bmfdsl.native.portfolio import WORK_PER_SECOND, NativeSettings, solve_bmf
 from bmfdsl.native.weighted import solve_weighted_bmf
 from bmfdsl.structure import BMFStructure, StructuredSampler
 
@@ -29,26 +28,36 @@ __all__ = ["NativeSampler"]
 #: measured 0.43 s for the 220,000 labels of a 20,000 x 2,000 rank-10 model.
 _ANSWER_SECONDS_PER_LABEL = 2e-6
 
+#: Annealing restarts of a masked or weighted model when ``num_reads`` is not given.
+_WEIGHTED_READS = 32
+_DEFAULTS = NativeSettings()  # quoted by the descriptions: one source for each default
+
+
+def _default(name: str) -> str:
+    return f"(default {getattr(_DEFAULTS, name)!r})"
+
+
 _DESCRIPTIONS = {
-    "work_limit": "work units for the solve, counted, not timed (default: about 1 s of "
-    "work up to 300,000 cells, then linear, at most 4.8 s; 3e9 units ~ 1 s on an idle "
-    "2-core machine)",
+    "work_limit": "work units for the solve, counted, not timed (default: auto_work_limit of "
+    "the matrix's shape, about 1 s of work on small inputs and more on big ones; "
+    f"{WORK_PER_SECOND:g} units ~ 1 s on an idle 2-core machine)",
     "time_limit": "opt-in wall-clock limit in seconds (restarts and polishes check the "
     "clock inside); the answer then depends on machine load: not reproducible",
     "num_reads": "maximum annealing restarts (default: as many as the budget allows; "
-    "masked/weighted: 32 restarts)",
+    f"masked/weighted: {_WEIGHTED_READS} restarts)",
     "seed": "seed in [0, 2**31); the same seed gives the same result unless time_limit is set",
     "initial_factors": "warm starts: a list of (U, V) pairs",
-    "sweeps": "maximum sweeps per annealing run (default 500)",
-    "replicas": "chains per run (default 4)",
-    "t_hot": "hottest temperature, squared error per row (default 3.0)",
-    "t_cold": "coldest temperature (default 0.05)",
-    "core_rows": "tall matrices are annealed on a sample of this many rows (default 120)",
-    "max_solves": "cap on exact BLS solves per ALS polish (default 100)",
-    "max_enumeration": "cost cap of the exact rank-1 certificate (default 2**29)",
-    "num_solutions": "distinct solutions returned, best first (default 1)",
+    "sweeps": f"maximum sweeps per annealing run {_default('sweeps')}",
+    "replicas": f"chains per run {_default('replicas')}",
+    "t_hot": f"hottest temperature, squared error per row {_default('t_hot')}",
+    "t_cold": f"coldest temperature {_default('t_cold')}",
+    "core_rows": f"tall matrices are annealed on a sample of this many rows "
+    f"{_default('core_rows')}",
+    "max_solves": f"cap on exact BLS solves per ALS polish {_default('max_solves')}",
+    "max_enumeration": f"cost cap of the exact rank-1 certificate {_default('max_enumeration')}",
+    "num_solutions": f"distinct solutions returned, best first {_default('num_solutions')}",
     "patience": "stop after this many restarts without improvement, and at least as many "
-    "as it took to find the best (default 24; None: use the whole budget)",
+    f"as it took to find the best {_default('patience')}",
 }
 
 
@@ -67,8 +76,7 @@ class NativeSampler(StructuredSampler):
     @property
     def parameters(self) -> dict[str, list[str]]:
         """The keywords of :meth:`sample_bmf` (derived from its signature)."""
-        signature = inspect.signature(self.sample_bmf)
-        return {p: [] for p in signature.parameters if p != "structure"}
+        return {name: [] for name in keyword_defaults(self.sample_bmf)}
 
     @property
     def properties(self) -> dict[str, Any]:
@@ -139,7 +147,7 @@ class NativeSampler(StructuredSampler):
                 weights,
                 structure.rank,
                 one_hot=structure.one_hot,
-                num_reads=32 if num_reads is None else int(num_reads),
+                num_reads=_WEIGHTED_READS if num_reads is None else int(num_reads),
                 seed=seed,
                 initial_factors=initial_factors,
                 num_solutions=1 if num_solutions is None else int(num_solutions),

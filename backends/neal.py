@@ -10,16 +10,26 @@ from typing import Any, ClassVar
 
 import dimod
 
-from bmfdsl.backends._common import BackendSampler, pop_run_options, run_rounds
+from bmfdsl.backends._common import (
+    BackendSampler,
+    Initialized,
+    check_run_options,
+    given_options,
+    run_rounds,
+)
 from bmfdsl.errors import BackendUnavailableError
 
 __all__ = ["NealBackend", "SteepestBackend", "TabuBackend"]
 
+#: Sweeps per read when ``num_sweeps`` is not given: dwave-samplers' own choice, in ``info``.
+DWAVE_SAMPLERS_SWEEPS = 1000
+
 _COMMON = {
-    "num_reads": "number of independent reads (default 1)",
+    "num_reads": "number of independent reads (None: one per initial state, else 1)",
     "seed": "seed in [0, 2**31); the same seed gives the same samples",
     "initial_states": "warm starts, e.g. compiled.encode(U, V); one or more full states",
-    "initial_states_generator": "'random' (default), 'tile' or 'none': fills missing reads",
+    "initial_states_generator": "how reads beyond the initial states start: 'random', "
+    "'tile' (repeat them) or 'none' (an error)",
 }
 
 
@@ -38,13 +48,7 @@ def _simulated_annealing_sampler() -> dimod.Sampler:
     return SimulatedAnnealingSampler()
 
 
-def _count_initial_states(params: dict[str, Any]) -> int:
-    if params.get("initial_states") is None:
-        return 0
-    return len(dimod.as_samples(params["initial_states"])[0])
-
-
-class NealBackend(BackendSampler):
+class NealBackend(BackendSampler, Initialized):
     """Simulated annealing (``dwave.samplers.SimulatedAnnealingSampler``).
 
     ``time_limit`` (seconds) runs rounds of ``num_reads`` reads, each round with a fresh seed
@@ -59,24 +63,54 @@ class NealBackend(BackendSampler):
     """
 
     name: ClassVar[str] = "neal"
-    accepted_parameters: ClassVar[dict[str, str]] = {
+    descriptions: ClassVar[dict[str, str]] = {
         **_COMMON,
         "time_limit": "seconds: rounds of num_reads reads while one fits; keep the best",
-        "num_sweeps": "sweeps per read (default 1000)",
-        "num_sweeps_per_beta": "sweeps at each temperature (default 1)",
-        "beta_range": "(hot, cold) inverse temperatures; default from the model's biases",
-        "beta_schedule_type": "'geometric' (default), 'linear' or 'custom'",
+        "num_sweeps": f"sweeps per read (None: {DWAVE_SAMPLERS_SWEEPS}, or the length of a "
+        "custom beta_schedule times num_sweeps_per_beta)",
+        "num_sweeps_per_beta": "sweeps at each temperature (None: dwave-samplers' own)",
+        "beta_range": "(hot, cold) inverse temperatures (None: from the model's biases)",
+        "beta_schedule_type": "'geometric', 'linear' or 'custom' (None: dwave-samplers' own)",
         "beta_schedule": "explicit inverse temperatures (with beta_schedule_type='custom')",
-        "randomize_order": "visit variables in random order (default False)",
-        "proposal_acceptance_criteria": "'Metropolis' (default) or 'Gibbs'",
+        "randomize_order": "visit variables in random order (None: dwave-samplers' own)",
+        "proposal_acceptance_criteria": "'Metropolis' or 'Gibbs' (None: dwave-samplers' own)",
     }
 
-    def _sample(self, bqm: dimod.BinaryQuadraticModel, **params: Any) -> dimod.SampleSet:
+    def _sample(
+        self,
+        bqm: dimod.BinaryQuadraticModel,
+        *,
+        num_reads: int | None = None,
+        seed: int | None = None,
+        initial_states: Any = None,
+        initial_states_generator: str = "random",
+        time_limit: float | None = None,
+        num_sweeps: int | None = None,
+        num_sweeps_per_beta: int | None = None,
+        beta_range: Any = None,
+        beta_schedule_type: str | None = None,
+        beta_schedule: Any = None,
+        randomize_order: bool | None = None,
+        proposal_acceptance_criteria: str | None = None,
+    ) -> dimod.SampleSet:
         sampler = _simulated_annealing_sampler()
         # num_reads None lets dwave-samplers default to one read per initial state (or 1)
-        num_reads, seed, time_limit = pop_run_options(params)
+        num_reads, seed, time_limit = check_run_options(num_reads, seed, time_limit)
+        given = 0 if initial_states is None else len(self.given_states(bqm, initial_states))
+        # the rest go to dwave-samplers as given; its own defaults stand for the others
+        options = given_options(
+            initial_states=initial_states,
+            initial_states_generator=initial_states_generator,
+            num_sweeps=num_sweeps,
+            num_sweeps_per_beta=num_sweeps_per_beta,
+            beta_range=beta_range,
+            beta_schedule_type=beta_schedule_type,
+            beta_schedule=beta_schedule,
+            randomize_order=randomize_order,
+            proposal_acceptance_criteria=proposal_acceptance_criteria,
+        )
         if time_limit is None:
-            sampleset = sampler.sample(bqm, num_reads=num_reads, seed=seed, **params)
+            sampleset = sampler.sample(bqm, num_reads=num_reads, seed=seed, **options)
         else:
 
             def run_round(round_seed: int, deadline: float) -> dimod.SampleSet:
@@ -85,24 +119,22 @@ class NealBackend(BackendSampler):
                     num_reads=num_reads,
                     seed=round_seed,
                     interrupt_function=lambda: time.perf_counter() >= deadline,
-                    **params,
+                    **options,
                 )
 
             sampleset = run_rounds(
-                run_round,
-                time_limit=time_limit,
-                seed=seed,
-                num_reads=num_reads or _count_initial_states(params) or 1,
+                run_round, time_limit=time_limit, seed=seed, num_reads=num_reads or given or 1
             )
-        sampleset.info["num_sweeps"] = int(params.get("num_sweeps", 1000))
+        sampleset.info["num_sweeps"] = int(num_sweeps or DWAVE_SAMPLERS_SWEEPS)
         return sampleset
 
 
-class TabuBackend(BackendSampler):
+class TabuBackend(BackendSampler, Initialized):
     """Multistart tabu search (``dwave.samplers.TabuSampler``).
 
     ``time_limit`` (seconds) is the total budget; each read gets ``time_limit / num_reads``
-    (TabuSampler's ``timeout`` in milliseconds, at least 1 ms). The default is 20 ms per read.
+    (TabuSampler's ``timeout`` in milliseconds, at least 1 ms). Without it, TabuSampler gives
+    each read its own default timeout (20 ms).
 
     >>> bqm = dimod.BinaryQuadraticModel({"x": 1.0, "y": -1.0}, {("x", "y"): -3.0}, 0, "BINARY")
     >>> float(TabuBackend().sample(bqm, time_limit=0.01, seed=1).first.energy)
@@ -110,25 +142,47 @@ class TabuBackend(BackendSampler):
     """
 
     name: ClassVar[str] = "tabu"
-    accepted_parameters: ClassVar[dict[str, str]] = {
+    descriptions: ClassVar[dict[str, str]] = {
         **_COMMON,
-        "time_limit": "seconds for the whole call, split evenly over the reads",
-        "tenure": "tabu tenure (default min(20, N/4))",
-        "num_restarts": "restarts per read before stopping (default 1000000)",
+        "time_limit": "seconds for the whole call, split evenly over the reads (None: "
+        "TabuSampler's timeout per read)",
+        "tenure": "tabu tenure (None: TabuSampler's own, from the model's size)",
+        "num_restarts": "restarts per read before stopping (None: TabuSampler's own)",
         "energy_threshold": "stop a read once this energy is reached",
     }
 
-    def _sample(self, bqm: dimod.BinaryQuadraticModel, **params: Any) -> dimod.SampleSet:
+    def _sample(
+        self,
+        bqm: dimod.BinaryQuadraticModel,
+        *,
+        num_reads: int | None = None,
+        seed: int | None = None,
+        initial_states: Any = None,
+        initial_states_generator: str = "random",
+        time_limit: float | None = None,
+        tenure: int | None = None,
+        num_restarts: int | None = None,
+        energy_threshold: float | None = None,
+    ) -> dimod.SampleSet:
         from dwave.samplers import TabuSampler
 
-        num_reads, seed, time_limit = pop_run_options(params)
+        num_reads, seed, time_limit = check_run_options(num_reads, seed, time_limit)
+        given = 0 if initial_states is None else len(self.given_states(bqm, initial_states))
+        timeout = None
         if time_limit is not None:
-            reads = num_reads or _count_initial_states(params) or 1
-            params["timeout"] = max(1, round(time_limit * 1000 / reads))
-        return TabuSampler().sample(bqm, num_reads=num_reads, seed=seed, **params)
+            timeout = max(1, round(time_limit * 1000 / (num_reads or given or 1)))
+        options = given_options(
+            initial_states=initial_states,
+            initial_states_generator=initial_states_generator,
+            tenure=tenure,
+            num_restarts=num_restarts,
+            energy_threshold=energy_threshold,
+            timeout=timeout,
+        )
+        return TabuSampler().sample(bqm, num_reads=num_reads, seed=seed, **options)
 
 
-class SteepestBackend(BackendSampler):
+class SteepestBackend(BackendSampler, Initialized):
     """Steepest greedy descent (``dwave.samplers.SteepestDescentSolver``).
 
     Each read descends from its initial state to a local minimum: a fast polish for warm
@@ -140,13 +194,29 @@ class SteepestBackend(BackendSampler):
     """
 
     name: ClassVar[str] = "steepest"
-    accepted_parameters: ClassVar[dict[str, str]] = {
+    descriptions: ClassVar[dict[str, str]] = {
         **_COMMON,
-        "large_sparse_opt": "use the large-sparse-model code path (default False)",
+        "large_sparse_opt": "use the large-sparse-model code path",
     }
 
-    def _sample(self, bqm: dimod.BinaryQuadraticModel, **params: Any) -> dimod.SampleSet:
+    def _sample(
+        self,
+        bqm: dimod.BinaryQuadraticModel,
+        *,
+        num_reads: int | None = None,
+        seed: int | None = None,
+        initial_states: Any = None,
+        initial_states_generator: str = "random",
+        large_sparse_opt: bool = False,
+    ) -> dimod.SampleSet:
         from dwave.samplers import SteepestDescentSolver
 
-        num_reads, seed, _ = pop_run_options(params)  # it takes no time_limit
-        return SteepestDescentSolver().sample(bqm, num_reads=num_reads, seed=seed, **params)
+        num_reads, seed, _ = check_run_options(num_reads, seed, None)
+        if initial_states is not None:
+            self.given_states(bqm, initial_states)  # bmfdsl's error for a state it cannot take
+        options = given_options(
+            initial_states=initial_states,
+            initial_states_generator=initial_states_generator,
+            large_sparse_opt=large_sparse_opt,
+        )
+        return SteepestDescentSolver().sample(bqm, num_reads=num_reads, seed=seed, **options)

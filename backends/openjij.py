@@ -13,8 +13,8 @@ import numpy as np
 
 from bmfdsl.backends._common import (
     BackendSampler,
-    parse_initial_states,
-    pop_run_options,
+    Initialized,
+    check_run_options,
     round_seeds,
     run_rounds,
 )
@@ -23,11 +23,11 @@ from bmfdsl.errors import BackendUnavailableError
 __all__ = ["OpenJijSABackend", "OpenJijSQABackend"]
 
 _COMMON = {
-    "num_reads": "number of independent reads (default 1, or one per initial state)",
+    "num_reads": "number of independent reads (None: one per initial state, else 1)",
     "seed": "seed in [0, 2**31); the same seed gives the same samples",
     "time_limit": "seconds: rounds of num_reads reads while one fits; keep the best",
     "initial_states": "warm starts, e.g. compiled.encode(U, V); reads are shared among them",
-    "num_sweeps": "Monte Carlo sweeps per read (default 1000)",
+    "num_sweeps": "Monte Carlo sweeps per read",
 }
 
 
@@ -41,35 +41,37 @@ def _import_openjij() -> Any:
     return openjij
 
 
-class _OpenJijBackend(BackendSampler):
+class _OpenJijBackend(BackendSampler, Initialized):
     """Relabelling, warm starts and time limits around one OpenJij sampler class."""
 
     sampler_class: ClassVar[str] = ""
 
-    def _sample(self, bqm: dimod.BinaryQuadraticModel, **params: Any) -> dimod.SampleSet:
+    def _run(
+        self,
+        bqm: dimod.BinaryQuadraticModel,
+        num_reads: Any,
+        seed: Any,
+        time_limit: Any,
+        initial_states: Any,
+        options: dict[str, Any],
+    ) -> dimod.SampleSet:
+        """Sample with ``options`` passed to OpenJij (None: OpenJij's own default)."""
         openjij = _import_openjij()
         sampler = getattr(openjij, self.sampler_class)()
         labels = list(bqm.variables)
         indexed = bqm.relabel_variables({v: i for i, v in enumerate(labels)}, inplace=False)
-        num_reads, seed, time_limit = pop_run_options(params)
-        states = None
-        if params.get("initial_states") is not None:
-            states = parse_initial_states(bqm, params.pop("initial_states"))[0]
-        params.pop("initial_states", None)
+        num_reads, seed, time_limit = check_run_options(num_reads, seed, time_limit)
+        states = None if initial_states is None else self.given_states(bqm, initial_states)
         reads = num_reads or (len(states) if states is not None else 1)
 
         def run_round(round_seed: int, deadline: float = 0.0) -> dimod.SampleSet:
             return self._sample_indexed(
-                sampler, bqm, indexed, labels, reads, round_seed, states, params
+                sampler, bqm, indexed, labels, reads, round_seed, states, options
             )
 
         if time_limit is None:
-            sampleset = run_round(round_seeds(seed, 1)[0])
-        else:
-            sampleset = run_rounds(run_round, time_limit=time_limit, seed=seed, num_reads=reads)
-        if self.sampler_class == "SQASampler":  # attempted flips scale with the slices
-            sampleset.info.setdefault("trotter", int(params.get("trotter", 4)))
-        return sampleset
+            return run_round(round_seeds(seed, 1)[0])
+        return run_rounds(run_round, time_limit=time_limit, seed=seed, num_reads=reads)
 
     @staticmethod
     def _sample_indexed(
@@ -120,11 +122,26 @@ class OpenJijSABackend(_OpenJijBackend):
 
     name: ClassVar[str] = "openjij-sa"
     sampler_class: ClassVar[str] = "SASampler"
-    accepted_parameters: ClassVar[dict[str, str]] = {
+    descriptions: ClassVar[dict[str, str]] = {
         **_COMMON,
-        "beta_min": "hottest inverse temperature (default from the model)",
-        "beta_max": "coldest inverse temperature (default from the model)",
+        "beta_min": "hottest inverse temperature (None: from the model)",
+        "beta_max": "coldest inverse temperature (None: from the model)",
     }
+
+    def _sample(
+        self,
+        bqm: dimod.BinaryQuadraticModel,
+        *,
+        num_reads: int | None = None,
+        seed: int | None = None,
+        time_limit: float | None = None,
+        initial_states: Any = None,
+        num_sweeps: int = 1000,
+        beta_min: float | None = None,
+        beta_max: float | None = None,
+    ) -> dimod.SampleSet:
+        options = {"num_sweeps": num_sweeps, "beta_min": beta_min, "beta_max": beta_max}
+        return self._run(bqm, num_reads, seed, time_limit, initial_states, options)
 
 
 class OpenJijSQABackend(_OpenJijBackend):
@@ -137,9 +154,27 @@ class OpenJijSQABackend(_OpenJijBackend):
 
     name: ClassVar[str] = "openjij-sqa"
     sampler_class: ClassVar[str] = "SQASampler"
-    accepted_parameters: ClassVar[dict[str, str]] = {
+    descriptions: ClassVar[dict[str, str]] = {
         **_COMMON,
-        "beta": "inverse temperature (default 5.0)",
-        "gamma": "initial transverse field (default 1.0)",
-        "trotter": "number of Trotter slices (default 4)",
+        "beta": "inverse temperature",
+        "gamma": "initial transverse field",
+        "trotter": "number of Trotter slices",
     }
+
+    def _sample(
+        self,
+        bqm: dimod.BinaryQuadraticModel,
+        *,
+        num_reads: int | None = None,
+        seed: int | None = None,
+        time_limit: float | None = None,
+        initial_states: Any = None,
+        num_sweeps: int = 1000,
+        beta: float = 5.0,
+        gamma: float = 1.0,
+        trotter: int = 4,
+    ) -> dimod.SampleSet:
+        options = {"num_sweeps": num_sweeps, "beta": beta, "gamma": gamma, "trotter": trotter}
+        sampleset = self._run(bqm, num_reads, seed, time_limit, initial_states, options)
+        sampleset.info.setdefault("trotter", int(trotter))  # attempted flips scale with it
+        return sampleset

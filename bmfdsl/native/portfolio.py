@@ -527,87 +527,174 @@ def solve_bmf(
     rank = check_rank(rank, A.shape)
     one_hot = check_one_hot(one_hot)
     rng = check_random_state(seed)
-    time_limit = settings.time_limit
+    work_limit, deadline = _limits(settings, A.shape, started)
+    problem = _Problem.reduce(A, one_hot, _check_warm(initial_factors, A.shape, rank))
+    solver = _Solver(problem.A, rank, problem.one_hot, settings, rng, deadline)
+    certificate = _certify(solver, settings)
+    seeded = time.perf_counter()
+    certified_first = bool(certificate["optimal"])
+    if certified_first:
+        search = _SearchOutcome(restarts=0, stopped_by="optimal")
+    else:
+        _polish_seeds(solver, problem.warm, work_limit)
+        search = _search(solver, work_limit)
+    if solver.pool.best_error == 0:
+        certificate = {"optimal": True, "reason": "zero error"}
+    if certified_first:  # warm starts are kept among the answers even when certified
+        for U, V in problem.warm:  # (otherwise they were polished as seeds)
+            solver.polish(U, V)
+    solutions = [(*problem.expand(U, V), error) for error, U, V in solver.pool.items]
+    finished = time.perf_counter()
+    timings = {
+        "compile": compile_seconds,
+        "certificate_and_setup": seeded - started,
+        "search": finished - seeded,
+        "total": finished - started,
+    }
+    info = _info(solver, problem, certificate, search, work_limit, timings)
+    return NativeResult(solutions=solutions, info=info)
+
+
+def _limits(
+    settings: NativeSettings, shape: tuple[int, int], started: float
+) -> tuple[float | None, float | None]:
+    """The work limit (by default :func:`auto_work_limit`, unless only the clock should bound
+    the run) and the wall-clock deadline (None without a time limit)."""
     work_limit = settings.work_limit
-    if work_limit is None and time_limit is None:
-        work_limit = auto_work_limit(A.shape)
-    deadline = None if time_limit is None else started + time_limit
+    if work_limit is None and settings.time_limit is None:
+        work_limit = auto_work_limit(shape)
+    deadline = None if settings.time_limit is None else started + settings.time_limit
+    return work_limit, deadline
+
+
+def _check_warm(
+    initial_factors: Any, shape: tuple[int, int], rank: int
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The warm starts as arrays, each of the shapes of ``A``'s factors."""
     warm = [(np.asarray(U), np.asarray(V)) for U, V in initial_factors]
     for U, V in warm:
-        if U.shape != (A.shape[0], rank) or V.shape != (A.shape[1], rank):
+        if U.shape != (shape[0], rank) or V.shape != (shape[1], rank):
             raise InvalidParameterError(
-                f"initial factors must have shapes {(A.shape[0], rank)} and "
-                f"{(A.shape[1], rank)}; got {U.shape} and {V.shape}"
+                f"initial factors must have shapes {(shape[0], rank)} and "
+                f"{(shape[1], rank)}; got {U.shape} and {V.shape}"
             )
-    # all-zero rows / columns of A take all-zero factor rows in every optimum (unless one-hot)
-    full_shape = A.shape
-    keep_rows = A.any(axis=1) | (one_hot == "U")
-    keep_cols = A.any(axis=0) | (one_hot == "V")
-    if not keep_rows.any() or not keep_cols.any():
-        keep_rows[:1] = keep_cols[:1] = True  # solve a 1x1 zero problem instead of nothing
-    if not (keep_rows.all() and keep_cols.all()):  # (a copy of a big A costs time)
-        A = np.ascontiguousarray(A[np.ix_(keep_rows, keep_cols)])
-    warm = [(U[keep_rows], V[keep_cols]) for U, V in warm]
-    orientation = Orientation(transposed=A.shape[1] > A.shape[0])
-    A = np.ascontiguousarray(orientation.matrix(A))
-    one_hot = orientation.side(one_hot)
-    warm = [orientation.factors(U, V) for U, V in warm]
-    solver = _Solver(A, rank, one_hot, settings, rng, deadline)
-    certificate: dict[str, Any] = {"optimal": False, "reason": None}
+    return warm
 
-    if rank == 1 and one_hot is None:
+
+@dataclass(frozen=True)
+class _Problem:
+    """The problem as the solver sees it: all-zero rows and columns dropped (their factor
+    rows are zero in every optimum, unless that factor is one-hot) and a wide matrix
+    transposed, so that ``m >= n``; :meth:`expand` maps a solution back.
+
+    The swap is :class:`~bmfdsl.matrix.Orientation`, as in :func:`bmfdsl.factorize`, which
+    transposes only a sampled wide ``A``: this one stays, since ``solve_bmf`` takes any
+    shape (a sampled core can be wide again, and zero lines are dropped first).
+    """
+
+    A: np.ndarray
+    one_hot: str | None
+    warm: list[tuple[np.ndarray, np.ndarray]]
+    keep_rows: np.ndarray
+    keep_cols: np.ndarray
+    orientation: Orientation
+
+    @classmethod
+    def reduce(
+        cls, A: np.ndarray, one_hot: str | None, warm: list[tuple[np.ndarray, np.ndarray]]
+    ) -> _Problem:
+        keep_rows = np.asarray(A.any(axis=1) | (one_hot == "U"))
+        keep_cols = np.asarray(A.any(axis=0) | (one_hot == "V"))
+        if not keep_rows.any() or not keep_cols.any():
+            keep_rows[:1] = keep_cols[:1] = True  # solve a 1x1 zero problem instead of nothing
+        if not (keep_rows.all() and keep_cols.all()):  # (a copy of a big A costs time)
+            A = np.ascontiguousarray(A[np.ix_(keep_rows, keep_cols)])
+        orientation = Orientation(transposed=A.shape[1] > A.shape[0])
+        return cls(
+            A=np.ascontiguousarray(orientation.matrix(A)),
+            one_hot=orientation.side(one_hot),
+            warm=[orientation.factors(U[keep_rows], V[keep_cols]) for U, V in warm],
+            keep_rows=keep_rows,
+            keep_cols=keep_cols,
+            orientation=orientation,
+        )
+
+    def expand(self, U: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The factors of the full, untransposed matrix for the solver's ``(U, V)``."""
+        U, V = self.orientation.factors(U, V)
+        full_U = np.zeros((len(self.keep_rows), U.shape[1]), dtype=np.int8)
+        full_V = np.zeros((len(self.keep_cols), V.shape[1]), dtype=np.int8)
+        full_U[self.keep_rows], full_V[self.keep_cols] = U, V
+        return full_U, full_V
+
+
+def _certify(solver: _Solver, settings: NativeSettings) -> dict[str, Any]:
+    """Rank 1 solved exactly where it is cheap: the certificate (not optimal otherwise)."""
+    A = solver.A
+    if solver.rank == 1 and not (solver.one_hot_u or solver.one_hot_v):
         exact = exact_rank1(A, max_enumeration=settings.max_enumeration)
         if exact is not None:
             solver.pool.add(exact[2], exact[0], exact[1])
-            certificate = {"optimal": True, "reason": "rank-1 exact search"}
-    elif rank == 1:  # the one-hot factor is all ones; the other follows by exact BLS
+            return {"optimal": True, "reason": "rank-1 exact search"}
+    elif solver.rank == 1:  # the one-hot factor is all ones; the other follows by exact BLS
         solver.polish(np.ones((A.shape[0], 1), np.int8), np.ones((A.shape[1], 1), np.int8))
-        certificate = {"optimal": True, "reason": "rank-1 one-hot: the factor is all ones"}
-    seeded = time.perf_counter()
-    certified_first = bool(certificate["optimal"])
-    if not certificate["optimal"]:
-        # the baseline needs rank <= min(m, n), which dropping zero lines can break
-        seeds = [*warm, baseline(A, rank)] if rank <= min(A.shape) else warm
-        for U, V in seeds:
-            solver.polish(U, V, work_limit)
-            solver.counts["seeds"] += 1
-    # (mode, core size): a square core (as in the paper's row sampling) suits planted
-    # structure, a bigger one suits noisy data; both are cheap.
-    small, large = A.shape[1], max(settings.core_rows, A.shape[1])
-    modes = (("anneal", small), ("tempering", large), ("anneal", large), ("reheat", large))
-    if rank == 1 and one_hot is None:
-        modes = (("rank1", 0), ("anneal", small), ("rank1", 0), ("tempering", large))
+        return {"optimal": True, "reason": "rank-1 one-hot: the factor is all ones"}
+    return {"optimal": False, "reason": None}
+
+
+def _polish_seeds(
+    solver: _Solver, warm: list[tuple[np.ndarray, np.ndarray]], work_limit: float | None
+) -> None:
+    """ALS from the warm starts and from the greedy baseline (the paper's S1 Algorithm 2)."""
+    A, rank = solver.A, solver.rank
+    # the baseline needs rank <= min(m, n), which dropping zero lines can break
+    seeds = [*warm, baseline(A, rank)] if rank <= min(A.shape) else warm
+    for U, V in seeds:
+        solver.polish(U, V, work_limit)
+        solver.counts["seeds"] += 1
+
+
+def _restart_modes(solver: _Solver) -> tuple[tuple[str, int], ...]:
+    """The cycle of ``(mode, core rows)`` restarts.
+
+    A square core (as in the paper's row sampling) suits planted structure, a bigger one
+    suits noisy data; both are cheap.
+    """
+    n = solver.A.shape[1]
+    small, large = n, max(solver.settings.core_rows, n)
+    if solver.rank == 1 and not (solver.one_hot_u or solver.one_hot_v):
+        return (("rank1", 0), ("anneal", small), ("rank1", 0), ("tempering", large))
+    return (("anneal", small), ("tempering", large), ("anneal", large), ("reheat", large))
+
+
+@dataclass(frozen=True)
+class _SearchOutcome:
+    restarts: int
+    stopped_by: str  # "optimal", "num_reads", "work_limit", "time_limit" or "patience"
+
+
+def _search(solver: _Solver, work_limit: float | None) -> _SearchOutcome:
+    """Restarts, cycling through :func:`_restart_modes`, until one stop rule holds or the
+    error is 0."""
+    modes = _restart_modes(solver)
     restarts = last_improvement = 0
-    stalled = False
-    stopped_by = "optimal"
     # work units and seconds of the last restart in each slot of ``modes`` (they differ in cost)
     last_work: dict[int, float] = {}
     last_duration: dict[int, float] = {}
-    while not certificate["optimal"] and solver.pool.best_error != 0:
+    while solver.pool.best_error != 0:
         slot = restarts % len(modes)
         mode, core_rows = modes[slot]
-        if settings.num_reads is not None and restarts >= settings.num_reads:
-            stopped_by = "num_reads"
-            break
-        # start a restart only while one like the last of its kind still fits the budget
-        if work_limit is not None and settings.num_reads is None:
-            expected = last_work.get(slot, solver.restart_work(mode, core_rows))
-            if solver.work + expected > work_limit:
-                stopped_by = "work_limit"
-                break
-        if deadline is not None:
-            expected_seconds = last_duration.get(
-                slot, solver.restart_work(mode, core_rows) * solver.seconds_per_unit
-            )
-            if time.perf_counter() + expected_seconds > deadline:
-                stopped_by = "time_limit"
-                break
-        if settings.patience is not None and restarts - last_improvement >= max(
-            settings.patience, last_improvement
-        ):
-            stalled = True
-            stopped_by = "patience"
-            break
+        expected_work = last_work.get(slot, solver.restart_work(mode, core_rows))
+        stop = _stop_rule(
+            solver,
+            work_limit,
+            restarts,
+            last_improvement,
+            expected_work,
+            last_duration.get(slot, expected_work * solver.seconds_per_unit),
+        )
+        if stop is not None:
+            return _SearchOutcome(restarts, stop)
         before = solver.pool.best_error
         restart_started = time.perf_counter()
         work_before = solver.work
@@ -617,44 +704,69 @@ def solve_bmf(
         restarts += 1
         if before is None or (solver.pool.best_error or 0) < before:
             last_improvement = restarts
-    if solver.pool.best_error == 0:
-        certificate = {"optimal": True, "reason": "zero error"}
-    if certified_first:  # warm starts are kept among the answers even when certified
-        for U, V in warm:  # (otherwise they were polished as seeds)
-            solver.polish(U, V)
-    solutions = []
-    for error, U, V in solver.pool.items:
-        U, V = orientation.factors(U, V)
-        full_U = np.zeros((full_shape[0], rank), dtype=np.int8)
-        full_V = np.zeros((full_shape[1], rank), dtype=np.int8)
-        full_U[keep_rows], full_V[keep_cols] = U, V
-        solutions.append((full_U, full_V, error))
-    finished = time.perf_counter()
-    info = {
+    return _SearchOutcome(restarts, "optimal")
+
+
+def _stop_rule(
+    solver: _Solver,
+    work_limit: float | None,
+    restarts: int,
+    last_improvement: int,
+    expected_work: float,
+    expected_seconds: float,
+) -> str | None:
+    """The rule that stops the search before the next restart, if one does.
+
+    A restart starts only while one like the last of its kind (``expected_work``,
+    ``expected_seconds``) still fits the budget.
+    """
+    settings = solver.settings
+    if settings.num_reads is not None and restarts >= settings.num_reads:
+        return "num_reads"
+    if (
+        work_limit is not None
+        and settings.num_reads is None
+        and solver.work + expected_work > work_limit
+    ):
+        return "work_limit"
+    if solver.deadline is not None and time.perf_counter() + expected_seconds > solver.deadline:
+        return "time_limit"
+    if settings.patience is not None and restarts - last_improvement >= max(
+        settings.patience, last_improvement
+    ):
+        return "patience"
+    return None
+
+
+def _info(
+    solver: _Solver,
+    problem: _Problem,
+    certificate: dict[str, Any],
+    search: _SearchOutcome,
+    work_limit: float | None,
+    timings: dict[str, float],
+) -> dict[str, Any]:
+    """What the result's ``info`` says about the solve."""
+    settings = solver.settings
+    return {
         "solver": "native",
         "certificate": certificate,
-        "restarts": restarts,
-        "stopped_early": stalled,
-        "stopped_by": stopped_by,
+        "restarts": search.restarts,
+        "stopped_early": search.stopped_by == "patience",
+        "stopped_by": search.stopped_by,
         "work": {
-            "restarts": restarts,
+            "restarts": search.restarts,
             "sweeps": solver.sweeps,
             "als_solves": solver.solves,
             "units": round(solver.work),
             "limit": None if work_limit is None else round(work_limit),
         },
         "clock_stops": solver.clock_stops,
-        "deterministic": time_limit is None,
+        "deterministic": settings.time_limit is None,
         "strategies": dict(solver.counts),
-        "transposed": orientation.transposed,
-        "reduced_shape": orientation.matrix(A).shape,
-        "time_limit": time_limit,
-        "timings": {
-            "compile": compile_seconds,
-            "certificate_and_setup": seeded - started,
-            "search": finished - seeded,
-            "total": finished - started,
-        },
+        "transposed": problem.orientation.transposed,
+        "reduced_shape": problem.orientation.matrix(problem.A).shape,
+        "time_limit": settings.time_limit,
+        "timings": timings,
         "settings": {name: getattr(settings, name) for name in NativeSettings.__dataclass_fields__},
     }
-    return NativeResult(solutions=solutions, info=info)
