@@ -4,7 +4,8 @@ Every adapter subclasses :class:`BackendSampler` and implements ``_sample(bqm, *
 every keyword it takes keyword-only, with its default: ``parameters`` is read from that
 signature, so it lists exactly what ``sample`` accepts. The base class rejects unknown
 keywords with an :class:`~bmfdsl.errors.UnknownNameError`, answers empty models itself and adds
-``info["wall_time_s"]`` and ``info["backend"]`` to every sample set. Adapters taking warm starts
+``info["timings"]["total"]`` (wall seconds, bmfdsl's one word for time) and
+``info["backend"]`` to every sample set. Adapters taking warm starts
 mix in :class:`Initialized` (dimod's own, with bmfdsl's errors).
 """
 
@@ -76,7 +77,8 @@ class BackendSampler(dimod.Sampler):
             sampleset = _empty_sampleset(bqm, check_num_reads(reads) if reads else 1)
         else:
             sampleset = self._sample(bqm, **params)
-        sampleset.info["wall_time_s"] = time.perf_counter() - start
+        elapsed = time.perf_counter() - start
+        sampleset.info["timings"] = {**sampleset.info.get("timings", {}), "total": elapsed}
         sampleset.info["backend"] = self.name
         return sampleset
 

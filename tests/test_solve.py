@@ -50,7 +50,8 @@ def test_exact_solve_finds_the_brute_force_optimum():
     assert best.energy == pytest.approx(best.error)
     assert result.info["backend"] == "exact"
     assert result.info["weights"] == {"lam": 3.0}
-    assert result.info["timings"]["solve"] >= 0 and "wall_time_s" in result.info["backend_info"]
+    assert result.info["timings"]["solve"] >= 0
+    assert result.info["backend_info"]["timings"]["total"] >= 0
 
 
 def test_weights_and_parameters_are_split_by_the_model_weight_names():
