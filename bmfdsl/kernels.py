@@ -18,7 +18,14 @@ import functools
 import numba
 import numpy as np
 
-__all__ = ["als_loop", "code_table", "gram", "solve_rows_exact"]
+__all__ = [
+    "als_loop",
+    "code_table",
+    "gram",
+    "pattern_cross",
+    "pattern_transposed_cross",
+    "solve_rows_exact",
+]
 
 
 @functools.lru_cache(maxsize=64)
@@ -51,6 +58,40 @@ def gram(factor: np.ndarray) -> np.ndarray:
                 for l in range(rank):
                     gram[k, l] += factor[j, l]
     return gram
+
+
+@numba.njit(cache=True)
+def pattern_cross(indptr: np.ndarray, indices: np.ndarray, factor: np.ndarray) -> np.ndarray:
+    """``A F`` as int64 for a 0/1 CSR ``A`` given by its pattern (``indptr``, ``indices``).
+
+    Row ``i`` is the sum of the rows of ``F`` at the columns of ``A``'s ones in row ``i``:
+    ``O(nnz r)`` work and no copy of ``A`` (scipy would upcast its values first).
+    """
+    rows = indptr.shape[0] - 1
+    rank = factor.shape[1]
+    out = np.zeros((rows, rank), dtype=np.int64)
+    for i in range(rows):
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            for k in range(rank):
+                out[i, k] += factor[j, k]
+    return out
+
+
+@numba.njit(cache=True)
+def pattern_transposed_cross(
+    indptr: np.ndarray, indices: np.ndarray, factor: np.ndarray, columns: int
+) -> np.ndarray:
+    """``Aᵀ F`` as int64 (``columns x r``) for a 0/1 CSR ``A`` given by its pattern."""
+    rows = indptr.shape[0] - 1
+    rank = factor.shape[1]
+    out = np.zeros((columns, rank), dtype=np.int64)
+    for i in range(rows):
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            for k in range(rank):
+                out[j, k] += factor[i, k]
+    return out
 
 
 @numba.njit(cache=True)

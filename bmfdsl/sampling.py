@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from bmfdsl.errors import InvalidParameterError
-from bmfdsl.matrix import DaskMatrix, as_matrix
+from bmfdsl.matrix import DaskMatrix, SparseMatrix, as_matrix, exact_gram
 from bmfdsl.validation import check_random_state
 
 __all__ = [
@@ -48,6 +48,10 @@ def leverage_scores(A: Any) -> np.ndarray:
     ``n x n`` numbers travel, ``A`` is never loaded whole); singular values below
     ``σ_max · 1e-7`` count as zero there (the Gram route cannot resolve smaller ones).
 
+    A scipy sparse ``A`` takes the Gram route without densifying: ``AᵀA`` is a sparse product
+    and the basis rows are sparse-times-dense products over row chunks (small ones, at most
+    4M entries, are densified for the SVD route, as a dense input would take it).
+
     Args:
         A: ``m x n`` 0/1 matrix (array-like, scipy sparse or ``dask.array``; a dask array must
             have few columns, its row blocks are widened to span all of them).
@@ -61,7 +65,12 @@ def leverage_scores(A: Any) -> np.ndarray:
     data = as_matrix(A)
     if isinstance(data, DaskMatrix):
         return _blockwise_leverage_scores(data)
-    A = data.A
+    if isinstance(data, SparseMatrix):
+        if data.shape[0] * data.shape[1] > _SVD_MAX_ENTRIES:
+            return _sparse_leverage_scores(data)
+        A = data.dense_rows(0, data.shape[0])  # at most 4M entries: the exact SVD route
+    else:
+        A = data.A
     m, n = A.shape
     if not A.any():
         return np.zeros(m)
@@ -101,6 +110,25 @@ def _block_scores(block: np.ndarray, projector: np.ndarray) -> np.ndarray:
     scores = np.empty(block.shape[0])
     for start in range(0, block.shape[0], step):
         basis_rows = block[start : start + step].astype(np.float64) @ projector
+        scores[start : start + step] = np.einsum("ik,ik->i", basis_rows, basis_rows)
+    return scores
+
+
+def _sparse_leverage_scores(data: SparseMatrix) -> np.ndarray:
+    """Leverage scores of a sparse ``A``: exact sparse ``AᵀA``, then rows times the projector.
+
+    The Gram matrix and so the projector equal the dense route's bit for bit; the scores
+    differ from it by rounding only (a sparse product sums in another order).
+    """
+    m, n = data.shape
+    if data.total == 0:
+        return np.zeros(m)
+    projector = _gram_projector(exact_gram(data.csr), m)
+    step = max(1, min(_SVD_MAX_ENTRIES, _CHUNK_ENTRIES) // n)  # float rows of the basis: 8 MB
+    scores = np.empty(m)
+    for start in range(0, m, step):
+        block = data.csr[start : start + step].astype(np.float64)
+        basis_rows = block @ projector
         scores[start : start + step] = np.einsum("ik,ik->i", basis_rows, basis_rows)
     return scores
 
