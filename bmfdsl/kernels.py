@@ -23,6 +23,8 @@ __all__ = [
     "code_table",
     "gram",
     "pattern_cross",
+    "pattern_gram",
+    "pattern_quadratic_forms",
     "pattern_transposed_cross",
     "solve_rows_exact",
 ]
@@ -91,6 +93,45 @@ def pattern_transposed_cross(
             j = indices[p]
             for k in range(rank):
                 out[j, k] += factor[i, k]
+    return out
+
+
+@numba.njit(cache=True)
+def pattern_gram(indptr: np.ndarray, indices: np.ndarray, columns: int) -> np.ndarray:
+    """``AᵀA`` (``columns x columns``, float64, exact counts) of a 0/1 CSR pattern.
+
+    Every row adds 1 at each pair of its ones: ``Σ_i nnz_i²`` increments and no temporary
+    beyond the result (a scipy sparse product holds a sparse copy of it first).
+    """
+    gram = np.zeros((columns, columns), dtype=np.float64)
+    for i in range(indptr.shape[0] - 1):
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            for q in range(indptr[i], indptr[i + 1]):
+                gram[j, indices[q]] += 1.0
+    return gram
+
+
+@numba.njit(cache=True)
+def pattern_quadratic_forms(indptr: np.ndarray, indices: np.ndarray, M: np.ndarray) -> np.ndarray:
+    """``a_i M a_iᵀ`` for every row ``a_i`` of a 0/1 CSR pattern (``M`` symmetric).
+
+    The sum of ``M`` over the pairs of ones in the row: ``Σ_i nnz_i²`` reads, against
+    ``nnz · k`` for forming ``A P`` (``M = P Pᵀ``) first.
+    """
+    rows = indptr.shape[0] - 1
+    out = np.zeros(rows)
+    for i in range(rows):
+        start, stop = indptr[i], indptr[i + 1]
+        total = 0.0
+        for p in range(start, stop):
+            j = indices[p]
+            total += M[j, j]
+            pairs = 0.0
+            for q in range(p + 1, stop):
+                pairs += M[j, indices[q]]
+            total += 2.0 * pairs
+        out[i] = total
     return out
 
 

@@ -92,22 +92,20 @@ def as_matrix(A: Any, chunk_rows: int | None = None) -> InMemoryMatrix | SparseM
 def exact_gram(csr: Any, *, rows: bool = False) -> np.ndarray:
     """``AᵀA`` (or ``A Aᵀ`` with ``rows``) of a 0/1 CSR matrix as exact integers in float64.
 
-    A sparse product of the pattern with integer counts (no dense copy of ``A``); the same
+    Counts of pairs of ones, summed from the pattern (no dense copy of ``A``): the same
     numbers as the dense routes, which sum float32 chunks exactly.
 
     >>> import scipy.sparse
     >>> exact_gram(scipy.sparse.csr_array([[1, 1], [0, 1]])).tolist()
     [[1.0, 1.0], [1.0, 2.0]]
+    >>> exact_gram(scipy.sparse.csr_array([[1, 1], [0, 1]]), rows=True).tolist()
+    [[2.0, 1.0], [1.0, 1.0]]
     """
-    import scipy.sparse
+    from bmfdsl.kernels import pattern_gram
 
-    # int32 counts are exact (a count is at most the long side) and half the size of int64.
-    count_dtype = np.int32 if max(csr.shape) < 2**31 else np.int64
-    pattern = scipy.sparse.csr_array(
-        (np.ones(csr.indices.size, dtype=count_dtype), csr.indices, csr.indptr), shape=csr.shape
-    )
-    product = pattern @ pattern.T if rows else pattern.T @ pattern
-    return np.asarray(product.toarray(), dtype=np.float64)
+    if rows:
+        csr = csr.T.tocsr()
+    return pattern_gram(csr.indptr, csr.indices, int(csr.shape[1]))
 
 
 class InMemoryMatrix:

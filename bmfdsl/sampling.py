@@ -115,22 +115,22 @@ def _block_scores(block: np.ndarray, projector: np.ndarray) -> np.ndarray:
 
 
 def _sparse_leverage_scores(data: SparseMatrix) -> np.ndarray:
-    """Leverage scores of a sparse ``A``: exact sparse ``AᵀA``, then rows times the projector.
+    """Leverage scores of a sparse ``A``: exact ``AᵀA``, then ``l_i = a_i M a_iᵀ``.
 
-    The Gram matrix and so the projector equal the dense route's bit for bit; the scores
-    differ from it by rounding only (a sparse product sums in another order).
+    ``M = P Pᵀ`` for the projector ``P`` (``B = A P``), so each score sums ``M`` over the pairs
+    of ones of its row: ``n² k`` (BLAS) plus ``Σ nnz_i²`` work instead of ``nnz · k`` for
+    ``A P``. The Gram matrix and the projector equal the dense route's bit for bit; the
+    scores differ from it by rounding only.
     """
-    m, n = data.shape
+    from bmfdsl.kernels import pattern_quadratic_forms
+
+    m = data.shape[0]
     if data.total == 0:
         return np.zeros(m)
     projector = _gram_projector(exact_gram(data.csr), m)
-    step = max(1, min(_SVD_MAX_ENTRIES, _CHUNK_ENTRIES) // n)  # float rows of the basis: 8 MB
-    scores = np.empty(m)
-    for start in range(0, m, step):
-        block = data.csr[start : start + step].astype(np.float64)
-        basis_rows = block @ projector
-        scores[start : start + step] = np.einsum("ik,ik->i", basis_rows, basis_rows)
-    return scores
+    M = projector @ projector.T
+    scores = pattern_quadratic_forms(data.csr.indptr, data.csr.indices, M)
+    return np.maximum(scores, 0.0)  # rounding must not make a probability negative
 
 
 def _blockwise_leverage_scores(data: DaskMatrix) -> np.ndarray:
