@@ -159,7 +159,7 @@ def _sparse_spectral_bound(A: Any, rank: int, max_flops: float | None) -> int:
     """:func:`spectral_bound` of a sparse ``A``: the dense route's Grams, exactly, sparsely."""
     data = A if isinstance(A, SparseMatrix) else SparseMatrix(A)
     m, n = data.shape
-    tall = data.csr if m >= n else data.csr.T.tocsr()
+    tall = data.csr if m >= n else data.T.csr  # the pipeline's transposed copy, if any
     long_side, short_side = tall.shape
     if short_side <= rank:
         return 0

@@ -65,7 +65,7 @@ def transpose(A: Any) -> Any:
     if isinstance(A, InMemoryMatrix):
         return InMemoryMatrix(A.A.T)
     if isinstance(A, SparseMatrix):
-        return SparseMatrix(A.csr.T.tocsr(), A.chunk_rows)
+        return A.T
     if isinstance(A, DaskMatrix):
         return DaskMatrix(A.array.T)
     return A.T
@@ -173,6 +173,13 @@ class SparseMatrix:
         """``||A||²_F``: the number of ones."""
         return int(self.csr.nnz)
 
+    @functools.cached_property
+    def T(self) -> SparseMatrix:
+        """``Aᵀ`` as CSR, built once; its own ``T`` is this matrix (one copy each way)."""
+        flipped = SparseMatrix(self.csr.T.tocsr(), self.chunk_rows)
+        flipped.__dict__["T"] = self  # what cached_property would store
+        return flipped
+
     def take_rows(self, indices: Any) -> np.ndarray:
         """Rows ``indices`` (repeats allowed, any order) as a dense contiguous ``int8`` array."""
         rows = self.csr[np.asarray(indices, dtype=np.int64)]
@@ -180,7 +187,9 @@ class SparseMatrix:
 
     def dense_rows(self, start: int, stop: int) -> np.ndarray:
         """Rows ``start:stop`` as a dense ``int8`` block (callers keep blocks bounded)."""
-        return np.ascontiguousarray(self.csr[start:stop].toarray(), dtype=np.int8)
+        whole = start <= 0 and stop >= self.shape[0]
+        rows = self.csr if whole else self.csr[start:stop]  # slicing would copy
+        return np.ascontiguousarray(rows.toarray(), dtype=np.int8)
 
     def cross(self, factor: np.ndarray) -> np.ndarray:
         """``A F`` as exact int64 (``F`` has one row per column of ``A``)."""

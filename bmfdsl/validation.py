@@ -154,7 +154,8 @@ def check_sparse_binary_matrix(A: Any, *, name: str = "A") -> Any:
         kept_before = np.concatenate([[0], np.cumsum(stored, dtype=np.int64)])
         indptr = kept_before[indptr].astype(indptr.dtype)
         indices = indices[stored]
-    ones = np.ones(indices.size, dtype=np.int8)
+    reuse = values.dtype == np.int8 and indices is csr.indices  # int8 ones already
+    ones = values if reuse else np.ones(indices.size, dtype=np.int8)
     return scipy.sparse.csr_array((ones, indices, indptr), shape=shape, copy=False)
 
 

@@ -154,6 +154,7 @@ def test_sparse_data_layer_matches_dense_statistics():
     assert np.array_equal(data.transposed_cross(U), A.T.astype(np.int64) @ U)
     assert np.array_equal(data.take_rows([5, 5, 0]), A[[5, 5, 0]])
     assert np.array_equal(transpose(data).csr.toarray(), A.T)
+    assert transpose(transpose(data)) is data  # one transposed copy, built once
     error = int(((A.astype(np.int64) - U.astype(np.int64) @ V.T) ** 2).sum())
     assert data.squared_error(U, V) == squared_error(data.csr, U, V) == error
     assert relative_error(error, data.csr) == relative_error(error, A)
@@ -221,6 +222,14 @@ def test_comparison_methods_and_one_hot_on_sparse_equal_dense(method):
         factorize(A, 3, one_hot="V", sample_rows="auto", random_state=1),
         factorize(sparse, 3, one_hot="V", sample_rows="auto", random_state=1),
     )
+
+
+def test_masked_sparse_input_is_densified_and_equals_dense():
+    A = _random((12, 9), 0.4, seed=13)
+    mask = _random((12, 9), 0.8, seed=14)
+    dense = factorize(A, 2, mask=mask, random_state=0)
+    sparse = factorize(scipy.sparse.csr_array(A), 2, mask=mask, random_state=0)
+    assert np.array_equal(dense.U, sparse.U) and dense.error == sparse.error
 
 
 def test_a_sampled_sparse_run_never_densifies_the_matrix(watch_toarray):
