@@ -266,8 +266,9 @@ def cheap_lower_bound(
         bound = bound.raised(int(certified_error), "certificate")
     if isinstance(A, SparseMatrix):
         A = A.csr
-    cells = int(A.shape[0]) * int(A.shape[1]) if is_sparse(A) else np.size(A)
-    if type(A).__module__.split(".")[0] != "dask" and cells <= _RANK1_MAX_CELLS:
+    lazy = type(A).__module__.split(".")[0] == "dask"  # np.size would compute it
+    cells = 0 if lazy else int(np.prod(A.shape)) if is_sparse(A) else np.size(A)
+    if not lazy and cells <= _RANK1_MAX_CELLS:
         A = np.asarray(A.toarray() if is_sparse(A) else A)  # small: at most 256K cells
         upper = None if U is None or V is None else _best_column_error(A, U, V)
         rank1 = rank1_bound(
