@@ -66,7 +66,7 @@ def als(
     constraint is never returned when a solve has repaired it.
 
     Args:
-        A: ``m x n`` 0/1 matrix (array-like, scipy sparse or ``dask.array``).
+        A: ``m x n`` 0/1 matrix (array-like, scipy sparse: kept sparse, or ``dask.array``).
         U: ``m x r`` 0/1 start.
         V: ``n x r`` 0/1 start.
         max_solves: at most this many BLS solves (the paper: 20).

@@ -17,7 +17,14 @@ import numpy as np
 from bmfdsl import progress
 from bmfdsl.bounds import certificate_error, check_certify, prove
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError, UnknownNameError
-from bmfdsl.matrix import DaskMatrix, InMemoryMatrix, Orientation, as_matrix, is_dask_array
+from bmfdsl.matrix import (
+    DaskMatrix,
+    InMemoryMatrix,
+    Orientation,
+    SparseMatrix,
+    as_matrix,
+    is_dask_array,
+)
 from bmfdsl.result import Factorization, relative_error, squared_error, to_jsonable
 from bmfdsl.timings import StageTimer
 from bmfdsl.validation import (
@@ -27,7 +34,10 @@ from bmfdsl.validation import (
     check_one_hot,
     check_random_state,
     check_rank,
+    is_sparse,
 )
+
+Data = InMemoryMatrix | SparseMatrix | DaskMatrix
 
 __all__ = ["DEFAULT_BACKEND", "METHOD_NAMES", "factorize"]
 
@@ -56,7 +66,8 @@ def factorize(
     """Factorize a 0/1 matrix ``A ≈ U Vᵀ`` with binary ``U`` (m x r) and ``V`` (n x r).
 
     Args:
-        A: the 0/1 data matrix: array-like, scipy sparse, or a ``dask.array`` (see below).
+        A: the 0/1 data matrix: array-like, scipy sparse (kept sparse when sampled), or a
+            ``dask.array`` (see below).
         rank: the target rank ``r``, ``1 <= r <= min(m, n)``.
         method: ``"qubo"`` (compile ``model`` and solve it on ``backend``), or one of the
             paper's comparison methods ``"baseline"``, ``"thresholded"``, ``"penalized"``.
@@ -71,7 +82,7 @@ def factorize(
             mask is used the same way). Only observed entries count in the error; the default
             model becomes ``"masked-bmf"`` (a custom model reads the mask as
             ``model.data["mask"]``) and ALS is the masked one. ``method="qubo"`` only, on an
-            in-memory matrix without ``sample_rows``.
+            in-memory matrix without ``sample_rows`` (a sparse one is densified).
         sample_rows: ``None`` (use all rows), an int ``s`` (the paper's leverage-score
             sampling of ``s`` rows, then BLS for the full ``U``) or ``"auto"`` (sample
             ``s = max(30, r)`` rows when the long side has at least 2,000 rows, else use all).
@@ -100,6 +111,17 @@ def factorize(
     ``sample_rows`` says otherwise), except one whose long side has fewer than 2,000 rows:
     that one is small and is loaded and factorized in memory. A wide input that is sampled is
     solved, extended and polished as ``Aᵀ ≈ V Uᵀ`` (its first ALS solve is then for ``U``).
+
+    A scipy sparse ``A`` (e.g. recommender data: 200,000 x 5,000 at 1% density is 1 GB as
+    dense ``int8``, about 50 MB as this CSR) stays sparse through a sampled run: it is checked
+    without densifying, leverage scores come from the sparse ``AᵀA``, only the ``s`` sampled
+    rows are made dense for the core solve, BLS and ALS use ``A V`` and ``Aᵀ U`` (``O(nnz r)``
+    passes) and the error is ``||A||² - 2 Σ(A ∘ UVᵀ) + ||UVᵀ||²``; the lower bounds use sparse
+    Gram products. Without sampling (``sample_rows=None``, the default) the core solve takes
+    all of ``A``, which the solvers need dense: the input is then densified once, so pass
+    ``sample_rows="auto"`` (or a number) for a large sparse matrix. Either way the result is
+    the one the same matrix gives as a dense array (same seed, same ``U``, ``V``, error and
+    bound). ``certify`` and ``mask`` densify (both are for small matrices).
 
     >>> import numpy as np
     >>> A = np.array([[1, 1, 0], [1, 1, 0], [0, 1, 1]])
@@ -134,9 +156,9 @@ def factorize(
     one_hot = check_one_hot(one_hot)
     method_key = _check_method(method, one_hot, weights, backend_params)
     rng = check_random_state(random_state)
-    certify = check_certify(certify, in_memory=isinstance(data, InMemoryMatrix))
+    certify = check_certify(certify, in_memory=not isinstance(data, DaskMatrix))
     info: dict[str, Any] = {"method": method_key, "rank": rank, "shape": list(data.shape)}
-    whole = data.A if isinstance(data, InMemoryMatrix) else data.array  # before orienting
+    whole = _unwrapped(data)  # before orienting
 
     # Sampling works on the long side: a wide A is solved as Aᵀ ≈ V Uᵀ.
     orientation = Orientation(transposed=s is not None and data.shape[1] > data.shape[0])
@@ -206,15 +228,20 @@ class _CoreSolution:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-def _load(A: Any, rank: Any, sample_rows: Any) -> tuple[InMemoryMatrix | DaskMatrix, int | None]:
+def _load(A: Any, rank: Any, sample_rows: Any) -> tuple[Data, int | None]:
     """The validated data and the number of rows to sample (``None``: use all rows).
 
-    A dask input samples with ``"auto"`` by default; one too small to sample is loaded.
+    A dask input samples with ``"auto"`` by default; one too small to sample is loaded. A
+    sparse input stays sparse when sampled; without sampling the core solve takes all of
+    ``A`` dense, so it is densified here, once.
     """
     if not is_dask_array(A):
-        data: InMemoryMatrix | DaskMatrix = InMemoryMatrix(A)
+        data: Data = SparseMatrix(A) if is_sparse(A) else InMemoryMatrix(A)
         m, n = data.shape
-        return data, _sample_size(sample_rows, max(m, n), min(m, n), check_rank(rank, (m, n)))
+        s = _sample_size(sample_rows, max(m, n), min(m, n), check_rank(rank, (m, n)))
+        if s is None and isinstance(data, SparseMatrix):
+            data = InMemoryMatrix(data.dense_rows(0, m))
+        return data, s
     if A.ndim != 2 or 0 in A.shape:
         raise InvalidMatrixError(f"A must be a non-empty 2-D array; got shape {A.shape}")
     m, n = (int(size) for size in A.shape)
@@ -271,7 +298,16 @@ def _seed_from(rng: np.random.Generator) -> int:
     return int(rng.integers(2**31 - 1))
 
 
-def _sample(data: InMemoryMatrix | DaskMatrix, s: int, rng: np.random.Generator) -> np.ndarray:
+def _unwrapped(data: Data) -> Any:
+    """What :func:`bmfdsl.bounds.prove` takes: the array, or the sparse matrix wrapped."""
+    if isinstance(data, InMemoryMatrix):
+        return data.A
+    if isinstance(data, DaskMatrix):
+        return data.array
+    return data
+
+
+def _sample(data: Data, s: int, rng: np.random.Generator) -> np.ndarray:
     """The core: ``s`` rows drawn by leverage score (the paper's sampling)."""
     from bmfdsl.sampling import sample_rows as draw_rows
 
@@ -279,7 +315,7 @@ def _sample(data: InMemoryMatrix | DaskMatrix, s: int, rng: np.random.Generator)
     return data.take_rows(rows)
 
 
-def _whole(data: InMemoryMatrix | DaskMatrix) -> np.ndarray:
+def _whole(data: Data) -> np.ndarray:
     """All of ``A`` in memory (a dask input is loaded only when it is small; see _load)."""
     if isinstance(data, InMemoryMatrix):
         return data.A
@@ -348,9 +384,7 @@ def _solve_compiled(
     return _CoreSolution(U=U, V=V, broken=dict(best.broken), info=info)
 
 
-def _extend(
-    data: InMemoryMatrix | DaskMatrix, V: np.ndarray, side: str | None
-) -> tuple[np.ndarray, int]:
+def _extend(data: Data, V: np.ndarray, side: str | None) -> tuple[np.ndarray, int]:
     """The full ``U`` for the core's ``V`` by exact BLS, and its error."""
     from bmfdsl.bls import solve_bls_with_error
 
@@ -358,7 +392,7 @@ def _extend(
 
 
 def _polish(
-    data: InMemoryMatrix | DaskMatrix, U: np.ndarray, V: np.ndarray, side: str | None
+    data: Data, U: np.ndarray, V: np.ndarray, side: str | None
 ) -> tuple[np.ndarray, np.ndarray, int, int]:
     """ALS from ``(U, V)``: the best pair seen, its error and the number of solves."""
     from bmfdsl._als import als as alternating

@@ -23,7 +23,7 @@ import numpy as np
 
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
 from bmfdsl.kernels import code_table, solve_rows_exact
-from bmfdsl.matrix import DaskMatrix, as_matrix
+from bmfdsl.matrix import DaskMatrix, SparseMatrix, as_matrix
 from bmfdsl.validation import check_binary_matrix
 
 __all__ = [
@@ -102,8 +102,9 @@ def solve_bls(
     there are only ``r`` candidates.
 
     Args:
-        A: ``m x n`` 0/1 matrix (array-like, scipy sparse, or ``dask.array``: solved blockwise
-            over row blocks, the answer gathered as a numpy array).
+        A: ``m x n`` 0/1 matrix (array-like, scipy sparse: solved from ``A V`` without
+            densifying, or ``dask.array``: solved blockwise over row blocks, the answer
+            gathered as a numpy array).
         V: ``n x r`` 0/1 matrix.
         one_hot: every row of ``U`` must hold exactly one 1.
         chunk_rows: rows scored at a time (default: about 32 MB of scores per chunk).
@@ -158,6 +159,11 @@ def solve_bls_with_error(
     }
     if isinstance(data, DaskMatrix):
         return _solve_blockwise(data, V, options)
+    if isinstance(data, SparseMatrix):
+        # The statistics route: A V is an O(nnz r) pass, A itself is never densified. Exact
+        # scores with the same tie rule give the same U as the dense routes.
+        gram = V.astype(np.int64).T @ V.astype(np.int64)
+        return solve_bls_from_stats(data.cross(V), gram, data.row_norms, **options)
     return _solve_checked(data.A, V, **options)
 
 

@@ -37,7 +37,9 @@ from typing import Any
 
 import numpy as np
 
+from bmfdsl.matrix import SparseMatrix, exact_gram
 from bmfdsl.result import gap
+from bmfdsl.validation import is_sparse
 
 __all__ = [
     "DEFAULT_RANK1_ENUMERATION",
@@ -111,7 +113,9 @@ def spectral_bound(A: Any, rank: int, *, max_flops: float | None = None) -> int:
     """``ceil(Σ_{i>r} σ_i(A)²)``, safely rounded down: no rank-``r`` product does better.
 
     Args:
-        A: ``m x n`` 0/1 matrix (numpy array-like or ``dask.array``).
+        A: ``m x n`` 0/1 matrix (numpy array-like, scipy sparse or ``dask.array``). A sparse
+            one gets the same bound as its dense form, from exact sparse Gram products (the
+            budget rule is the dense one, so that both give the same number).
         rank: the factorization rank ``r``.
         max_flops: work budget in floating-point operations (default:
             ``max(1e8, 15·m·n·r)``). Over budget, the long side is split into blocks whose
@@ -123,6 +127,8 @@ def spectral_bound(A: Any, rank: int, *, max_flops: float | None = None) -> int:
     """
     if type(A).__module__.split(".")[0] == "dask":
         return _dask_spectral_bound(A, rank)
+    if isinstance(A, SparseMatrix) or is_sparse(A):
+        return _sparse_spectral_bound(A, rank, max_flops)
     A = np.asarray(A)
     tall = A if A.shape[0] >= A.shape[1] else A.T
     long_side, short_side = tall.shape
@@ -146,6 +152,30 @@ def spectral_bound(A: Any, rank: int, *, max_flops: float | None = None) -> int:
             _block_tail(tall[start : start + block_rows], rank)
             for start in range(0, long_side, block_rows)
         )
+    return max(0, math.ceil(tail - 1e-9))
+
+
+def _sparse_spectral_bound(A: Any, rank: int, max_flops: float | None) -> int:
+    """:func:`spectral_bound` of a sparse ``A``: the dense route's Grams, exactly, sparsely."""
+    data = A if isinstance(A, SparseMatrix) else SparseMatrix(A)
+    m, n = data.shape
+    tall = data.csr if m >= n else data.T.csr  # the pipeline's transposed copy, if any
+    long_side, short_side = tall.shape
+    if short_side <= rank:
+        return 0
+    if max_flops is None:
+        max_flops = max(_SPECTRAL_MIN_FLOPS, _SPECTRAL_WORK_PER_CELL * m * n * rank)
+    if long_side * short_side * short_side <= max_flops:
+        tail = _spectral_tail(exact_gram(tall), rank)
+    else:  # the dense route's blocks, so that the bound is the same number
+        block_rows = int(max_flops // (long_side * (short_side + short_side // 2)))
+        if block_rows <= rank:
+            return 0
+        tail = 0.0
+        for start in range(0, long_side, block_rows):
+            block = tall[start : start + block_rows]
+            tall_block = block.shape[0] >= block.shape[1]
+            tail += _spectral_tail(exact_gram(block, rows=not tall_block), rank)
     return max(0, math.ceil(tail - 1e-9))
 
 
@@ -215,7 +245,9 @@ def cheap_lower_bound(
     """The best of 0, the spectral bound, the rank-1 bound and a solver's certificate.
 
     Args:
-        A: the ``m x n`` 0/1 matrix factorized (numpy or ``dask.array``).
+        A: the ``m x n`` 0/1 matrix factorized (numpy, scipy sparse, a
+            :class:`~bmfdsl.matrix.SparseMatrix` or ``dask.array``; the rank-1 search runs
+            only on small matrices, densified when sparse).
         rank: the rank ``r``.
         U, V: the answer (optional): its columns give a rank-1 error that decides whether
             the rank-1 search can help at all.
@@ -232,8 +264,12 @@ def cheap_lower_bound(
     bound = bound.raised(spectral_bound(A, rank), "spectral")
     if certified_error is not None:
         bound = bound.raised(int(certified_error), "certificate")
-    if type(A).__module__.split(".")[0] != "dask" and np.size(A) <= _RANK1_MAX_CELLS:
-        A = np.asarray(A)
+    if isinstance(A, SparseMatrix):
+        A = A.csr
+    lazy = type(A).__module__.split(".")[0] == "dask"  # np.size would compute it
+    cells = 0 if lazy else int(np.prod(A.shape)) if is_sparse(A) else np.size(A)
+    if not lazy and cells <= _RANK1_MAX_CELLS:
+        A = np.asarray(A.toarray() if is_sparse(A) else A)  # small: at most 256K cells
         upper = None if U is None or V is None else _best_column_error(A, U, V)
         rank1 = rank1_bound(
             A, rank, max_enumeration=max_enumeration, rank1_upper=upper, to_beat=bound.value
@@ -318,6 +354,10 @@ def prove(
     if certify is not None and bound.value < error:
         from bmfdsl.cpsat import solve_exact
 
+        if isinstance(A, SparseMatrix):
+            A = A.csr
+        if is_sparse(A):  # CP-SAT takes the matrix dense (it is only practical when small)
+            A = A.toarray()
         start = time.perf_counter()
         exact = solve_exact(
             A,

@@ -265,7 +265,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "file",
         help="CSV/TSV/TXT (delimiter sniffed; optional header row and label column), NPY, "
-        "NPZ (dense or scipy sparse) or Matrix Market .mtx; '-' reads stdin. e.g. data.csv",
+        "NPZ (dense or scipy sparse) or Matrix Market .mtx; '-' reads stdin (sparse files "
+        "stay sparse with --sample-rows). e.g. data.csv",
     )
     run.add_argument(
         "--rank", "-r", type=int, required=True, help="target rank r (required), e.g. 3"

@@ -21,7 +21,7 @@ from bmfdsl.errors import (
     NotFittedError,
     UnknownNameError,
 )
-from bmfdsl.validation import check_one_hot
+from bmfdsl.validation import check_one_hot, is_sparse
 
 __all__ = ["BinaryMatrixFactorization"]
 
@@ -87,7 +87,7 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True  # scipy sparse input is accepted (densified for now)
+        tags.input_tags.sparse = True  # scipy sparse input stays sparse (see fit_transform)
         tags.input_tags.positive_only = self.binarize is None  # 0/1 only unless binarized
         tags.transformer_tags.preserves_dtype = []  # W is always 0/1 int8
         tags.non_deterministic = self.random_state is None
@@ -107,16 +107,21 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit(X) first")
 
     # -- input -----------------------------------------------------------------------------
-    def _binary_input(self, X: Any, *, reset: bool) -> np.ndarray:
-        """``X`` validated as scikit-learn does, then binarized or checked to be 0/1."""
-        from bmfdsl.validation import check_binary_matrix
+    def _binary_input(self, X: Any, *, reset: bool) -> Any:
+        """``X`` validated as scikit-learn does, then binarized or checked to be 0/1.
+
+        A dense ``int8`` array, or for sparse ``X`` a CSR ``int8`` pattern (never densified,
+        except by ``binarize <= 0``, which turns every implicit zero into a 1).
+        """
+        from bmfdsl.validation import check_binary_matrix, check_sparse_binary_matrix
 
         try:
             X = validate_data(self, X, reset=reset, accept_sparse=("csr", "csc", "coo"))
         except ValueError as exc:  # the same message, as our typed error
             raise InvalidMatrixError(str(exc)) from exc
-        if hasattr(X, "toarray"):
-            X = X.toarray()
+        sparse = is_sparse(X)
+        if sparse:
+            X = X.tocsr()
         if self.binarize is not None:
             threshold = self.binarize
             real = isinstance(threshold, numbers.Real) and not isinstance(threshold, bool)
@@ -124,14 +129,22 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
                 raise InvalidParameterError(
                     f"binarize must be None or a finite number; got {threshold!r}"
                 )
+            if sparse and threshold > 0:  # zeros stay zeros: compare the stored values only
+                above = X.tocsr() >= threshold
+                return check_sparse_binary_matrix(above, name="X")
+            if sparse:
+                X = X.toarray()
             return np.ascontiguousarray(np.greater_equal(X, threshold), dtype=np.int8)
         # a positive-only estimator: scikit-learn's checks expect this wording for negatives
-        if X.size and X.min() < 0:
+        values = X.data if sparse else X
+        if values.size and values.min() < 0:
             raise InvalidMatrixError(
                 "Negative values in data passed to X: X must hold only 0 and 1; "
                 "set binarize=T to count entries >= T as 1."
             )
         try:
+            if sparse:
+                return check_sparse_binary_matrix(X, name="X")
             return check_binary_matrix(X, name="X")
         except InvalidMatrixError as exc:
             raise InvalidMatrixError(
@@ -145,7 +158,12 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
         return self
 
     def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> np.ndarray:
-        """Fit and return ``W`` (``n_samples x n_components``); ``y`` is ignored."""
+        """Fit and return ``W`` (``n_samples x n_components``); ``y`` is ignored.
+
+        Sparse ``X`` is factorized as sparse (see :func:`bmfdsl.factorize`: it stays sparse
+        with ``sample_rows``, and is densified once for the core solve without it); the
+        result is the one its dense form gives.
+        """
         from bmfdsl._factorize import factorize
 
         A = self._binary_input(X, reset=True)
@@ -185,7 +203,10 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
         return int(self.components_.shape[0])
 
     def transform(self, X: Any) -> np.ndarray:
-        """The 0/1 ``W`` minimising ``||X - W H||²_F`` for the fitted ``H`` (exact BLS)."""
+        """The 0/1 ``W`` minimising ``||X - W H||²_F`` for the fitted ``H`` (exact BLS).
+
+        Sparse ``X`` is solved from ``X H``, never densified.
+        """
         from bmfdsl.bls import solve_bls
         from bmfdsl.validation import check_one_hot
 
@@ -205,9 +226,12 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
         Greater is better, as scikit-learn's model selection expects (like ``KMeans.score``).
         """
         from bmfdsl.bls import solve_bls
+        from bmfdsl.result import squared_error
 
         self._check_fitted()
         A = self._binary_input(X, reset=False)
         W = solve_bls(A, self.components_.T, one_hot=check_one_hot(self.one_hot) == "U")
+        if is_sparse(A):  # the error without the dense product
+            return -float(squared_error(A, W, self.components_.T))
         residual = A.astype(np.int64) - W.astype(np.int64) @ self.components_.astype(np.int64)
         return -float(np.square(residual).sum())

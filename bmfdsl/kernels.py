@@ -18,7 +18,16 @@ import functools
 import numba
 import numpy as np
 
-__all__ = ["als_loop", "code_table", "gram", "solve_rows_exact"]
+__all__ = [
+    "als_loop",
+    "code_table",
+    "gram",
+    "pattern_cross",
+    "pattern_gram",
+    "pattern_quadratic_forms",
+    "pattern_transposed_cross",
+    "solve_rows_exact",
+]
 
 
 @functools.lru_cache(maxsize=64)
@@ -51,6 +60,79 @@ def gram(factor: np.ndarray) -> np.ndarray:
                 for l in range(rank):
                     gram[k, l] += factor[j, l]
     return gram
+
+
+@numba.njit(cache=True)
+def pattern_cross(indptr: np.ndarray, indices: np.ndarray, factor: np.ndarray) -> np.ndarray:
+    """``A F`` as int64 for a 0/1 CSR ``A`` given by its pattern (``indptr``, ``indices``).
+
+    Row ``i`` is the sum of the rows of ``F`` at the columns of ``A``'s ones in row ``i``:
+    ``O(nnz r)`` work and no copy of ``A`` (scipy would upcast its values first).
+    """
+    rows = indptr.shape[0] - 1
+    rank = factor.shape[1]
+    out = np.zeros((rows, rank), dtype=np.int64)
+    for i in range(rows):
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            for k in range(rank):
+                out[i, k] += factor[j, k]
+    return out
+
+
+@numba.njit(cache=True)
+def pattern_transposed_cross(
+    indptr: np.ndarray, indices: np.ndarray, factor: np.ndarray, columns: int
+) -> np.ndarray:
+    """``Aᵀ F`` as int64 (``columns x r``) for a 0/1 CSR ``A`` given by its pattern."""
+    rows = indptr.shape[0] - 1
+    rank = factor.shape[1]
+    out = np.zeros((columns, rank), dtype=np.int64)
+    for i in range(rows):
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            for k in range(rank):
+                out[j, k] += factor[i, k]
+    return out
+
+
+@numba.njit(cache=True)
+def pattern_gram(indptr: np.ndarray, indices: np.ndarray, columns: int) -> np.ndarray:
+    """``AᵀA`` (``columns x columns``, float64, exact counts) of a 0/1 CSR pattern.
+
+    Every row adds 1 at each pair of its ones: ``Σ_i nnz_i²`` increments and no temporary
+    beyond the result (a scipy sparse product holds a sparse copy of it first).
+    """
+    gram = np.zeros((columns, columns), dtype=np.float64)
+    for i in range(indptr.shape[0] - 1):
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            for q in range(indptr[i], indptr[i + 1]):
+                gram[j, indices[q]] += 1.0
+    return gram
+
+
+@numba.njit(cache=True)
+def pattern_quadratic_forms(indptr: np.ndarray, indices: np.ndarray, M: np.ndarray) -> np.ndarray:
+    """``a_i M a_iᵀ`` for every row ``a_i`` of a 0/1 CSR pattern (``M`` symmetric).
+
+    The sum of ``M`` over the pairs of ones in the row: ``Σ_i nnz_i²`` reads, against
+    ``nnz · k`` for forming ``A P`` (``M = P Pᵀ``) first.
+    """
+    rows = indptr.shape[0] - 1
+    out = np.zeros(rows)
+    for i in range(rows):
+        start, stop = indptr[i], indptr[i + 1]
+        total = 0.0
+        for p in range(start, stop):
+            j = indices[p]
+            total += M[j, j]
+            pairs = 0.0
+            for q in range(p + 1, stop):
+                pairs += M[j, indices[q]]
+            total += 2.0 * pairs
+        out[i] = total
+    return out
 
 
 @numba.njit(cache=True)

@@ -5,6 +5,10 @@ classes here, so the rest of the package never asks which kind of array it holds
 ``isinstance`` check:
 
 * :class:`InMemoryMatrix`: a validated ``int8`` numpy array.
+* :class:`SparseMatrix`: a validated scipy sparse matrix, held as CSR (its pattern: every
+  stored value is 1) and never densified whole. Products with a factor (``A F``, ``Aᵀ F``)
+  are ``O(nnz r)`` compiled loops, the Gram matrix ``AᵀA`` a sparse product, and only
+  gathered rows (the sampled core) or bounded row blocks are ever made dense.
 * :class:`DaskMatrix`: a validated ``dask.array`` whose row blocks each span all columns, so
   that per-row work maps over the blocks and column statistics are sums over them. Only small
   results (``O(m r)`` codes, ``n x n`` sums) are ever gathered.
@@ -22,13 +26,15 @@ from typing import Any
 import numpy as np
 
 from bmfdsl.errors import InvalidMatrixError
-from bmfdsl.validation import check_binary_matrix
+from bmfdsl.validation import check_binary_matrix, check_sparse_binary_matrix, is_sparse
 
 __all__ = [
     "DaskMatrix",
     "InMemoryMatrix",
     "Orientation",
+    "SparseMatrix",
     "as_matrix",
+    "exact_gram",
     "is_dask_array",
     "transpose",
 ]
@@ -58,22 +64,48 @@ def transpose(A: Any) -> Any:
     """
     if isinstance(A, InMemoryMatrix):
         return InMemoryMatrix(A.A.T)
+    if isinstance(A, SparseMatrix):
+        return A.T
     if isinstance(A, DaskMatrix):
         return DaskMatrix(A.array.T)
     return A.T
 
 
-def as_matrix(A: Any, chunk_rows: int | None = None) -> InMemoryMatrix | DaskMatrix:
+def as_matrix(A: Any, chunk_rows: int | None = None) -> InMemoryMatrix | SparseMatrix | DaskMatrix:
     """Wrap ``A`` (validated once); an already wrapped matrix is returned as it is.
 
     >>> as_matrix([[1, 0], [1, 1]]).total
     3
+    >>> import scipy.sparse
+    >>> type(as_matrix(scipy.sparse.eye(3, format="csr"))).__name__
+    'SparseMatrix'
     """
-    if isinstance(A, InMemoryMatrix | DaskMatrix):
+    if isinstance(A, InMemoryMatrix | SparseMatrix | DaskMatrix):
         return A
     if is_dask_array(A):
         return DaskMatrix(A)
+    if is_sparse(A):
+        return SparseMatrix(A, chunk_rows)
     return InMemoryMatrix(A, chunk_rows)
+
+
+def exact_gram(csr: Any, *, rows: bool = False) -> np.ndarray:
+    """``AᵀA`` (or ``A Aᵀ`` with ``rows``) of a 0/1 CSR matrix as exact integers in float64.
+
+    Counts of pairs of ones, summed from the pattern (no dense copy of ``A``): the same
+    numbers as the dense routes, which sum float32 chunks exactly.
+
+    >>> import scipy.sparse
+    >>> exact_gram(scipy.sparse.csr_array([[1, 1], [0, 1]])).tolist()
+    [[1.0, 1.0], [1.0, 2.0]]
+    >>> exact_gram(scipy.sparse.csr_array([[1, 1], [0, 1]]), rows=True).tolist()
+    [[2.0, 1.0], [1.0, 1.0]]
+    """
+    from bmfdsl.kernels import pattern_gram
+
+    if rows:
+        csr = csr.T.tocsr()
+    return pattern_gram(csr.indptr, csr.indices, int(csr.shape[1]))
 
 
 class InMemoryMatrix:
@@ -108,6 +140,82 @@ class InMemoryMatrix:
             block = self.A[start : start + step].astype(dtype)
             total += block.T @ U[start : start + step].astype(dtype)
         return np.rint(total).astype(np.int64)
+
+
+class SparseMatrix:
+    """A validated scipy sparse ``A`` held as a CSR pattern, with what the solvers need.
+
+    Nothing here makes ``A`` dense: row gathers and row blocks are the only dense copies.
+
+    >>> import scipy.sparse
+    >>> data = SparseMatrix(scipy.sparse.csr_array([[1, 0, 1], [0, 1, 1]]))
+    >>> data.total, data.column_norms.tolist(), data.cross(np.eye(3, 2, dtype=np.int8)).tolist()
+    (4, [1, 1, 2], [[1, 0], [0, 1]])
+    """
+
+    def __init__(self, A: Any, chunk_rows: int | None = None) -> None:
+        self.csr = check_sparse_binary_matrix(A)
+        self.shape: tuple[int, int] = (int(self.csr.shape[0]), int(self.csr.shape[1]))
+        self.chunk_rows = chunk_rows
+
+    @functools.cached_property
+    def column_norms(self) -> np.ndarray:
+        """``||A_:j||²`` per column (int64)."""
+        return np.bincount(self.csr.indices, minlength=self.shape[1]).astype(np.int64)
+
+    @property
+    def row_norms(self) -> np.ndarray:
+        """``||A_i:||²`` per row (int64)."""
+        return np.diff(self.csr.indptr).astype(np.int64)
+
+    @property
+    def total(self) -> int:
+        """``||A||²_F``: the number of ones."""
+        return int(self.csr.nnz)
+
+    @functools.cached_property
+    def T(self) -> SparseMatrix:
+        """``Aᵀ`` as CSR, built once; its own ``T`` is this matrix (one copy each way)."""
+        flipped = SparseMatrix(self.csr.T.tocsr(), self.chunk_rows)
+        flipped.__dict__["T"] = self  # what cached_property would store
+        return flipped
+
+    def take_rows(self, indices: Any) -> np.ndarray:
+        """Rows ``indices`` (repeats allowed, any order) as a dense contiguous ``int8`` array."""
+        rows = self.csr[np.asarray(indices, dtype=np.int64)]
+        return np.ascontiguousarray(rows.toarray(), dtype=np.int8)
+
+    def dense_rows(self, start: int, stop: int) -> np.ndarray:
+        """Rows ``start:stop`` as a dense ``int8`` block (callers keep blocks bounded)."""
+        whole = start <= 0 and stop >= self.shape[0]
+        rows = self.csr if whole else self.csr[start:stop]  # slicing would copy
+        return np.ascontiguousarray(rows.toarray(), dtype=np.int8)
+
+    def cross(self, factor: np.ndarray) -> np.ndarray:
+        """``A F`` as exact int64 (``F`` has one row per column of ``A``)."""
+        from bmfdsl.kernels import pattern_cross  # numba loads on first use only
+
+        wide = np.ascontiguousarray(factor, dtype=np.int64)
+        return pattern_cross(self.csr.indptr, self.csr.indices, wide)
+
+    def transposed_cross(self, U: np.ndarray) -> np.ndarray:
+        """``Aᵀ U`` as exact int64 (``U`` has one row per row of ``A``)."""
+        from bmfdsl.kernels import pattern_transposed_cross
+
+        wide = np.ascontiguousarray(U, dtype=np.int64)
+        return pattern_transposed_cross(self.csr.indptr, self.csr.indices, wide, self.shape[1])
+
+    def squared_error(self, U: np.ndarray, V: np.ndarray) -> int:
+        """``||A - U Vᵀ||²_F = ||A||² - 2 Σ(A ∘ U Vᵀ) + Σ((UᵀU) ∘ (VᵀV))``, exact.
+
+        ``Σ(A ∘ U Vᵀ)`` is ``(U Vᵀ)`` summed over the ones of ``A``, i.e. ``Σ U ∘ (A V)``: the
+        ``m x n`` product is never formed.
+        """
+        U = np.asarray(U, dtype=np.int64)
+        V = np.asarray(V, dtype=np.int64)
+        hits = int(np.einsum("ik,ik->", U, self.cross(V)))
+        product_norm = int(np.einsum("kl,kl->", U.T @ U, V.T @ V))
+        return self.total - 2 * hits + product_norm
 
 
 class DaskMatrix:

@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from bmfdsl.matrix import DaskMatrix, InMemoryMatrix, is_dask_array
+from bmfdsl.matrix import DaskMatrix, InMemoryMatrix, SparseMatrix, is_dask_array
+from bmfdsl.validation import is_sparse
 
 __all__ = [
     "DecodedSample",
@@ -31,7 +32,9 @@ def squared_error(A: Any, U: np.ndarray, V: np.ndarray) -> int:
     """``||A - U Vᵀ||²_F`` for 0/1 matrices (the number of wrong entries when UVᵀ is 0/1).
 
     Computed in row chunks, so the temporaries stay small whatever the size of ``A`` (no
-    ``m x n`` integer copy is made); a ``dask.array`` ``A`` is summed block by block.
+    ``m x n`` integer copy is made); a ``dask.array`` ``A`` is summed block by block, and a
+    scipy sparse one as ``||A||² - 2 Σ(A ∘ UVᵀ) + Σ((UᵀU) ∘ (VᵀV))`` (integer ``U``, ``V``;
+    see :meth:`bmfdsl.matrix.SparseMatrix.squared_error`).
 
     >>> squared_error(np.eye(2, dtype=int), np.eye(2, dtype=int), np.eye(2, dtype=int))
     0
@@ -46,6 +49,8 @@ def squared_error(A: Any, U: np.ndarray, V: np.ndarray) -> int:
             _block_squared_error, data.row_aligned(U), V, shape=(1,), dtype=np.int64
         )
         return int(per_block[0])
+    if isinstance(A, SparseMatrix) or is_sparse(A):
+        return (A if isinstance(A, SparseMatrix) else SparseMatrix(A)).squared_error(U, V)
     A = A.A if isinstance(A, InMemoryMatrix) else np.asarray(A)
     m, n = A.shape
     step = max(1, _ERROR_CHUNK_ENTRIES // max(n, 1))
@@ -84,7 +89,12 @@ def relative_error(error: float, A: Any) -> float:
     >>> relative_error(0, np.zeros((2, 2)))
     0.0
     """
-    norm = float(A) if isinstance(A, numbers.Integral) else float(np.count_nonzero(A))
+    if isinstance(A, numbers.Integral):
+        norm = float(A)
+    elif is_sparse(A):
+        norm = float(A.count_nonzero())
+    else:
+        norm = float(np.count_nonzero(A))
     if norm == 0.0:
         return 0.0 if error == 0 else float("inf")
     return float(error) / norm

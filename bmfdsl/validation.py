@@ -17,13 +17,32 @@ __all__ = [
     "check_one_hot",
     "check_random_state",
     "check_rank",
+    "check_sparse_binary_matrix",
+    "is_sparse",
 ]
+
+
+def is_sparse(A: Any) -> bool:
+    """True for a scipy sparse matrix or array (anything else never imports scipy.sparse).
+
+    >>> import scipy.sparse
+    >>> is_sparse(scipy.sparse.eye(2)), is_sparse(np.eye(2))
+    (True, False)
+    """
+    if not type(A).__module__.startswith("scipy.sparse"):
+        return False
+    import scipy.sparse
+
+    return bool(scipy.sparse.issparse(A))
 
 
 def check_binary_matrix(A: Any, *, name: str = "A") -> np.ndarray:
     """Return ``A`` as a C-contiguous 2-D ``int8`` array of zeros and ones.
 
-    Accepts array-likes and scipy sparse matrices.
+    Accepts array-likes and scipy sparse matrices; a sparse one is checked without
+    densifying (:func:`check_sparse_binary_matrix`, same errors) and then densified: this is
+    for consumers that need dense data. The pipeline keeps sparse input sparse instead
+    (:class:`bmfdsl.matrix.SparseMatrix`).
 
     >>> check_binary_matrix([[1, 0], [True, 1.0]]).tolist()
     [[1, 0], [1, 1]]
@@ -32,7 +51,9 @@ def check_binary_matrix(A: Any, *, name: str = "A") -> np.ndarray:
     ...
     bmfdsl.errors.InvalidMatrixError: A must contain only 0 and 1; found 1 other value(s), e.g. 2...
     """
-    if hasattr(A, "toarray") and callable(A.toarray):  # scipy.sparse
+    if is_sparse(A):
+        return np.ascontiguousarray(check_sparse_binary_matrix(A, name=name).toarray())
+    if hasattr(A, "toarray") and callable(A.toarray):  # other sparse-like containers
         A = A.toarray()
     try:
         array = np.asarray(A)
@@ -73,6 +94,69 @@ def check_binary_matrix(A: Any, *, name: str = "A") -> np.ndarray:
             f"e.g. {example!r}. Binarize it first (e.g. (A >= threshold).astype(int))."
         )
     return np.ascontiguousarray(array, dtype=np.int8)
+
+
+def check_sparse_binary_matrix(A: Any, *, name: str = "A") -> Any:
+    """Return a scipy sparse ``A`` as a canonical ``scipy.sparse.csr_array`` of ``int8`` ones.
+
+    Checked without densifying: the shape, the dtype and the stored values (NaN, infinite or
+    anything but 0 and 1 is an error, as for dense input). Duplicate entries are summed first
+    (as ``toarray`` would) and explicit zeros dropped, so every stored value is 1 and the
+    result is the matrix's pattern. The input is never modified; its index arrays are shared
+    when it is already canonical.
+
+    >>> import scipy.sparse
+    >>> A = check_sparse_binary_matrix(scipy.sparse.coo_array(([1.0, 0.0], ([0, 1], [1, 0]))))
+    >>> A.nnz, A.dtype.name, A.toarray().tolist()
+    (1, 'int8', [[0, 1], [0, 0]])
+    >>> check_sparse_binary_matrix(scipy.sparse.csr_array([[0, 2]]))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bmfdsl.errors.InvalidMatrixError: A must contain only 0 and 1; found 1 other value(s), e.g. 2...
+    """
+    import scipy.sparse
+
+    if not scipy.sparse.issparse(A):
+        raise InvalidMatrixError(f"{name} must be a scipy sparse matrix; got {type(A).__name__}")
+    if A.ndim != 2:
+        raise InvalidMatrixError(
+            f"{name} must be 2-D (rows x columns); got {A.ndim}-D with shape {A.shape}"
+        )
+    shape = (int(A.shape[0]), int(A.shape[1]))
+    if 0 in shape:
+        raise InvalidMatrixError(f"{name} is empty (shape {shape}); give at least 1x1")
+    if not (np.issubdtype(A.dtype, np.number) or A.dtype == bool):
+        raise InvalidMatrixError(f"{name} must be numeric 0/1; got dtype {A.dtype}")
+    csr = A.tocsr()  # the same object when A is CSR already
+    if not csr.has_canonical_format:
+        csr = csr.copy()  # sum_duplicates works in place: never on the caller's matrix
+        csr.sum_duplicates()
+    values = csr.data
+    if np.issubdtype(values.dtype, np.floating) or np.issubdtype(values.dtype, np.complexfloating):
+        finite = np.isfinite(values)
+        if not finite.all():
+            raise InvalidMatrixError(
+                f"{name} contains {int((~finite).sum())} NaN or infinite value(s); "
+                "fill or drop them before factorizing"
+            )
+    if values.dtype != bool:
+        bad = (values != 0) & (values != 1)
+        if bad.any():
+            example = values[bad][0]
+            example = example.item() if hasattr(example, "item") else example
+            raise InvalidMatrixError(
+                f"{name} must contain only 0 and 1; found {int(bad.sum())} other value(s), "
+                f"e.g. {example!r}. Binarize it first (e.g. (A >= threshold).astype(int))."
+            )
+    indices, indptr = csr.indices, csr.indptr
+    stored = values != 0
+    if not stored.all():  # explicit zeros: keep the pattern of the ones only
+        kept_before = np.concatenate([[0], np.cumsum(stored, dtype=np.int64)])
+        indptr = kept_before[indptr].astype(indptr.dtype)
+        indices = indices[stored]
+    reuse = values.dtype == np.int8 and indices is csr.indices  # int8 ones already
+    ones = values if reuse else np.ones(indices.size, dtype=np.int8)
+    return scipy.sparse.csr_array((ones, indices, indptr), shape=shape, copy=False)
 
 
 def check_mask(mask: Any, shape: tuple[int, int]) -> np.ndarray:

@@ -25,7 +25,9 @@ def baseline(A: Any, rank: int, *, random_state: Any = None) -> tuple[np.ndarray
     residual keeps only 0/1 entries.
 
     Args:
-        A: ``m x n`` 0/1 matrix.
+        A: ``m x n`` 0/1 matrix; a scipy sparse one is densified (this method works on
+            dense residuals; :func:`bmfdsl.factorize` hands it only the sampled core when
+            ``sample_rows`` is set).
         rank: target rank ``r``.
         random_state: ignored (the method is deterministic); accepted so that every method in
             :data:`bmfdsl.methods.METHODS` is called the same way.

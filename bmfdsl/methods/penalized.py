@@ -53,7 +53,9 @@ def penalized(
     See the module docstring for the exact computation.
 
     Args:
-        A: ``m x n`` 0/1 matrix.
+        A: ``m x n`` 0/1 matrix; a scipy sparse one is densified (this method works on
+            dense residuals; :func:`bmfdsl.factorize` hands it only the sampled core when
+            ``sample_rows`` is set).
         rank: target rank ``r``.
         random_state: seed of the random initialisation.
         max_iter: maximum number of iterations (the paper: 1000).

@@ -198,7 +198,9 @@ def thresholded(
     exhaustive search over threshold pairs (:func:`threshold_search`).
 
     Args:
-        A: ``m x n`` 0/1 matrix.
+        A: ``m x n`` 0/1 matrix; a scipy sparse one is densified (this method works on
+            dense residuals; :func:`bmfdsl.factorize` hands it only the sampled core when
+            ``sample_rows`` is set).
         rank: target rank ``r``.
         random_state: seed of the default NMF's initialisation.
         nmf: ``None`` for the module's :func:`nmf` (multiplicative updates,
