@@ -19,7 +19,7 @@ import numpy as np
 
 from bmfdsl.bls import fits_compiled_kernel, solve_bls_from_stats, solve_bls_with_error
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
-from bmfdsl.kernels import als_loop, code_table
+from bmfdsl.kernels import als_loop, code_table, gram
 from bmfdsl.matrix import InMemoryMatrix, as_matrix
 from bmfdsl.validation import check_binary_matrix, check_one_hot
 
@@ -104,7 +104,7 @@ def als(
     }
 
     cross_t: np.ndarray | None = data.transposed_cross(U)  # Aᵀ U: the first V step needs it anyway
-    start_error = int(data.total - 2 * np.sum(cross_t * V) + np.sum(_gram(U) * _gram(V)))
+    start_error = int(data.total - 2 * np.sum(cross_t * V) + np.sum(gram(U) * gram(V)))
     history = [start_error]
     start_feasible = _is_one_hot(U if one_hot == "U" else V) if one_hot else True
     side = "U" if one_hot == "U" and not start_feasible else "V"
@@ -121,9 +121,8 @@ def als(
         if side == "V":
             if cross_t is None:
                 cross_t = data.transposed_cross(U)
-            gram = _gram(U)
             V, error = solve_bls_from_stats(
-                cross_t, gram, data.column_norms, one_hot=one_hot == "V", **solve_options
+                cross_t, gram(U), data.column_norms, one_hot=one_hot == "V", **solve_options
             )
         else:
             U, error = solve_bls_with_error(data, V, one_hot=one_hot == "U", **solve_options)
@@ -151,11 +150,6 @@ def _check_count(value: Any, name: str, *, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
         raise InvalidParameterError(f"{name} must be an integer >= {minimum}; got {value!r}")
     return int(value)
-
-
-def _gram(factor: np.ndarray) -> np.ndarray:
-    wide = factor.astype(np.int64)
-    return wide.T @ wide
 
 
 def _is_one_hot(factor: np.ndarray) -> bool:

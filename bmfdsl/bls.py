@@ -183,7 +183,7 @@ def _solve_block(block: np.ndarray, V: np.ndarray, options: dict[str, Any]) -> n
     gram = V.astype(np.int64).T @ V.astype(np.int64)
     cross = _cross_products(block, V, options.get("chunk_rows"))
     U, _ = solve_bls_from_stats(cross, gram, **options)
-    row_errors = np.count_nonzero(block, axis=1) + _code_scores(cross, gram, U)
+    row_errors = block.sum(axis=1, dtype=np.int64) + _code_scores(cross, gram, U)
     return np.concatenate([U.astype(np.int64), row_errors[:, None]], axis=1)
 
 
@@ -202,7 +202,7 @@ def _solve_checked(
     gram = V.astype(np.int64).T @ V.astype(np.int64)
     if not (one_hot or (backend is None and rank <= MAX_ENUMERATION_RANK)):
         cross = _cross_products(A, V, chunk_rows)
-        row_norms = np.count_nonzero(A, axis=1).astype(np.int64)
+        row_norms = A.sum(axis=1, dtype=np.int64)  # 0/1: the count, with no m x n temporary
         return solve_bls_from_stats(
             cross, gram, row_norms, backend=backend, backend_params=backend_params
         )

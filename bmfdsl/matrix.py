@@ -119,7 +119,7 @@ class InMemoryMatrix:
     @functools.cached_property
     def column_norms(self) -> np.ndarray:
         """``||A_:j||²`` per column (int64)."""
-        return np.count_nonzero(self.A, axis=0).astype(np.int64)
+        return self.A.sum(axis=0, dtype=np.int64)  # 0/1: the count, with no m x n temporary
 
     @property
     def total(self) -> int:
