@@ -36,6 +36,10 @@ SAMPLING_MIN_ROWS = 2000
 _SVD_MAX_ENTRIES = 2**22
 # Rows converted to float at a time on the Gram route: at most this many entries (8 MB).
 _CHUNK_ENTRIES = 2**20
+# A dense A with at most this share of ones takes the sparse route (pairs of ones instead of
+# dense products; same Gram matrix and projector). 100,000 x 2,000, one BLAS thread: at 1%
+# 24 s -> 4.2 s; at 5% 23 -> 18 s; at 10% 23 -> 36 s.
+_PATTERN_MAX_DENSITY = 0.03
 
 
 def leverage_scores(A: Any) -> np.ndarray:
@@ -78,6 +82,10 @@ def leverage_scores(A: Any) -> np.ndarray:
         left, singular, _ = np.linalg.svd(A.astype(np.float64), full_matrices=False)
         rank = int(np.sum(singular > singular[0] * max(m, n) * np.finfo(np.float64).eps))
         return np.einsum("ik,ik->i", left[:, :rank], left[:, :rank])
+    if int(np.count_nonzero(A)) <= _PATTERN_MAX_DENSITY * A.size:
+        import scipy.sparse
+
+        return _sparse_leverage_scores(SparseMatrix(scipy.sparse.csr_array(A)))
     return _block_scores(A, _gram_projector(_block_gram(A), m))
 
 

@@ -53,6 +53,22 @@ def test_gram_route_matches_svd_route(monkeypatch: pytest.MonkeyPatch) -> None:
     np.testing.assert_allclose(leverage_scores(A), expected, atol=1e-9)
 
 
+def test_a_dense_matrix_with_few_ones_takes_the_pattern_route(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rng = np.random.default_rng(6)
+    A = (rng.random((600, 40)) < 0.025).astype(np.int8)
+    A[:, 39] = A[:, 2]  # rank-deficient, as real data often is
+    expected = leverage_scores(A)  # the SVD route
+    monkeypatch.setattr(sampling, "_SVD_MAX_ENTRIES", 64)
+
+    def dense_gram(_: np.ndarray) -> np.ndarray:
+        raise AssertionError("a matrix with 2.5% ones should not take the dense Gram route")
+
+    monkeypatch.setattr(sampling, "_block_gram", dense_gram)
+    np.testing.assert_allclose(leverage_scores(A), expected, atol=1e-9)
+
+
 def test_matrix_without_ones_gets_uniform_probabilities() -> None:
     A = np.zeros((4, 3), dtype=int)
     np.testing.assert_array_equal(leverage_scores(A), np.zeros(4))
