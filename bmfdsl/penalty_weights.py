@@ -21,8 +21,8 @@ a repair variable that sits in two constraints of its own group, or a cycle betw
 has no such bound, and neither do OR chains and custom groups: those raise
 :class:`~bmfdsl.errors.InvalidParameterError` asking for an explicit weight.
 
-The bounds are sufficient, not tight: Formulation 1 with unit data needs ``λ > 2r - 1``
-where the paper's ``λ = 1`` usually works in practice but carries no guarantee.
+The bounds are sufficient, not tight: Formulation 1 on 0/1 data gets ``λ > 2r - 1``, where
+the paper's ``λ = 1`` usually works in practice but carries no guarantee.
 """
 
 from __future__ import annotations
