@@ -219,8 +219,7 @@ class DASampler(BackendSampler, Initialized):
         sampleset = dimod.SampleSet.from_samples_bqm((samples, labels), bqm)
         sampleset.info.update(
             _info(settings, sweeps, rounds),
-            anneal_time_s=anneal_time,
-            compile_time_s=compile_seconds,
+            timings={"compile": compile_seconds, "anneal": anneal_time},  # seconds; + "total"
         )
         return sampleset
 

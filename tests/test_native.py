@@ -339,8 +339,8 @@ from bmfdsl.testing import random_integer_bqm
 A = (np.random.default_rng(0).random((40, 30)) < 0.5).astype(np.int8)
 native = solve_bmf(A, 3, seed=0, settings=NativeSettings(time_limit=0.3))
 da = DASampler().sample(random_integer_bqm(50, 1), num_reads=2, time_limit=0.3, seed=0)
-print(json.dumps({"native": native.info["timings"], "da": [da.info["compile_time_s"],
-                  da.info["anneal_time_s"]]}))
+print(json.dumps({"native": native.info["timings"], "da": [da.info["timings"]["compile"],
+                  da.info["timings"]["anneal"]]}))
 """
 
 
