@@ -56,10 +56,10 @@ class QuboTerms:
         quadratic = np.zeros(self.row.size)
         offset = 0.0
         for key, factor in factors.items():
-            if key in self.linear:
-                linear += factor * self.linear[key]
+            if key in self.linear:  # in float64 even where a part is stored as float32
+                linear += np.multiply(factor, self.linear[key], dtype=np.float64)
             if key in self.quadratic:
-                quadratic += factor * self.quadratic[key]
+                quadratic += np.multiply(factor, self.quadratic[key], dtype=np.float64)
             offset += factor * self.offset.get(key, 0.0)
         return linear, quadratic, offset
 
@@ -113,7 +113,21 @@ def lower(parts: Mapping[str, list[PolyArray]], num_variables: int) -> QuboTerms
         linear[key] = lin
         offset[key] = constant
     row, col, quadratic = _coalesce(keys, firsts, seconds, owners, values, num_variables)
-    return QuboTerms(num_variables, row, col, linear, quadratic, offset)
+    return QuboTerms(
+        num_variables,
+        row,
+        col,
+        {key: _compact(part) for key, part in linear.items()},
+        {key: _compact(part) for key, part in quadratic.items()},
+        offset,
+    )
+
+
+def _compact(part: np.ndarray) -> np.ndarray:
+    """``part`` as float32 when that is exact (small integers, halves, ...): the compiled model
+    keeps these vectors for re-weighting, and BMF coefficients are nearly always such."""
+    narrow = part.astype(np.float32)
+    return narrow if np.array_equal(narrow, part) else part
 
 
 def _coalesce(

@@ -352,3 +352,15 @@ def test_one_residual_two_quadratizations(quadratize):
     with pytest.raises(InvalidParameterError, match="quadratize must be one of"):
         script.build = lambda model: quadratized_residual(model, quadratize="cubes")
         compile_model(script, A, 2)
+
+
+def test_exact_coefficients_are_stored_narrow_and_weights_applied_in_float64():
+    compiled = compile_model("formulation1", np.eye(3, dtype=np.int8), 2)
+    assert compiled.qubo.quadratic["lam"].dtype == np.float32  # small integers: exact
+    bqm = compiled.to_bqm(lam=0.1)
+    assert bqm.quadratic[("W[0][0][0]", "U[0][0]")] == -2 * 0.1  # not float32(0.1) * -2
+    objective = float(compiled.qubo.linear[""][compiled.variables.index("W[0][0][0]")])
+    assert bqm.linear["W[0][0][0]"] == objective + 3 * 0.1
+    weights = np.full((3, 3), 0.1)  # 0.1 is not a float32: the objective stays float64
+    weighted = compile_model("weighted-bmf", np.eye(3, dtype=np.int8), 2, data={"weights": weights})
+    assert weighted.qubo.quadratic[""].dtype == np.float64
