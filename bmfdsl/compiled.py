@@ -76,8 +76,9 @@ class Lowered:
         terms = lower(parts, space.size)
         del parts
         builder.release_terms()
-        terms.row, terms.col = renumber[terms.row], renumber[terms.col]
-        terms.linear = {k: v[self.positions] for k, v in terms.linear.items()}
+        if self.positions.size < space.size:  # else the renumbering is the identity
+            terms.row, terms.col = renumber[terms.row], renumber[terms.col]
+            terms.linear = {k: v[self.positions] for k, v in terms.linear.items()}
         terms.num_variables = int(self.positions.size)
         self.terms = terms
         all_labels = space.labels()

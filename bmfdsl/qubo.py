@@ -34,7 +34,7 @@ RELABEL_CHUNK = 16_384
 class QuboTerms:
     """A QUBO linear in the weights: ``Σ_w weight_w · part_w`` (``w = ""``: weight 1).
 
-    ``row < col`` are unique pairs shared by every part.
+    ``row < col`` are unique pairs shared by every part, sorted by row, then column.
     """
 
     num_variables: int
@@ -82,9 +82,9 @@ class QuboTerms:
         """BQM energies of 0/1 ``samples`` (S x num_variables), in float64."""
         linear, quadratic, offset = self.combine(weights)
         X = np.asarray(samples, dtype=np.float64).reshape(-1, self.num_variables)
-        Q = scipy.sparse.csr_matrix(
-            (quadratic, (self.row, self.col)), shape=(self.num_variables,) * 2
-        )
+        # the pairs are in CSR order (by row, then column): the row pointer is a count away
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(self.row, minlength=X.shape[1]))])
+        Q = scipy.sparse.csr_matrix((quadratic, self.col, indptr), shape=(X.shape[1],) * 2)
         pairs = np.einsum("sn,sn->s", X, np.asarray((Q @ X.T).T))  # Σ q x_row x_col
         return X @ linear + pairs + offset
 
