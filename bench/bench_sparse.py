@@ -49,30 +49,6 @@ def _parse() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def make_matrix(m: int, n: int, rank: int, seed: int = 0) -> Any:
-    """A planted CSR matrix of about 1% density: ``rank`` blocks (5% of rows x 4% of columns
-    at rank 5, scaled to keep the density) plus ``m n / 1000`` random ones."""
-    import numpy as np
-    import scipy.sparse
-
-    rng = np.random.default_rng(seed)
-    p_rows, p_columns = 0.05, 0.04 * 5 / rank
-    rows, columns = [], []
-    for _ in range(rank):
-        block_rows = np.flatnonzero(rng.random(m) < p_rows)
-        block_columns = np.flatnonzero(rng.random(n) < p_columns)
-        rows.append(np.repeat(block_rows, block_columns.size))
-        columns.append(np.tile(block_columns, block_rows.size))
-    noise = m * n // 1000
-    rows.append(rng.integers(0, m, noise))
-    columns.append(rng.integers(0, n, noise))
-    row_index, column_index = np.concatenate(rows), np.concatenate(columns)
-    ones = np.ones(row_index.size, dtype=np.int8)
-    A = scipy.sparse.csr_array((ones, (row_index, column_index)), shape=(m, n))
-    A.data[:] = 1  # overlapping blocks were summed: back to 0/1
-    return A
-
-
 def child(args: argparse.Namespace) -> None:
     """One input kind in this (fresh) process; prints one JSON line."""
     import tracemalloc
@@ -80,11 +56,13 @@ def child(args: argparse.Namespace) -> None:
     import numpy as np
 
     from bmfdsl import factorize
+    from bmfdsl.datasets import make_sparse_planted
 
-    A = make_matrix(args.m, args.n, args.rank)
+    A = make_sparse_planted(args.m, args.n, args.rank, random_state=0)
     nnz = int(A.nnz)
     csr_bytes = A.data.nbytes + A.indices.nbytes + A.indptr.nbytes
-    warm = make_matrix(3000, 60, args.rank, seed=1)  # numba loads outside the timings
+    # numba loads outside the timings
+    warm = make_sparse_planted(3000, 60, args.rank, random_state=1)
     factorize(warm if args.child == "sparse" else warm.toarray(), args.rank, sample_rows="auto")
     if args.child == "dense":
         A = A.toarray()

@@ -1,6 +1,7 @@
 """Data sets of the paper: synthetic generators, MNIST digits and gene-expression matrices.
 
-Generators (:func:`make_exact_rank`, :func:`make_bernoulli`) are seeded through
+Generators (:func:`make_exact_rank`, :func:`make_bernoulli`, :func:`make_sparse_planted`)
+are seeded through
 ``random_state``. Loaders take the folder or file as an argument; when it is omitted they read
 the folder from the environment variable ``BMFDSL_DATA_DIR`` (laid out as ``mnist/``,
 ``leukemia/`` and ``melanoma/``, like the reference data folder of the project).
@@ -33,6 +34,7 @@ __all__ = [
     "load_mnist",
     "make_bernoulli",
     "make_exact_rank",
+    "make_sparse_planted",
     "read_idx",
 ]
 
@@ -274,6 +276,49 @@ def make_exact_rank(
     A = (U.astype(np.int64) @ V.astype(np.int64).T).astype(np.int8)
     if return_factors:
         return A, U, V
+    return A
+
+
+def make_sparse_planted(m: int, n: int, r: int, random_state: Any = None) -> Any:
+    """A large, sparse 0/1 matrix with ``r`` planted blocks, as scipy CSR (about 1% ones).
+
+    Each block spans about 5% of the rows and ``0.2 / r`` of the columns (4% at ``r = 5``), so
+    the density stays near 1% whatever ``r``; ``m n / 1000`` random ones are added as noise.
+    Built from index arrays: no dense ``m x n`` array ever exists (recommender-sized data).
+
+    Args:
+        m: number of rows.
+        n: number of columns.
+        r: the number of planted blocks.
+        random_state: ``None``, an int seed or a ``numpy.random.Generator``.
+
+    Returns:
+        A ``scipy.sparse.csr_array`` of ``int8`` ones, shape ``(m, n)``.
+
+    >>> A = make_sparse_planted(2000, 300, 5, random_state=0)
+    >>> A.shape, A.dtype.name, set(A.data.tolist()), bool(0.005 < A.nnz / (2000 * 300) < 0.02)
+    ((2000, 300), 'int8', {1}, True)
+    """
+    import scipy.sparse
+
+    m, n = _check_shape(m, n)
+    if isinstance(r, bool) or not isinstance(r, int | np.integer) or r < 1:
+        raise InvalidParameterError(f"r must be a positive integer; got {r!r}")
+    rng = check_random_state(random_state)
+    p_rows, p_columns = 0.05, 0.04 * 5 / int(r)
+    rows, columns = [], []
+    for _ in range(int(r)):
+        block_rows = np.flatnonzero(rng.random(m) < p_rows)
+        block_columns = np.flatnonzero(rng.random(n) < p_columns)
+        rows.append(np.repeat(block_rows, block_columns.size))
+        columns.append(np.tile(block_columns, block_rows.size))
+    noise = m * n // 1000
+    rows.append(rng.integers(0, m, noise))
+    columns.append(rng.integers(0, n, noise))
+    row_index, column_index = np.concatenate(rows), np.concatenate(columns)
+    ones = np.ones(row_index.size, dtype=np.int8)
+    A = scipy.sparse.csr_array((ones, (row_index, column_index)), shape=(m, n))
+    A.data[:] = 1  # overlapping blocks were summed: back to 0/1
     return A
 
 

@@ -16,6 +16,7 @@ from bmfdsl.datasets import (
     load_mnist,
     make_bernoulli,
     make_exact_rank,
+    make_sparse_planted,
     read_idx,
 )
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
@@ -57,6 +58,18 @@ def test_bernoulli_shape_reproducible_and_density():
 def test_bernoulli_rejects_bad_parameters(args, message):
     with pytest.raises(InvalidParameterError, match=message):
         make_bernoulli(*args)
+
+
+def test_sparse_planted_is_reproducible_sparse_and_checked():
+    A = make_sparse_planted(4000, 500, 4, random_state=2)
+    assert A.format == "csr" and set(A.data.tolist()) == {1}
+    assert 0.004 < A.nnz / (4000 * 500) < 0.02  # about 1% ones whatever the rank
+    assert (make_sparse_planted(4000, 500, 4, random_state=2) != A).nnz == 0
+    assert (make_sparse_planted(4000, 500, 4, random_state=3) != A).nnz > 0
+    with pytest.raises(InvalidParameterError, match="r must"):
+        make_sparse_planted(10, 10, 0)
+    with pytest.raises(InvalidParameterError, match="n must"):
+        make_sparse_planted(10, -1, 2)
 
 
 @pytest.mark.parametrize("rank", [1, 2, 3, 4, 5])

@@ -19,6 +19,7 @@ from bmfdsl._als import als
 from bmfdsl.bls import solve_bls_with_error
 from bmfdsl.bounds import spectral_bound
 from bmfdsl.cli import main
+from bmfdsl.datasets import make_sparse_planted
 from bmfdsl.errors import InvalidMatrixError
 from bmfdsl.matrix import SparseMatrix, as_matrix, transpose
 from bmfdsl.result import relative_error, squared_error
@@ -37,25 +38,6 @@ def _planted(m, n, rank, p_u, p_v, noise, seed):
     V = rng.random((n, rank)) < p_v
     A = (U.astype(np.int64) @ V.T.astype(np.int64) > 0) ^ (rng.random((m, n)) < noise)
     return A.astype(np.int8)
-
-
-def _sparse_planted(m, n, rank, seed):
-    """A planted rank-``rank`` CSR matrix (~1% density) built without a dense m x n array."""
-    rng = np.random.default_rng(seed)
-    rows, cols = [], []
-    for _ in range(rank):
-        r = np.flatnonzero(rng.random(m) < 0.05)
-        c = np.flatnonzero(rng.random(n) < 0.04)
-        rows.append(np.repeat(r, c.size))
-        cols.append(np.tile(c, r.size))
-    noise = m * n // 1000
-    rows.append(rng.integers(0, m, noise))
-    cols.append(rng.integers(0, n, noise))
-    rows_all, cols_all = np.concatenate(rows), np.concatenate(cols)
-    ones = np.ones(rows_all.size, dtype=np.int8)
-    A = scipy.sparse.csr_array((ones, (rows_all, cols_all)), shape=(m, n))
-    A.data[:] = 1  # overlapping blocks summed to 2 or more: back to 0/1
-    return A
 
 
 @pytest.fixture
@@ -234,7 +216,7 @@ def test_masked_sparse_input_is_densified_and_equals_dense():
 
 def test_a_sampled_sparse_run_never_densifies_the_matrix(watch_toarray):
     m, n = 150_000, 600
-    A = _sparse_planted(m, n, 4, seed=8)
+    A = make_sparse_planted(m, n, 4, random_state=8)
     warm = scipy.sparse.csr_array(_random((2100, 30), 0.1, seed=0))
     factorize(warm, 4, sample_rows="auto", random_state=0)  # numba loads outside the trace
     watch_toarray.clear()
