@@ -20,12 +20,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import sys
 import time
 import tracemalloc
 from pathlib import Path
 from typing import Any
+
+from _machine import machine
 
 PAPER_SECONDS = {  # Malik et al. 2021, section "Discussion", m = 50,000, r = 5, means
     "penalized": 39.0,
@@ -160,15 +160,7 @@ def main() -> None:
         )
         print(rows[-2], rows[-1], sep="\n", flush=True)
 
-    environment = {
-        "python": sys.version.split()[0],
-        "numpy": np.__version__,
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "blas_threads": args.blas_threads,
-        "load_average": os.getloadavg(),
-        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-    }
+    environment = machine(args.blas_threads)
     args.out.mkdir(parents=True, exist_ok=True)
     payload = {"environment": environment, "paper_seconds_m50000_r5": PAPER_SECONDS, "rows": rows}
     (args.out / "methods.json").write_text(json.dumps(payload, indent=2) + "\n")

@@ -29,12 +29,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import sys
-import time
 import tracemalloc
 from pathlib import Path
 from typing import Any
+
+from _machine import machine
 
 PAPER_SECONDS = {  # Malik et al. 2021, section "Discussion", m = 50,000, r = 5, mean times
     "penalized": 39.0,
@@ -63,7 +62,6 @@ def main() -> None:
 
     import dask
     import dask.array as da
-    import numpy as np  # after the thread settings
 
     from bmfdsl import factorize
     from bmfdsl._factorize import DEFAULT_BACKEND
@@ -143,17 +141,7 @@ def main() -> None:
                 rows.append(row)
                 print(json.dumps(row), flush=True)
 
-    environment = {
-        "python": sys.version.split()[0],
-        "numpy": np.__version__,
-        "dask": dask.__version__,
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "blas_threads": args.blas_threads,
-        "load_average": os.getloadavg(),
-        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-        "default_backend": default_backend,
-    }
+    environment = machine(args.blas_threads, dask=dask.__version__, default_backend=default_backend)
     args.out.mkdir(parents=True, exist_ok=True)
     payload = {
         "environment": environment,

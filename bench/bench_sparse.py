@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
@@ -28,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from _machine import machine
 
 RESULTS = Path(__file__).resolve().parent / "results"
 STAGES = ("sampling", "compile", "solve", "bls", "als", "bounds", "total")
@@ -145,15 +146,7 @@ def main() -> None:
             same = same and all(
                 rows[0][key] == rows[1][key] for key in ("error", "lower_bound", "relative_error")
             )
-    environment = {
-        "python": sys.version.split()[0],
-        "numpy": np.__version__,
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "blas_threads": args.blas_threads,
-        "load_average": os.getloadavg(),
-        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-    }
+    environment = machine(args.blas_threads)
     payload = {"environment": environment, "identical_results": same, "rows": rows}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.name}.json").write_text(json.dumps(payload, indent=2) + "\n")
