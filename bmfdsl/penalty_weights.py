@@ -34,6 +34,7 @@ import numpy as np
 from bmfdsl.dsl import ConstraintGroup, ModelBuilder
 from bmfdsl.errors import InvalidParameterError
 from bmfdsl.expr import PolyArray
+from bmfdsl.quadratize import merge_terms
 
 __all__ = ["SUFFICIENT", "sufficient_weights"]
 
@@ -115,19 +116,13 @@ def resolve_sufficient(
 
 
 def _absolute_sums(poly: PolyArray, size: int) -> np.ndarray:
-    """Per variable: Σ |coefficient| over the (merged) terms that contain it."""
-    _, _, var, coef = poly.terms
+    """Per variable: Σ |coefficient| over the terms that contain it, equal terms of each
+    element merged first (the objective is one element: its terms merge whole)."""
+    _, _, var, coef = merge_terms(poly).terms
+    magnitude = np.abs(coef)
     pair = var[:, 1] >= 0
-    single = ~pair
-    linear = np.bincount(var[single, 0], weights=coef[single], minlength=size)
-    first = np.minimum(var[pair, 0], var[pair, 1]).astype(np.int64)
-    second = np.maximum(var[pair, 0], var[pair, 1]).astype(np.int64)
-    codes, inverse = np.unique(first * size + second, return_inverse=True)
-    merged = np.abs(np.bincount(inverse, weights=coef[pair], minlength=codes.size))
-    return (
-        np.abs(linear)
-        + np.bincount(codes // size, weights=merged, minlength=size)
-        + np.bincount(codes % size, weights=merged, minlength=size)
+    return np.bincount(var[:, 0], weights=magnitude, minlength=size) + np.bincount(
+        var[pair, 1], weights=magnitude[pair], minlength=size
     )
 
 
