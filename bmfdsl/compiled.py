@@ -76,16 +76,15 @@ class Lowered:
         terms = lower(parts, space.size)
         del parts
         builder.release_terms()
-        if self.positions.size < space.size:  # else the renumbering is the identity
+        all_labels = space.labels()
+        if self.positions.size == space.size:  # every variable used, the common case:
+            self.labels = all_labels  # the renumbering is the identity
+        else:
             terms.row, terms.col = renumber[terms.row], renumber[terms.col]
             terms.linear = {k: v[self.positions] for k, v in terms.linear.items()}
+            self.labels = [all_labels[i] for i in self.positions.tolist()]
         terms.num_variables = int(self.positions.size)
         self.terms = terms
-        all_labels = space.labels()
-        if self.positions.size == space.size:  # every variable used: the common case
-            self.labels = all_labels
-        else:
-            self.labels = [all_labels[i] for i in self.positions.tolist()]
         self.layout = VariableLayout(
             variables=self.labels,
             u_index=renumber[self.u_full],
