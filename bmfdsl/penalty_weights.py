@@ -98,20 +98,18 @@ def sufficient_weights(builder: ModelBuilder) -> dict[str, float]:
 
 
 def resolve_sufficient(
-    weights: Mapping[str, object], compute: Mapping[str, float] | None
+    weights: Mapping[str, object], sufficient: Mapping[str, float]
 ) -> dict[str, object]:
-    """``weights`` with every ``"sufficient"`` value replaced from ``compute``."""
-    if compute is None:
-        return dict(weights)
+    """``weights`` with every ``"sufficient"`` value replaced from ``sufficient``."""
     resolved = dict(weights)
     for name, value in weights.items():
         if isinstance(value, str) and value == SUFFICIENT:
-            if name not in compute:
+            if name not in sufficient:
                 raise InvalidParameterError(
                     f"weight {name!r} weighs no constraint group, so it has no sufficient "
                     "value; pass a number"
                 )
-            resolved[name] = compute[name]
+            resolved[name] = sufficient[name]
     return resolved
 
 
