@@ -36,7 +36,7 @@ from bmfdsl.errors import InvalidParameterError
 from bmfdsl.expr import PolyArray
 from bmfdsl.quadratize import merge_terms
 
-__all__ = ["SUFFICIENT", "sufficient_weights"]
+__all__ = ["SUFFICIENT", "resolve_sufficient", "sufficient_weights"]
 
 #: The weight value that asks for :func:`sufficient_weights` (``to_bqm(lam="sufficient")``).
 SUFFICIENT = "sufficient"
