@@ -59,12 +59,11 @@ class Lowered:
         parts: dict[str, list[Any]] = {"": [builder.objective]}
         for group in builder.groups.values():
             parts.setdefault(group.weight, []).append(group.penalties)
-        used = np.zeros(space.size, dtype=bool)
+        used = np.zeros(space.size + 1, dtype=bool)  # the extra last slot takes var == -1
         for expressions in parts.values():
             for expression in expressions:
-                var = expression.terms[2]
-                used[var[:, 0]] = True
-                used[var[:, 1][var[:, 1] >= 0]] = True
+                used[expression.terms[2].ravel()] = True
+        used = used[:-1]
         U, V = builder.factor_arrays  # type: ignore[misc]
         self.u_full = U.variable_indices()
         self.v_full = V.variable_indices()
@@ -101,6 +100,10 @@ class Lowered:
         out = np.zeros((samples.shape[0], self.builder.space.size), dtype=np.int8)
         out[:, self.positions] = samples
         return out
+
+    def in_bqm_order(self, X: np.ndarray) -> np.ndarray:
+        """Assignments over every declared variable (S x all) restricted to the BQM's."""
+        return X if self.positions.size == X.shape[1] else X[:, self.positions]
 
     def fill(self, U: np.ndarray, V: np.ndarray) -> np.ndarray:
         """The feasible assignments (S x all variables) for stacked ``U``, ``V``."""
@@ -159,7 +162,7 @@ def verify_claim(lowered: Lowered, name: str, where: str) -> None:
         _random_factor(rng, n, r, builder.one_hot == "V") for _ in range(_CHECK_POINTS)
     ]
     U, V = np.stack(Us), np.stack(Vs)
-    X = lowered.fill(U, V)[:, lowered.positions]
+    X = lowered.in_bqm_order(lowered.fill(U, V))
     weights = {w: 1.0 for w in builder.weights}
     energies = lowered.terms.energies(X, weights)
     declared = BMFStructure(builder.A, r, builder.one_hot, claim.mask, claim.weights).errors(U, V)
@@ -408,7 +411,7 @@ class CompiledModel:
         U = self._check_factor(U, m, "U")
         V = self._check_factor(V, n, "V")
         lowered = self.lowered
-        return lowered.fill(U[None], V[None])[0, lowered.positions]
+        return lowered.in_bqm_order(lowered.fill(U[None], V[None]))[0]
 
     def encode(self, U: Any, V: Any) -> dict[str, int]:
         """The feasible assignment for ``(U, V)`` (auxiliaries filled in), by label."""
@@ -449,7 +452,7 @@ class CompiledModel:
         V = samples[:, lowered.layout.v_index]
         if _is_factor_only(sampleset, lowered.layout):
             X = lowered.fill(U, V)
-            samples = X[:, lowered.positions]
+            samples = lowered.in_bqm_order(X)
         else:
             X = lowered.full_samples(samples)
         energies = lowered.terms.energies(samples, self.resolve_weights(**weights))

@@ -118,7 +118,10 @@ class VariableSpace:
 
     def labels(self) -> list[str]:
         """Every variable label, in index order."""
-        return [label for block in self.blocks.values() for label in block.labels()]
+        labels: list[str] = []
+        for block in self.blocks.values():
+            labels.extend(block.labels())
+        return labels
 
     def label(self, index: int) -> str:
         """The label of variable ``index``."""
@@ -485,15 +488,15 @@ class PolyArray:
         flat_const = const.ravel()
         quad_var = np.stack([np.minimum(x, y), np.where(same, -1, np.maximum(x, y))], axis=1)
         none = np.full(elem.size, -1, INDEX)
-        out_elem = np.concatenate([elem, elem, elem[left]])
-        out_var = np.concatenate([np.stack([first, none], 1), np.stack([first, none], 1), quad_var])
-        out_coef = np.concatenate(
-            [coef * coef, 2.0 * flat_const[elem] * coef, 2.0 * coef[left] * coef[right]]
-        )
+        out_elem = np.concatenate([elem, elem[left]])
+        out_var = np.concatenate([np.stack([first, none], 1), quad_var])
+        # w² x + 2 c w x as one term per x: a residual's linear terms rarely cancel (a - x: 1 - 2a)
+        linear = coef * coef + 2.0 * flat_const[elem] * coef
+        out_coef = np.concatenate([linear, 2.0 * coef[left] * coef[right]])
         keep = out_coef != 0
-        return PolyArray(
-            self.space, self.shape, const * const, out_elem[keep], out_var[keep], out_coef[keep]
-        )
+        if not keep.all():
+            out_elem, out_var, out_coef = out_elem[keep], out_var[keep], out_coef[keep]
+        return PolyArray(self.space, self.shape, const * const, out_elem, out_var, out_coef)
 
     def __pow__(self, exponent: int) -> Any:
         if exponent == 1:
