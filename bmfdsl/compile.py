@@ -288,8 +288,8 @@ def compile_model(
         structure_check=check if structure is not None else None,
         size_estimate=estimate,
         memory_limit=int(memory_limit),
+        lowered=lowered,
     )
-    compiled._lowered = lowered
     return compiled
 
 

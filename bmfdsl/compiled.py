@@ -210,6 +210,7 @@ class CompiledModel:
         structure_check: str | None,
         size_estimate: tuple[int, int] | None = None,
         memory_limit: int | None = None,
+        lowered: Lowered | None = None,
     ) -> None:
         self.model_name = model_name
         self.A = A
@@ -221,7 +222,7 @@ class CompiledModel:
         self.structure = structure
         self.structure_check = structure_check
         self._declare = declare
-        self._lowered: Lowered | None = None
+        self._lowered = lowered  # built and checked already, or on first use
         self._sufficient: dict[str, float] | None = None
         self._size_estimate = size_estimate  # (terms, variables) before the model is built
         self._memory_limit = memory_limit

@@ -67,6 +67,19 @@ def test_reweighting_never_rebuilds(monkeypatch):
     assert len(offsets) == 4  # the one-hot constant λ n changes with the weight
 
 
+def test_labels_survive_relabelling_in_chunks():
+    from bmfdsl.qubo import RELABEL_CHUNK
+
+    data = (np.random.default_rng(3).random((30, 40)) < 0.5).astype(np.int8)
+    compiled = compile_model("formulation1", data, 5)  # 6,350 variables: more than one chunk
+    assert compiled.num_variables > RELABEL_CHUNK
+    bqm = compiled.to_bqm(lam=1.0)
+    assert list(bqm.variables) == compiled.variables
+    X = compiled.encode_array(np.eye(30, 5, dtype=np.int8), np.eye(40, 5, dtype=np.int8))
+    labelled = dict(zip(compiled.variables, X.tolist(), strict=True))
+    assert bqm.energy(labelled) == pytest.approx(float(compiled.qubo.energies(X, {"lam": 1.0})[0]))
+
+
 def test_large_instances_are_checked_on_sub_instances_and_built_lazily(monkeypatch):
     shapes = _count_declarations(monkeypatch)
     big = (np.random.default_rng(0).random((150, 140)) < 0.3).astype(np.int8)
