@@ -125,8 +125,28 @@ class NealBackend(BackendSampler, Initialized):
             sampleset = run_rounds(
                 run_round, time_limit=time_limit, seed=seed, num_reads=num_reads or given or 1
             )
-        sampleset.info["num_sweeps"] = int(num_sweeps or DWAVE_SAMPLERS_SWEEPS)
+        sampleset.info["num_sweeps"] = _sweeps_per_read(
+            num_sweeps, num_sweeps_per_beta, beta_schedule_type, beta_schedule
+        )
         return sampleset
+
+
+def _sweeps_per_read(
+    num_sweeps: int | None,
+    num_sweeps_per_beta: int | None,
+    beta_schedule_type: str | None,
+    beta_schedule: Any,
+) -> int:
+    """The sweeps dwave-samplers runs per read: a custom schedule fixes them itself.
+
+    >>> _sweeps_per_read(None, 2, "custom", [0.1, 1.0, 5.0])
+    6
+    >>> _sweeps_per_read(None, None, None, None)
+    1000
+    """
+    if beta_schedule_type == "custom" and beta_schedule is not None:
+        return len(beta_schedule) * (num_sweeps_per_beta or 1)
+    return int(num_sweeps or DWAVE_SAMPLERS_SWEEPS)
 
 
 class TabuBackend(BackendSampler, Initialized):

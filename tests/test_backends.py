@@ -247,6 +247,23 @@ def test_time_limit_keeps_sampling_until_spent(name):
     assert sampleset.first.energy == pytest.approx(ground)
 
 
+@pytest.mark.parametrize(
+    ("options", "sweeps"),
+    [
+        ({}, 1000),
+        ({"num_sweeps": 40, "num_sweeps_per_beta": 4}, 40),
+        ({"beta_schedule_type": "custom", "beta_schedule": [0.1, 1.0, 3.0]}, 3),
+        (
+            {"beta_schedule_type": "custom", "beta_schedule": [0.1, 3.0], "num_sweeps_per_beta": 5},
+            10,
+        ),
+    ],
+)
+def test_neal_reports_the_sweeps_it_ran(options, sweeps):
+    sampleset = get_backend("neal").sample(small_bqm(), num_reads=1, seed=3, **options)
+    assert sampleset.info["num_sweeps"] == sweeps
+
+
 def test_exact_refuses_more_than_twenty_variables():
     bqm = dimod.BinaryQuadraticModel({i: 1.0 for i in range(21)}, {}, 0.0, "BINARY")
     with pytest.raises(InvalidParameterError, match="21 > 20"):

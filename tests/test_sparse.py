@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 import scipy.sparse
 
-from bmfdsl import BinaryMatrixFactorization, factorize
-from bmfdsl._als import als
+from bmfdsl import BinaryMatrixFactorization, als, factorize
 from bmfdsl.bls import solve_bls_with_error
 from bmfdsl.bounds import spectral_bound
 from bmfdsl.cli import main
