@@ -167,6 +167,7 @@ def _coalesce(
         ):  # pragma: no cover - scipy keeps explicit zeros; this guards the assumption
             raise RuntimeError("coalescing gave different patterns per weight")
         quadratic[key] = np.asarray(matrix.data, dtype=np.float64)
+        del data, matrix  # before the next weight's copies
     assert pattern is not None
     indptr, indices = pattern
     row = np.repeat(np.arange(num_variables, dtype=indices.dtype), np.diff(indptr))
