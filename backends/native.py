@@ -11,6 +11,7 @@ without a verified structure go to a generic backend (``da``, ``neal``, ...).
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 import dimod
@@ -57,7 +58,7 @@ _DESCRIPTIONS = {
     "max_enumeration": f"cost cap of the exact rank-1 certificate {_default('max_enumeration')}",
     "num_solutions": f"distinct solutions returned, best first {_default('num_solutions')}",
     "patience": "stop after this many restarts without improvement, and at least as many "
-    f"as it took to find the best {_default('patience')}",
+    f"as it took to find the best; math.inf: never stop early {_default('patience')}",
 }
 
 
@@ -163,9 +164,11 @@ class NativeSampler(StructuredSampler):
                 )
                 plain_only["time_limit"] = time_limit
             options: dict[str, Any] = {**plain_only, "num_solutions": num_solutions}
+            given = {key: value for key, value in options.items() if value is not None}
+            if patience == math.inf:  # no early stop: the settings spell that None
+                given["patience"] = None
             settings = NativeSettings(
-                num_reads=None if num_reads is None else int(num_reads),
-                **{key: value for key, value in options.items() if value is not None},
+                num_reads=None if num_reads is None else int(num_reads), **given
             )
             plain = solve_bmf(
                 structure.A,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import subprocess
 import sys
@@ -320,6 +321,17 @@ def test_patience_stops_a_stalled_search_early():
     assert not full.info["stopped_early"] and full.info["restarts"] == 40
     with pytest.raises(InvalidParameterError, match="patience"):
         NativeSettings(patience=0)
+
+
+def test_the_backend_can_ask_for_the_whole_budget():
+    structure = BMFStructure(make_bernoulli(20, 20, 0.5, random_state=3), 3)
+    sampler = NativeSampler()
+    stalled = sampler.sample_bmf(structure, seed=0, num_reads=40, patience=2)
+    assert stalled.info["stopped_early"] and stalled.info["restarts"] < 40
+    whole = sampler.sample_bmf(structure, seed=0, num_reads=40, patience=math.inf)
+    assert not whole.info["stopped_early"] and whole.info["restarts"] == 40
+    with pytest.raises(InvalidParameterError, match="patience"):
+        sampler.sample_bmf(structure, seed=0, patience=0)
 
 
 def test_kernels_are_compiled_once_and_outside_the_budget():
