@@ -118,7 +118,8 @@ def factorize(
     rows are made dense for the core solve, BLS and ALS use ``A V`` and ``Aᵀ U`` (``O(nnz r)``
     passes) and the error is ``||A||² - 2 Σ(A ∘ UVᵀ) + ||UVᵀ||²``; the lower bounds use sparse
     Gram products. Without sampling (``sample_rows=None``, the default) the core solve takes
-    all of ``A``, which the solvers need dense: the input is then densified once, so pass
+    all of ``A``, which the solvers need dense: the input is then densified once (refused
+    with :class:`~bmfdsl.errors.ModelTooLargeError` beyond 2 GiB dense), so pass
     ``sample_rows="auto"`` (or a number) for a large sparse matrix. Either way the result is
     the one the same matrix gives as a dense array (same seed, same ``U``, ``V``, error and
     bound). ``certify`` and ``mask`` densify (both are for small matrices).
@@ -240,7 +241,7 @@ def _load(A: Any, rank: Any, sample_rows: Any) -> tuple[Data, int | None]:
         m, n = data.shape
         s = _sample_size(sample_rows, max(m, n), min(m, n), check_rank(rank, (m, n)))
         if s is None and isinstance(data, SparseMatrix):
-            data = InMemoryMatrix(data.dense_rows(0, m))
+            data = InMemoryMatrix(data.dense())
         return data, s
     if A.ndim != 2 or 0 in A.shape:
         raise InvalidMatrixError(f"A must be a non-empty 2-D array; got shape {A.shape}")

@@ -25,10 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from bmfdsl.errors import InvalidMatrixError
+from bmfdsl.errors import InvalidMatrixError, ModelTooLargeError
 from bmfdsl.validation import check_binary_matrix, check_sparse_binary_matrix, is_sparse
 
 __all__ = [
+    "DENSIFY_LIMIT_BYTES",
     "DaskMatrix",
     "InMemoryMatrix",
     "Orientation",
@@ -41,6 +42,10 @@ __all__ = [
 
 # Rows of A converted to float at a time when accumulating Aᵀ U (bounded memory).
 _CHUNK_ELEMENTS = 4 * 2**20
+
+#: The most a sparse input may take once densified whole (one byte per entry), for the
+#: routes that need all of it dense.
+DENSIFY_LIMIT_BYTES = 2 * 2**30
 
 
 def is_dask_array(A: Any) -> bool:
@@ -190,6 +195,23 @@ class SparseMatrix:
         whole = start <= 0 and stop >= self.shape[0]
         rows = self.csr if whole else self.csr[start:stop]  # slicing would copy
         return np.ascontiguousarray(rows.toarray(), dtype=np.int8)
+
+    def dense(self, limit: int = DENSIFY_LIMIT_BYTES) -> np.ndarray:
+        """All of ``A`` as a dense ``int8`` array; refused when it would pass ``limit`` bytes.
+
+        >>> import scipy.sparse
+        >>> SparseMatrix(scipy.sparse.eye(2, format="csr")).dense()
+        array([[1, 0],
+               [0, 1]], dtype=int8)
+        """
+        m, n = self.shape
+        if m * n > limit:
+            raise ModelTooLargeError(
+                f"this sparse {m}x{n} matrix would take {m * n / 2**30:.1f} GiB dense, over "
+                f"{limit / 2**30:.1f} GiB; pass sample_rows='auto' (leverage-score row "
+                "sampling keeps it sparse) or densify it yourself (A.toarray()) if you mean to"
+            )
+        return self.dense_rows(0, m)
 
     def cross(self, factor: np.ndarray) -> np.ndarray:
         """``A F`` as exact int64 (``F`` has one row per column of ``A``)."""

@@ -19,7 +19,7 @@ from bmfdsl.bls import solve_bls_with_error
 from bmfdsl.bounds import spectral_bound
 from bmfdsl.cli import main
 from bmfdsl.datasets import make_sparse_planted
-from bmfdsl.errors import InvalidMatrixError
+from bmfdsl.errors import InvalidMatrixError, ModelTooLargeError
 from bmfdsl.matrix import SparseMatrix, as_matrix, transpose
 from bmfdsl.result import relative_error, squared_error
 from bmfdsl.sampling import leverage_scores
@@ -211,6 +211,16 @@ def test_masked_sparse_input_is_densified_and_equals_dense():
     dense = factorize(A, 2, mask=mask, random_state=0)
     sparse = factorize(scipy.sparse.csr_array(A), 2, mask=mask, random_state=0)
     assert np.array_equal(dense.U, sparse.U) and dense.error == sparse.error
+
+
+def test_a_sparse_matrix_too_big_to_densify_is_refused_before_allocating(watch_toarray):
+    m, n = 200_000, 20_000  # 3.7 GiB dense, 40 ones
+    rows, cols = np.arange(0, m, 5000), np.arange(0, n, 500)
+    A = scipy.sparse.csr_array((np.ones(rows.size, np.int8), (rows, cols)), shape=(m, n))
+    with pytest.raises(ModelTooLargeError, match="sample_rows='auto'") as raised:
+        factorize(A, 2, random_state=0)
+    assert "3.7 GiB" in str(raised.value)
+    assert not watch_toarray  # refused before anything was made dense
 
 
 def test_a_sampled_sparse_run_never_densifies_the_matrix(watch_toarray):
