@@ -164,11 +164,11 @@ class NativeSampler(StructuredSampler):
                 )
                 plain_only["time_limit"] = time_limit
             options: dict[str, Any] = {**plain_only, "num_solutions": num_solutions}
-            given = {key: value for key, value in options.items() if value is not None}
+            chosen = {key: value for key, value in options.items() if value is not None}
             if patience == math.inf:  # no early stop: the settings spell that None
-                given["patience"] = None
+                chosen["patience"] = None
             settings = NativeSettings(
-                num_reads=None if num_reads is None else int(num_reads), **given
+                num_reads=None if num_reads is None else int(num_reads), **chosen
             )
             plain = solve_bmf(
                 structure.A,
