@@ -79,7 +79,9 @@ class Lowered:
         if self.positions.size == space.size:  # every variable used, the common case:
             self.labels = all_labels  # the renumbering is the identity
         else:
-            terms.row, terms.col = renumber[terms.row], renumber[terms.col]
+            # unused variables have no pairs: their rows are empty, the rest keep their order
+            terms.indptr = np.append(terms.indptr[self.positions], terms.indptr[-1])
+            terms.col = renumber[terms.col]
             terms.linear = {k: v[self.positions] for k, v in terms.linear.items()}
             self.labels = [all_labels[i] for i in self.positions.tolist()]
         terms.num_variables = int(self.positions.size)

@@ -14,7 +14,7 @@ import dimod
 import numpy as np
 import scipy.sparse
 
-from bmfdsl.expr import PolyArray
+from bmfdsl.expr import INDEX, PolyArray
 
 __all__ = ["BQM_BYTES_PER_INTERACTION", "BQM_BYTES_PER_VARIABLE", "QuboTerms", "lower"]
 
@@ -26,6 +26,8 @@ BQM_BYTES_PER_INTERACTION = 54
 #: a variable's two entries in dimod's label maps, its bias and adjacency header (the label
 #: strings themselves are shared with ``CompiledModel.variables``).
 BQM_BYTES_PER_VARIABLE = 100
+#: coefficients scaled per step when combining the weights' parts
+COMBINE_BLOCK = 65_536
 #: labels handed to dimod's ``relabel_variables`` per call
 RELABEL_CHUNK = 512
 
@@ -34,11 +36,12 @@ RELABEL_CHUNK = 512
 class QuboTerms:
     """A QUBO linear in the weights: ``Σ_w weight_w · part_w`` (``w = ""``: weight 1).
 
-    ``row < col`` are unique pairs shared by every part, sorted by row, then column.
+    The pairs ``row < col`` are unique, shared by every part and stored in CSR order: row
+    ``i``'s columns are ``col[indptr[i]:indptr[i + 1]]``, ascending.
     """
 
     num_variables: int
-    row: np.ndarray
+    indptr: np.ndarray
     col: np.ndarray
     linear: dict[str, np.ndarray]
     quadratic: dict[str, np.ndarray]
@@ -47,29 +50,35 @@ class QuboTerms:
     @property
     def num_interactions(self) -> int:
         """The number of distinct quadratic pairs."""
-        return int(self.row.size)
+        return int(self.col.size)
+
+    @property
+    def row(self) -> np.ndarray:
+        """Each pair's first variable (expanded from ``indptr`` on demand)."""
+        return np.repeat(np.arange(self.num_variables, dtype=self.col.dtype), np.diff(self.indptr))
 
     def combine(self, weights: Mapping[str, float]) -> tuple[np.ndarray, np.ndarray, float]:
         """Linear biases, quadratic biases and offset for one weight setting."""
         factors = {"": 1.0, **weights}
         linear = np.zeros(self.num_variables)
-        quadratic = np.zeros(self.row.size)
+        quadratic = np.zeros(self.col.size)
         offset = 0.0
         for key, factor in factors.items():
-            if key in self.linear:  # in float64 even where a part is stored as float32
-                linear += np.multiply(factor, self.linear[key], dtype=np.float64)
+            if key in self.linear:
+                _accumulate(linear, factor, self.linear[key])
             if key in self.quadratic:
-                quadratic += np.multiply(factor, self.quadratic[key], dtype=np.float64)
+                _accumulate(quadratic, factor, self.quadratic[key])
             offset += factor * self.offset.get(key, 0.0)
         return linear, quadratic, offset
 
     def to_bqm(self, weights: Mapping[str, float], labels: list[str]) -> dimod.BinaryQuadraticModel:
         """The dimod BQM for one weight setting, labelled ``labels`` (strings)."""
         linear, quadratic, offset = self.combine(weights)
+        row = self.row
         bqm = dimod.BinaryQuadraticModel.from_numpy_vectors(
-            linear, (self.row, self.col, quadratic), offset, dimod.BINARY
+            linear, (row, self.col, quadratic), offset, dimod.BINARY
         )
-        del linear, quadratic  # copied into the BQM
+        del linear, row, quadratic  # copied into the BQM
         # dimod relabels through three label dicts of the mapping's size: in chunks they stay
         # small and in cache (F1 at 300x300 r=5: peak 247 -> 165 MB beyond the arrays with
         # chunks of 16,384, no slower with 512; at 30x38, 4.7 MB with 16,384 and 3.9 MB
@@ -83,11 +92,17 @@ class QuboTerms:
         """BQM energies of 0/1 ``samples`` (S x num_variables), in float64."""
         linear, quadratic, offset = self.combine(weights)
         X = np.asarray(samples, dtype=np.float64).reshape(-1, self.num_variables)
-        # the pairs are in CSR order (by row, then column): the row pointer is a count away
-        indptr = np.concatenate([[0], np.cumsum(np.bincount(self.row, minlength=X.shape[1]))])
-        Q = scipy.sparse.csr_matrix((quadratic, self.col, indptr), shape=(X.shape[1],) * 2)
+        Q = scipy.sparse.csr_matrix((quadratic, self.col, self.indptr), shape=(X.shape[1],) * 2)
         pairs = np.einsum("sn,sn->s", X, np.asarray((Q @ X.T).T))  # Σ q x_row x_col
         return X @ linear + pairs + offset
+
+
+def _accumulate(total: np.ndarray, factor: float, part: np.ndarray) -> None:
+    """``total += factor * part`` in float64 (even where ``part`` is stored as float32), a
+    block at a time: no temporary of ``total``'s size next to the BQM being built."""
+    for start in range(0, part.size, COMBINE_BLOCK):
+        stop = start + COMBINE_BLOCK
+        total[start:stop] += np.multiply(factor, part[start:stop], dtype=np.float64)
 
 
 def lower(parts: Mapping[str, list[PolyArray]], num_variables: int) -> QuboTerms:
@@ -113,10 +128,10 @@ def lower(parts: Mapping[str, list[PolyArray]], num_variables: int) -> QuboTerms
                 values.append(coef[pair])
         linear[key] = lin
         offset[key] = constant
-    row, col, quadratic = _coalesce(keys, firsts, seconds, owners, values, num_variables)
+    indptr, col, quadratic = _coalesce(keys, firsts, seconds, owners, values, num_variables)
     return QuboTerms(
         num_variables,
-        row,
+        indptr,
         col,
         {key: _compact(part) for key, part in linear.items()},
         {key: _compact(part) for key, part in quadratic.items()},
@@ -125,10 +140,15 @@ def lower(parts: Mapping[str, list[PolyArray]], num_variables: int) -> QuboTerms
 
 
 def _compact(part: np.ndarray) -> np.ndarray:
-    """``part`` as float32 when that is exact (small integers, halves, ...): the compiled model
-    keeps these vectors for re-weighting, and BMF coefficients are nearly always such."""
-    narrow = part.astype(np.float32)
-    return narrow if np.array_equal(narrow, part) else part
+    """``part`` in the narrowest of float16 and float32 that holds it exactly (small integers,
+    halves, ...): the compiled model keeps these vectors for re-weighting, and BMF
+    coefficients are nearly always such."""
+    for dtype in (np.float16, np.float32):
+        with np.errstate(over="ignore"):  # too large for float16: inf, not equal, next
+            narrow = part.astype(dtype)
+        if np.array_equal(narrow, part):
+            return narrow
+    return part
 
 
 def _coalesce(
@@ -139,15 +159,15 @@ def _coalesce(
     values: list[np.ndarray],
     num_variables: int,
 ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-    """Merge repeated pairs, one coefficient vector per weight over the same pairs.
+    """Merge repeated pairs, one coefficient vector per weight over the same pairs (CSR).
 
     Each weight's coefficients (zeros elsewhere) go through scipy's COO -> CSR conversion,
     which sums duplicates with a counting sort by row: all of them get the same canonical
     pattern, faster than sorting pair codes.
     """
     if not firsts:
-        empty = np.zeros(0, np.int64)
-        return empty, empty, {key: np.zeros(0) for key in keys}
+        empty = np.zeros(0, INDEX)
+        return np.zeros(num_variables + 1, INDEX), empty, {key: np.zeros(0) for key in keys}
     first, second = np.concatenate(firsts), np.concatenate(seconds)
     owner, value = np.concatenate(owners), np.concatenate(values)
     for parts in (firsts, seconds, owners, values):  # the joined copies replace them
@@ -168,13 +188,13 @@ def _coalesce(
         quadratic[key] = np.asarray(matrix.data, dtype=np.float64)
         del data, matrix  # before the next weight's copies
     assert pattern is not None
-    indptr, indices = pattern
-    row = np.repeat(np.arange(num_variables, dtype=indices.dtype), np.diff(indptr))
-    col = indices
-    used = np.zeros(row.size, dtype=bool)
+    indptr, col = pattern
+    used = np.zeros(col.size, dtype=bool)
     for part in quadratic.values():
         used |= part != 0
     if not used.all():  # pairs that cancelled out in every weight are no interaction
-        row, col = row[used], col[used]
+        row = np.repeat(np.arange(num_variables), np.diff(indptr))[used]
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(row, minlength=num_variables))])
+        col = col[used]
         quadratic = {key: part[used] for key, part in quadratic.items()}
-    return row, col, quadratic
+    return indptr, col, quadratic

@@ -356,7 +356,7 @@ def test_one_residual_two_quadratizations(quadratize):
 
 def test_exact_coefficients_are_stored_narrow_and_weights_applied_in_float64():
     compiled = compile_model("formulation1", np.eye(3, dtype=np.int8), 2)
-    assert compiled.qubo.quadratic["lam"].dtype == np.float32  # small integers: exact
+    assert compiled.qubo.quadratic["lam"].dtype == np.float16  # small integers: exact
     bqm = compiled.to_bqm(lam=0.1)
     assert bqm.quadratic[("W[0][0][0]", "U[0][0]")] == -2 * 0.1  # not float32(0.1) * -2
     objective = float(compiled.qubo.linear[""][compiled.variables.index("W[0][0][0]")])
@@ -364,3 +364,8 @@ def test_exact_coefficients_are_stored_narrow_and_weights_applied_in_float64():
     weights = np.full((3, 3), 0.1)  # 0.1 is not a float32: the objective stays float64
     weighted = compile_model("weighted-bmf", np.eye(3, dtype=np.int8), 2, data={"weights": weights})
     assert weighted.qubo.quadratic[""].dtype == np.float64
+    eye = np.eye(3, dtype=np.int8)
+    halves = compile_model("weighted-bmf", eye, 2, data={"weights": weights * 5})
+    assert halves.qubo.quadratic[""].dtype == np.float16  # 0.5 and its multiples: exact
+    large = compile_model("weighted-bmf", eye, 2, data={"weights": weights * 1e6})
+    assert large.qubo.quadratic[""].dtype == np.float32  # 100,000 x 2: past float16's range
