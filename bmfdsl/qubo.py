@@ -98,7 +98,7 @@ class QuboTerms:
 
 
 def _accumulate(total: np.ndarray, factor: float, part: np.ndarray) -> None:
-    """``total += factor * part`` in float64 (even where ``part`` is stored as float32), a
+    """``total += factor * part`` in float64 (even where ``part`` is stored narrower), a
     block at a time: no temporary of ``total``'s size next to the BQM being built."""
     for start in range(0, part.size, COMBINE_BLOCK):
         stop = start + COMBINE_BLOCK
