@@ -263,6 +263,29 @@ def test_or_and_custom_groups_report_broken(tmp_path):
     assert decoded.energy == bqm.energy(broken)
 
 
+def test_declared_variables_no_term_uses_stay_out_of_the_bqm(tmp_path):
+    path = tmp_path / "spare.py"
+    path.write_text(
+        "def build(model):\n"
+        "    U, V = model.factors()\n"
+        "    S = model.binary('S', (4,))\n"  # S[1] and S[3] appear in no term
+        "    model.constrain('pick', S[0] * U[:, 0].sum() + S[2] * V[0, 1], weight='lam')\n"
+        "    model.minimize(((model.A - U @ V.T) ** 2).sum(), quadratize='products')\n"
+    )
+    A = np.array([[1, 0, 1], [0, 1, 1]])
+    compiled = compile_model(path, A, 2)
+    assert "S[0]" in compiled.variables and "S[1]" not in compiled.variables
+    assert "S[3]" not in compiled.variables
+    twin = compiled.to_pyqubo().compile()
+    for lam in (0.5, 2.0):
+        ours, theirs = compiled.to_bqm(lam=lam), twin.to_bqm(feed_dict={"lam": lam})
+        assert list(ours.variables) == compiled.variables
+        assert set(ours.variables) == set(theirs.variables) and ours.is_almost_equal(theirs)
+        X = np.random.default_rng(1).integers(0, 2, (6, compiled.num_variables))
+        expected = ours.energies((X, compiled.variables))
+        np.testing.assert_allclose(compiled.qubo.energies(X, {"lam": lam}), expected)
+
+
 def test_or_over_many_inputs_chains_auxiliaries():
     compiled = compile_model("boolean-bmf", np.ones((2, 2)), 2)
     assert "Y_chain" not in "".join(compiled.variables)
