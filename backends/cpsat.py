@@ -106,7 +106,8 @@ class CpSatBackend(BackendSampler, Initialized):
             "lower_bound": math.floor(bound * 1e9) / 1e9 if exact else bound,
             "exact": exact,
             "solver_wall_time": solver.wall_time,
-            "deterministic_time": solver.deterministic_time,
+            # the response's field: CpSolver.deterministic_time is missing in ortools 9.12
+            "deterministic_time": solver.response_proto.deterministic_time,
             "seed": seed,
             "num_workers": num_workers,
         }

@@ -256,7 +256,8 @@ def solve_exact(
     info.update(
         status=solver.StatusName(status),
         wall_time=time.perf_counter() - started,
-        deterministic_time=solver.deterministic_time,
+        # the response's field: CpSolver.deterministic_time is missing in ortools 9.12
+        deterministic_time=solver.response_proto.deterministic_time,
         seed=int(seed),
         num_workers=int(num_workers),
     )
