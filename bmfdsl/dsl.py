@@ -45,6 +45,8 @@ from bmfdsl.errors import InvalidParameterError, ModelDefinitionError
 from bmfdsl.expr import INDEX, PolyArray, Squares, VariableSpace, as_poly, einsum, stack
 from bmfdsl.quadratize import (
     QUADRATIZATIONS,
+    declared_auxiliaries,
+    distinct_pairs,
     merge_terms,
     pair_objective,
     plan_pairs,
@@ -62,6 +64,7 @@ __all__ = [
     "Weight",
     "WeightSpec",
     "einsum",
+    "factor_pairs",
     "factor_products",
     "one_hot_penalty",
     "product_penalty",
@@ -179,6 +182,31 @@ def factor_products(model: ModelBuilder, *, weight: str = "lam") -> tuple[Any, A
     return U, V, W
 
 
+def factor_pairs(model: ModelBuilder, *, weight: str = "lam") -> tuple[Any, Any, Any, Any]:
+    """Declare ``U``, ``V`` and the auxiliaries of the pairs within their rows, for ``k < l``:
+    ``UU[i][k][l] = U[i][k] U[i][l]`` (group ``UU``) and ``VV[j][k][l] = V[j][k] V[j][l]``
+    (group ``VV``), penalty weight ``weight`` (default 1 as in the paper); returns
+    ``(U, V, UU, VV)`` with ``UU`` (m x r(r-1)/2) and ``VV`` (n x r(r-1)/2), the pairs in
+    ``numpy.triu_indices(r, 1)`` order. The labels with ``k >= l`` are never used.
+
+    >>> import numpy as np
+    >>> model = ModelBuilder(np.ones((2, 3)), rank=3)
+    >>> U, V, UU, VV = factor_pairs(model)
+    >>> UU.shape, VV.shape, sorted(model.groups)
+    ((2, 3), (3, 3), ['UU', 'VV'])
+    """
+    A, r = model.A, model.rank
+    m, n = A.shape
+    U, V = model.factors()
+    lam = model.weight(weight, default=1.0)
+    k, l = np.triu_indices(r, 1)
+    UU = model.binary("UU", (m, r, r))[:, k, l]
+    VV = model.binary("VV", (n, r, r))[:, k, l]
+    model.constrain_product(UU, U[:, k], U[:, l], group="UU", weight=lam)
+    model.constrain_product(VV, V[:, k], V[:, l], group="VV", weight=lam)
+    return U, V, UU, VV
+
+
 def quadratized_residual(
     model: ModelBuilder,
     *,
@@ -187,18 +215,20 @@ def quadratized_residual(
     weights: Any = None,
     weight: str = "lam",
 ) -> None:
-    """Declare ``min Σ_ij w_ij m_ij (a_ij - Σ_k u_ik v_jk)²`` on ``model``: a quartic objective,
-    made quadratic by substituting auxiliaries for products, with their penalties.
+    """Declare ``min Σ_ij w_ij m_ij (a_ij - Σ_k u_ik v_jk)²`` on ``model``: the quartic
+    objective, made quadratic by ``model.minimize(..., quadratize=quadratize)`` with the
+    auxiliaries declared here first, under their documented labels:
 
-    * ``"products"``: ``W[k][i][j] = U[i][k] V[j][k]`` (Malik et al.'s Formulation 1);
+    * ``"products"``: ``W[k][i][j] = U[i][k] V[j][k]`` (:func:`factor_products`; Malik et
+      al.'s Formulation 1);
     * ``"pairs"``: ``UU[i][k][l] = U[i][k] U[i][l]`` and ``VV[j][k][l]`` for ``k < l``
-      (their reduced Formulation 2), using ``(Σ_k u_k v_k)² = Σ_k u_k v_k + 2 Σ_{k<l} ũ_kl ṽ_kl``.
+      (:func:`factor_pairs`; their reduced Formulation 2, using
+      ``(Σ_k u_k v_k)² = Σ_k u_k v_k + 2 Σ_{k<l} ũ_kl ṽ_kl``).
 
     The penalty weight (``weight``, default 1 as in the paper) multiplies
-    ``f(z, a, b) = ab - 2az - 2bz + 3z`` in group ``W`` (or ``UU`` and ``VV``). The factors are
-    declared here, the one-hot constraint of ``compile_model(one_hot=...)`` is honoured, and
-    the model claims its structure (feasible energy == the objective), which
-    ``compile_model`` verifies.
+    ``f(z, a, b) = ab - 2az - 2bz + 3z`` in group ``W`` (or ``UU`` and ``VV``). The one-hot
+    constraint of ``compile_model(one_hot=...)`` is honoured, and the model claims its
+    structure (feasible energy == the objective), which ``compile_model`` verifies.
 
     >>> import numpy as np
     >>> model = ModelBuilder(np.array([[1, 0], [1, 1]]), rank=2)
@@ -210,28 +240,16 @@ def quadratized_residual(
         raise InvalidParameterError(
             f"quadratize must be one of {list(QUADRATIZATIONS)}; got {quadratize!r}"
         )
-    A, r = model.A, model.rank
-    m, n = A.shape
-    scale = _entry_scale((m, n), mask, weights)
-    if quadratize == "products":
-        _, _, W = factor_products(model, weight=weight)
-        model.minimize(squared_residual(A, W.sum(axis=0), mask=mask, weights=weights))
-    else:
-        U, V = model.factors()
-        lam = model.weight(weight, default=1.0)
-        k, l = np.triu_indices(r, 1)
-        UU = model.binary("UU", (m, r, r))[:, k, l]
-        VV = model.binary("VV", (n, r, r))[:, k, l]
-        model.constrain_product(UU, U[:, k], U[:, l], group="UU", weight=lam)
-        model.constrain_product(VV, V[:, k], V[:, l], group="VV", weight=lam)
-        data = A.astype(float)
-        # Σ c (a² - 2a s + s²) with s = Σ_k u v and s² = s + 2 Σ_{k<l} ũ ṽ (binary)
-        linear = (scale * (1.0 - 2.0 * data) * (U @ V.T)).sum()
-        model.minimize(float((scale * data * data).sum()) + linear)
-        if k.size:
-            model.minimize(2.0 * (scale * (UU @ VV.T)).sum())
+    declare = factor_products if quadratize == "products" else factor_pairs
+    U, V = declare(model, weight=weight)[:2]
+    squares = squared_residual(model.A, U @ V.T, mask=mask, weights=weights)
+    model.minimize(squares, quadratize=quadratize)  # substitutes the declared auxiliaries
     model.one_hot_constraint()
     model.declare_bmf(mask=mask, weights=weights)
+
+
+def _all_ones(scale: np.ndarray) -> bool:
+    return bool((scale == 1).all())
 
 
 @dataclass(frozen=True)
@@ -535,9 +553,12 @@ class ModelBuilder:
         A quartic expression, the squares of a quadratic array such as
         ``((A - U @ V.T) ** 2).sum()``, needs ``quadratize="products"`` (an auxiliary per
         product: Formulation 1) or ``"pairs"`` (an auxiliary per pair of factors within a
-        row: reduced Formulation 2); see :mod:`bmfdsl.quadratize`. The auxiliaries are the
-        1-D array ``aux`` (default ``"P"`` or ``"Q"``), constrained in the group of that name
-        with penalty weight ``weight`` (declared with default 1, the paper's, if new).
+        row: reduced Formulation 2); see :mod:`bmfdsl.quadratize`. A product that a
+        ``constrain_product`` of the model already declares keeps its auxiliary (declare
+        them first to choose their labels, as the registered formulations do); the others
+        become the 1-D array ``aux`` (default ``"P"`` or ``"Q"``), constrained in the group
+        of that name with penalty weight ``weight`` (declared with default 1, the paper's,
+        if new).
 
         >>> import numpy as np
         >>> model = ModelBuilder(np.array([[1, 0], [1, 1]]), rank=2)
@@ -545,6 +566,11 @@ class ModelBuilder:
         >>> model.minimize(((model.A - U @ V.T) ** 2).sum(), quadratize="products")
         >>> model.arrays["P"], sorted(model.groups), model.weights["lam"].default
         ((8,), ['P'], 1.0)
+        >>> declared = ModelBuilder(model.A, rank=2)
+        >>> U, V, W = factor_products(declared)             # W[k][i][j] = U[i][k] V[j][k]
+        >>> declared.minimize(((declared.A - U @ V.T) ** 2).sum(), quadratize="products")
+        >>> sorted(declared.arrays), sorted(declared.groups)  # W stands in for every u v
+        (['U', 'V', 'W'], ['W'])
         """
         if isinstance(expression, Squares):
             self._minimize_squares(expression, quadratize, aux, weight)
@@ -577,23 +603,33 @@ class ModelBuilder:
             self.weight(weight, default=1.0)
         if quadratize == "products":
             merged = merge_terms(residual)
-            pairs, which = product_pairs(merged)
-            indices = self._product_auxiliaries(name, pairs, weight)
-            linear = substitute_products(merged, which, indices)
-            self.minimize((linear * linear) * squares.scale)
+            indices = self._product_auxiliaries(name, product_pairs(merged), weight)
+            linear = substitute_products(merged, indices)
+            square = linear * linear
+            self.minimize(square if _all_ones(squares.scale) else square * squares.scale)
         else:
             plan = plan_pairs(residual)
             indices = self._product_auxiliaries(name, plan.pairs, weight)
             self.minimize(pair_objective(plan, residual, indices, squares.scale))
 
     def _product_auxiliaries(self, name: str, pairs: np.ndarray, weight: Any) -> np.ndarray:
-        """Declare ``name[k] = x_k y_k`` for the rows ``(x_k, y_k)`` of ``pairs``."""
-        if not pairs.shape[0]:
-            return np.zeros(0, INDEX)
-        Z = self.binary(name, (pairs.shape[0],))
-        x, y = self.space.array(pairs[:, 0]), self.space.array(pairs[:, 1])
-        self.constrain_product(Z, x, y, group=name, weight=weight)
-        return Z.variable_indices()
+        """The auxiliary of each product ``x_t y_t`` (rows of ``pairs``, repeats allowed): the
+        ``z`` of a declared ``constrain_product``, else one new ``name[p]`` per distinct
+        product, constrained in group ``name``."""
+        products = [g.product_indices for g in self.groups.values() if g.kind == "product"]
+        declared = tuple(
+            np.concatenate([p[i] for p in products]) if products else np.zeros(0, INDEX)
+            for i in range(3)
+        )
+        found = declared_auxiliaries(pairs, declared)  # type: ignore[arg-type]
+        missing = np.flatnonzero(found < 0)
+        if missing.size:
+            new, which = distinct_pairs(pairs[missing])
+            Z = self.binary(name, (new.shape[0],))
+            x, y = self.space.array(new[:, 0]), self.space.array(new[:, 1])
+            self.constrain_product(Z, x, y, group=name, weight=weight)
+            found[missing] = Z.variable_indices()[which]
+        return found
 
     def declare_bmf(self, mask: Any = None, weights: Any = None) -> None:
         """Claim: on feasible points the energy equals ``Σ_ij w_ij m_ij (a_ij - (UVᵀ)_ij)²``.

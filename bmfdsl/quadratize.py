@@ -11,8 +11,12 @@
   (their reduced Formulation 2 when ``R = A - U Vᵀ``: the pairs are ``u_ik u_il`` and
   ``v_jk v_jl``).
 
-This module computes index arrays only; :meth:`bmfdsl.dsl.ModelBuilder.minimize` allocates
-the auxiliaries and their product constraints.
+A product the model already constrains (``constrain_product(z, x, y)``) is not given a second
+auxiliary: :func:`declared_auxiliaries` finds its ``z``, so a model that declares its
+auxiliaries first (the registered formulations, with their documented labels) and one that
+lets the quadratizer name them get the same QUBO. This module computes index arrays only;
+:meth:`bmfdsl.dsl.ModelBuilder.minimize` allocates the missing auxiliaries and their
+constraints.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from bmfdsl.expr import INDEX, PolyArray, pairs_within_elements
 __all__ = [
     "QUADRATIZATIONS",
     "PairPlan",
+    "declared_auxiliaries",
+    "distinct_pairs",
     "merge_terms",
     "pair_objective",
     "plan_pairs",
@@ -46,27 +52,71 @@ def _merged(residual: PolyArray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
     pair = y >= 0
     low = np.where(pair, np.minimum(x, y), x)
     high = np.where(pair, np.maximum(x, y), -1)
-    order = np.lexsort((high, low, elem))
+    width = (residual.space.size if residual.space is not None else int(var.max(initial=0))) + 1
+    if residual.size * width * width < 2**62:
+        # one int64 key per term: a stable sort finds the runs U @ V.T leaves (F1 300x300:
+        # 1 ms, where lexsort takes 7)
+        key = (elem.astype(np.int64) * width + low) * width + (high + 1)
+        order = np.argsort(key, kind="stable")
+    else:
+        order = np.lexsort((high, low, elem))
     elem, low, high, coef = elem[order], low[order], high[order], coef[order]
     starts = np.ones(elem.size, dtype=bool)
     starts[1:] = (elem[1:] != elem[:-1]) | (low[1:] != low[:-1]) | (high[1:] != high[:-1])
+    if starts.all():  # no equal terms: nothing to merge
+        keep = coef != 0
+        var_out = np.stack([low[keep], high[keep]], axis=1).astype(INDEX)
+        return const, elem[keep].astype(INDEX), var_out, coef[keep]
     merged = np.bincount(np.cumsum(starts) - 1, weights=coef, minlength=int(starts.sum()))
     keep = merged != 0
     var_out = np.stack([low[starts][keep], high[starts][keep]], axis=1).astype(INDEX)
     return const, elem[starts][keep].astype(INDEX), var_out, merged[keep]
 
 
-def _unique_pairs(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _pair_codes(pairs: np.ndarray, width: int) -> np.ndarray:
+    return pairs[:, 0].astype(np.int64) * width + pairs[:, 1]
+
+
+def distinct_pairs(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct rows of an (N x 2) index array, sorted, and each row's position among them.
 
     One int64 code per row: ``np.unique`` on codes sorts numbers, far faster than
     ``np.unique(axis=0)``.
+
+    >>> distinct_pairs(np.array([[2, 3], [0, 1], [2, 3]]))
+    (array([[0, 1],
+           [2, 3]], dtype=int32), array([1, 0, 1]))
     """
     width = int(pairs.max(initial=0)) + 1
-    codes = pairs[:, 0].astype(np.int64) * width + pairs[:, 1]
-    unique, which = np.unique(codes, return_inverse=True)
+    unique, which = np.unique(_pair_codes(pairs, width), return_inverse=True)
     distinct = np.stack([unique // width, unique % width], axis=1).astype(INDEX)
     return distinct, np.asarray(which).ravel()
+
+
+def declared_auxiliaries(
+    pairs: np.ndarray, declared: tuple[np.ndarray, np.ndarray, np.ndarray]
+) -> np.ndarray:
+    """For each row ``(x, y)`` of ``pairs`` (``x < y``, repeats allowed), the auxiliary ``z``
+    of a declared product ``z = a * b`` with ``{a, b} == {x, y}`` (the first declared, if
+    several), or ``-1`` where there is none.
+
+    >>> pairs = np.array([[0, 1], [1, 2], [0, 2], [1, 2]])
+    >>> declared_auxiliaries(pairs, (np.array([7, 9]), np.array([2, 5]), np.array([1, 6])))
+    array([-1,  7, -1,  7], dtype=int32)
+    """
+    found = np.full(pairs.shape[0], -1, INDEX)
+    z, a, b = declared
+    if not pairs.shape[0] or not z.size:
+        return found
+    width = int(max(pairs.max(), a.max(), b.max())) + 1
+    keys = np.minimum(a, b).astype(np.int64) * width + np.maximum(a, b)
+    order = np.argsort(keys, kind="stable")  # declarations come in long ascending runs
+    keys = keys[order]
+    wanted = _pair_codes(pairs, width)
+    position = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
+    hit = keys[position] == wanted
+    found[hit] = z[order[position[hit]]]
+    return found
 
 
 def merge_terms(residual: PolyArray) -> PolyArray:
@@ -75,19 +125,19 @@ def merge_terms(residual: PolyArray) -> PolyArray:
     return PolyArray(residual.space, residual.shape, const, elem, var, coef)
 
 
-def product_pairs(merged: PolyArray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct products ``(x, y)`` of a merged residual (P x 2, ``x < y``) and, per
-    quadratic term, which of them it is."""
+def product_pairs(merged: PolyArray) -> np.ndarray:
+    """The product ``(x, y)`` of each quadratic term of a merged residual (``x < y``), in term
+    order: the pairs that :func:`substitute_products` replaces."""
     _, _, var, _ = merged.terms
-    return _unique_pairs(var[var[:, 1] >= 0])
+    return var[var[:, 1] >= 0]
 
 
-def substitute_products(merged: PolyArray, which: np.ndarray, aux: np.ndarray) -> PolyArray:
-    """A merged residual with each product replaced by its auxiliary ``aux[which]``: linear."""
+def substitute_products(merged: PolyArray, aux: np.ndarray) -> PolyArray:
+    """A merged residual with its ``t``-th product replaced by auxiliary ``aux[t]``: linear."""
     const, elem, var, coef = merged.terms
     quadratic = var[:, 1] >= 0
     var = var.copy()
-    var[quadratic, 0] = aux[which]
+    var[quadratic, 0] = aux
     var[quadratic, 1] = -1
     return PolyArray(merged.space, merged.shape, const, elem, var, coef)
 
@@ -96,9 +146,10 @@ def substitute_products(merged: PolyArray, which: np.ndarray, aux: np.ndarray) -
 class PairPlan:
     """What the ``"pairs"`` quadratization needs, before its auxiliaries exist.
 
-    ``pairs`` (P x 2) are the distinct variable pairs that get an auxiliary. Each quartic
-    term ``2 q_s q_t (x_s x_t)(y_s y_t)`` of element ``elem`` is the product of two factors;
-    a factor is a variable (``>= 0``) or auxiliary ``-1 - k`` for ``pairs[k]``.
+    Each quartic term ``2 q_s q_t (x_s x_t)(y_s y_t)`` of element ``elem`` is the product of
+    two factors, ``x_s x_t`` and ``y_s y_t``; a factor is a variable (``>= 0``, where the two
+    are one variable: ``x x = x``), or ``-1 - k`` for the auxiliary of the pair ``pairs[k]``
+    (one row per such factor: the same pair recurs across elements).
     """
 
     const: np.ndarray
@@ -107,8 +158,18 @@ class PairPlan:
     product_var: np.ndarray
     product_coef: np.ndarray
     quartic_elem: np.ndarray
-    quartic_factors: np.ndarray
+    quartic_factors: tuple[np.ndarray, np.ndarray]
     quartic_coef: np.ndarray
+
+
+def _factor(first: np.ndarray, second: np.ndarray, offset: int) -> tuple[np.ndarray, np.ndarray]:
+    """The factor ``first * second`` per row (see :class:`PairPlan`), numbering its pairs from
+    ``offset``, and those pairs."""
+    low, high = np.minimum(first, second), np.maximum(first, second)
+    distinct = np.flatnonzero(low != high)
+    factor = low.copy()
+    factor[distinct] = -1 - offset - np.arange(distinct.size, dtype=INDEX)
+    return factor, np.stack([low[distinct], high[distinct]], axis=1)
 
 
 def plan_pairs(residual: PolyArray) -> PairPlan:
@@ -121,26 +182,17 @@ def plan_pairs(residual: PolyArray) -> PairPlan:
         )
     left, right = pairs_within_elements(elem, residual.size)  # elem is sorted (_merged)
     # each quartic term x_s y_s x_t y_t = (x_s x_t)(y_s y_t): its two factors, as pairs
-    halves = np.concatenate(
-        [
-            np.stack([var[left, 0], var[right, 0]], axis=1),
-            np.stack([var[left, 1], var[right, 1]], axis=1),
-        ]
-    )
-    halves.sort(axis=1)
-    distinct = halves[:, 0] != halves[:, 1]
-    pairs, which = _unique_pairs(halves[distinct])
-    factors = halves[:, 0].astype(np.int64)  # x x = x: a repeated variable is its own factor
-    factors[distinct] = -1 - which
+    x_factor, x_pairs = _factor(var[left, 0], var[right, 0], 0)
+    y_factor, y_pairs = _factor(var[left, 1], var[right, 1], x_pairs.shape[0])
     flat_const = const.ravel()
     return PairPlan(
         const=const,
-        pairs=pairs,
+        pairs=np.concatenate([x_pairs, y_pairs]),
         product_elem=elem,
         product_var=var,
         product_coef=2.0 * flat_const[elem] * coef + coef * coef,
         quartic_elem=elem[left],
-        quartic_factors=factors.reshape(2, -1).T.copy(),
+        quartic_factors=(x_factor, y_factor),
         quartic_coef=2.0 * coef[left] * coef[right],
     )
 
@@ -149,17 +201,22 @@ def pair_objective(
     plan: PairPlan, residual: PolyArray, aux: np.ndarray, scale: np.ndarray
 ) -> PolyArray:
     """``Σ scale · residual²`` as a quadratic array, auxiliary ``k`` being variable ``aux[k]``."""
-    factors = np.where(
-        plan.quartic_factors >= 0,
-        plan.quartic_factors,
-        aux[np.clip(-1 - plan.quartic_factors, 0, None)] if aux.size else 0,
-    )
-    low, high = factors.min(axis=1), factors.max(axis=1)
-    quartic_var = np.stack([low, np.where(low == high, -1, high)], axis=1).astype(INDEX)
-    flat_scale = scale.ravel()
+    factors = []
+    for factor in plan.quartic_factors:
+        factor = factor.copy()
+        pair = np.flatnonzero(factor < 0)
+        factor[pair] = aux[-1 - factor[pair]]
+        factors.append(factor)
+    low, high = np.minimum(*factors), np.maximum(*factors)
+    high[low == high] = -1
     elem = np.concatenate([plan.product_elem, plan.quartic_elem])
-    var = np.concatenate([plan.product_var, quartic_var])
-    coef = np.concatenate([plan.product_coef, plan.quartic_coef]) * flat_scale[elem]
-    const = plan.const * plan.const * scale
+    var = np.concatenate([plan.product_var, np.stack([low, high], axis=1)])
+    coef = np.concatenate([plan.product_coef, plan.quartic_coef])
+    const = plan.const * plan.const
+    if not (scale == 1).all():
+        coef = coef * scale.ravel()[elem]
+        const = const * scale
     keep = coef != 0
-    return PolyArray(residual.space, residual.shape, const, elem[keep], var[keep], coef[keep])
+    if not keep.all():
+        elem, var, coef = elem[keep], var[keep], coef[keep]
+    return PolyArray(residual.space, residual.shape, const, elem, var, coef)

@@ -13,6 +13,7 @@ from bmfdsl.dsl import ModelBuilder
 from bmfdsl.errors import ModelDefinitionError
 
 QUARTIC = str(Path(__file__).resolve().parents[1] / "examples" / "quartic_model.py")
+HAND_SUBSTITUTED = str(Path(__file__).resolve().parents[1] / "examples" / "my_model.py")
 RNG = np.random.default_rng(7)
 
 
@@ -72,6 +73,67 @@ def test_the_pyqubo_twin_of_the_quartic_script(how):
         ours, theirs = compiled.to_bqm(lam=lam), twin.to_bqm(feed_dict={"lam": lam})
         assert set(ours.variables) == set(theirs.variables)
         assert ours.is_almost_equal(theirs)
+
+
+def _declared_first(how, declared_ranks=None):
+    """A script that declares the auxiliaries of ``how`` (``factor_products``/``factor_pairs``;
+    with ``declared_ranks``, ``W`` only for those columns k) and then writes the quartic."""
+    import types
+
+    from bmfdsl.dsl import factor_pairs, factor_products
+
+    def build(model):
+        if declared_ranks is None:
+            declare = factor_products if how == "products" else factor_pairs
+            U, V = declare(model)[:2]
+        else:
+            U, V = model.factors()
+            ks = np.asarray(declared_ranks)
+            W = model.binary("W", (ks.size, *model.A.shape))
+            model.constrain_product(
+                W, U.T[ks, :, None], V.T[ks, None, :], group="W", weight=model.weight("lam", 1.0)
+            )
+        model.minimize(((model.A - U @ V.T) ** 2).sum(), quadratize=how)
+        model.one_hot_constraint()
+        model.declare_bmf()
+
+    script = types.ModuleType("declared_first")
+    script.build = build
+    return script
+
+
+@pytest.mark.parametrize(
+    ("how", "registered"), [("products", "formulation1"), ("pairs", "formulation2-reduced")]
+)
+def test_declared_auxiliaries_stand_in_for_their_products(how, registered):
+    """Declaring the auxiliaries first gives the registered model itself, labels and all:
+    the paper's formulations are two quadratizations of the one quartic declaration."""
+    for m, n, r, one_hot in [(3, 4, 2, None), (5, 3, 3, "V"), (4, 4, 1, "U"), (6, 2, 2, None)]:
+        A = RNG.integers(0, 2, (m, n))
+        compiled = compile_model(_declared_first(how), A, r, one_hot=one_hot)
+        reference = compile_model(registered, A, r, one_hot=one_hot)
+        assert compiled.variables == reference.variables  # no P[t] / Q[t]: W or UU, VV reused
+        for lam in (0.5, 1.7):
+            assert compiled.to_bqm(lam=lam) == reference.to_bqm(lam=lam)
+
+
+def test_the_substitution_written_by_hand_gives_the_same_qubo():
+    # examples/my_model.py minimizes squared_residual(A, W.sum(axis=0)): quadratic already
+    for one_hot in (None, "U", "V"):
+        A = RNG.integers(0, 2, (4, 5))
+        ours = compile_model(HAND_SUBSTITUTED, A, 2, one_hot=one_hot).to_bqm(lam=1.7)
+        reference = compile_model("formulation1", A, 2, one_hot=one_hot).to_bqm(lam=1.7)
+        assert ours == reference
+
+
+def test_products_nobody_declared_get_new_auxiliaries():
+    A = RNG.integers(0, 2, (4, 5))
+    compiled = compile_model(_declared_first("products", declared_ranks=[1]), A, 3)
+    assert compiled.builder.arrays["W"] == (1, 4, 5)
+    assert compiled.builder.arrays["P"] == (2 * 4 * 5,)  # columns 0 and 2 of U V
+    assert compiled.structure_check == "instance"  # feasible energy == ||A - UVᵀ||², verified
+    reference = compile_model("formulation1", A, 3)
+    assert _relabelled_like(compiled, reference) == reference.to_bqm(lam=1.7)
 
 
 def _squares_model(residual_of, how, scale=1.0):
