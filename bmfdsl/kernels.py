@@ -21,6 +21,7 @@ import numpy as np
 __all__ = [
     "als_loop",
     "code_table",
+    "dense_cross",
     "gram",
     "pattern_cross",
     "pattern_gram",
@@ -60,6 +61,20 @@ def gram(factor: np.ndarray) -> np.ndarray:
                 for l in range(rank):
                     gram[k, l] += factor[j, l]
     return gram
+
+
+@numba.njit(cache=True)
+def dense_cross(A: np.ndarray, factor: np.ndarray) -> np.ndarray:
+    """``A F`` as int64 for a dense 0/1 ``A`` (int8): the rows of ``F`` at each row's ones."""
+    rows, columns = A.shape
+    rank = factor.shape[1]
+    out = np.zeros((rows, rank), dtype=np.int64)
+    for i in range(rows):
+        for j in range(columns):
+            if A[i, j]:
+                for k in range(rank):
+                    out[i, k] += factor[j, k]
+    return out
 
 
 @numba.njit(cache=True)

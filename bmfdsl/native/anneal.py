@@ -17,13 +17,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from bmfdsl.kernels import als_loop, gram, solve_rows_exact
+from bmfdsl.kernels import als_loop, dense_cross, gram, solve_rows_exact
 
 __all__ = [
     "als_polish",
     "anneal_replicas",
     "bls_step",
-    "factor_products",
     "rank1_anneal",
     "row_codes",
     "total_error",
@@ -58,24 +57,6 @@ def row_codes(rank: int, one_hot: bool) -> tuple[np.ndarray, np.ndarray]:
         if t:
             flip_bit[t] = (t & -t).bit_length() - 1
     return codes, flip_bit
-
-
-@numba.njit(cache=True)
-def factor_products(A: np.ndarray, F: np.ndarray, transpose: bool) -> np.ndarray:
-    """``A @ F`` (or ``Aᵀ @ F`` when ``transpose``) for 0/1 int8 inputs, as int64."""
-    m, n = A.shape
-    r = F.shape[1]
-    out = np.zeros((n if transpose else m, r), dtype=np.int64)
-    for i in range(m):
-        for j in range(n):
-            if A[i, j]:
-                if transpose:
-                    for k in range(r):
-                        out[j, k] += F[i, k]
-                else:
-                    for k in range(r):
-                        out[i, k] += F[j, k]
-    return out
 
 
 @numba.njit(cache=True)
@@ -169,13 +150,13 @@ def _resample_rows(
 
 @numba.njit(cache=True)
 def _half_sweep_u(A, At, U, V, codes_u, flips_u, temperature):
-    B = factor_products(A, V, False)
+    B = dense_cross(A, V)
     return _resample_rows(B, gram(V), U, codes_u, flips_u, temperature)
 
 
 @numba.njit(cache=True)
 def _half_sweep_v(A, At, U, V, codes_v, flips_v, temperature):
-    B = factor_products(At, U, False)
+    B = dense_cross(At, U)
     return _resample_rows(B, gram(U), V, codes_v, flips_v, temperature)
 
 
