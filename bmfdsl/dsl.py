@@ -248,10 +248,6 @@ def quadratized_residual(
     model.declare_bmf(mask=mask, weights=weights)
 
 
-def _all_ones(scale: np.ndarray) -> bool:
-    return bool((scale == 1).all())
-
-
 @dataclass(frozen=True)
 class WeightSpec:
     """A penalty weight: required (``default=None``), a number, or another weight's name."""
@@ -606,7 +602,8 @@ class ModelBuilder:
             indices = self._product_auxiliaries(name, product_pairs(merged), weight)
             linear = substitute_products(merged, indices)
             square = linear * linear
-            self.minimize(square if _all_ones(squares.scale) else square * squares.scale)
+            scaled = not (squares.scale == 1).all()  # data weights, a mask
+            self.minimize(square * squares.scale if scaled else square)
         else:
             plan = plan_pairs(residual)
             indices = self._product_auxiliaries(name, plan.pairs, weight)
@@ -617,11 +614,12 @@ class ModelBuilder:
         ``z`` of a declared ``constrain_product``, else one new ``name[p]`` per distinct
         product, constrained in group ``name``."""
         products = [g.product_indices for g in self.groups.values() if g.kind == "product"]
-        declared = tuple(
-            np.concatenate([p[i] for p in products]) if products else np.zeros(0, INDEX)
-            for i in range(3)
+        z, a, b = (
+            (np.concatenate(column) for column in zip(*products, strict=True))
+            if products
+            else (np.zeros(0, INDEX),) * 3
         )
-        found = declared_auxiliaries(pairs, declared)  # type: ignore[arg-type]
+        found = declared_auxiliaries(pairs, z, a, b)
         missing = np.flatnonzero(found < 0)
         if missing.size:
             new, which = distinct_pairs(pairs[missing])

@@ -63,14 +63,12 @@ def _merged(residual: PolyArray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
     elem, low, high, coef = elem[order], low[order], high[order], coef[order]
     starts = np.ones(elem.size, dtype=bool)
     starts[1:] = (elem[1:] != elem[:-1]) | (low[1:] != low[:-1]) | (high[1:] != high[:-1])
-    if starts.all():  # no equal terms: nothing to merge
-        keep = coef != 0
-        var_out = np.stack([low[keep], high[keep]], axis=1).astype(INDEX)
-        return const, elem[keep].astype(INDEX), var_out, coef[keep]
-    merged = np.bincount(np.cumsum(starts) - 1, weights=coef, minlength=int(starts.sum()))
-    keep = merged != 0
-    var_out = np.stack([low[starts][keep], high[starts][keep]], axis=1).astype(INDEX)
-    return const, elem[starts][keep].astype(INDEX), var_out, merged[keep]
+    if not starts.all():  # equal terms: one term each, coefficients summed
+        coef = np.bincount(np.cumsum(starts) - 1, weights=coef, minlength=int(starts.sum()))
+        elem, low, high = elem[starts], low[starts], high[starts]
+    keep = coef != 0
+    var_out = np.stack([low[keep], high[keep]], axis=1).astype(INDEX)
+    return const, elem[keep].astype(INDEX), var_out, coef[keep]
 
 
 def _pair_codes(pairs: np.ndarray, width: int) -> np.ndarray:
@@ -94,18 +92,17 @@ def distinct_pairs(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def declared_auxiliaries(
-    pairs: np.ndarray, declared: tuple[np.ndarray, np.ndarray, np.ndarray]
+    pairs: np.ndarray, z: np.ndarray, a: np.ndarray, b: np.ndarray
 ) -> np.ndarray:
     """For each row ``(x, y)`` of ``pairs`` (``x < y``, repeats allowed), the auxiliary ``z``
-    of a declared product ``z = a * b`` with ``{a, b} == {x, y}`` (the first declared, if
-    several), or ``-1`` where there is none.
+    of a declared product ``z[d] = a[d] * b[d]`` with ``{a[d], b[d]} == {x, y}`` (the first
+    declared, if several), or ``-1`` where there is none.
 
     >>> pairs = np.array([[0, 1], [1, 2], [0, 2], [1, 2]])
-    >>> declared_auxiliaries(pairs, (np.array([7, 9]), np.array([2, 5]), np.array([1, 6])))
+    >>> declared_auxiliaries(pairs, np.array([7, 9]), np.array([2, 5]), np.array([1, 6]))
     array([-1,  7, -1,  7], dtype=int32)
     """
     found = np.full(pairs.shape[0], -1, INDEX)
-    z, a, b = declared
     if not pairs.shape[0] or not z.size:
         return found
     width = int(max(pairs.max(), a.max(), b.max())) + 1
