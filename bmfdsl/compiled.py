@@ -370,7 +370,7 @@ class CompiledModel:
         {'lam': 3.003}
         """
         if self._sufficient is None:
-            self._sufficient = sufficient_weights(self._declare())  # needs the group terms
+            self._sufficient = sufficient_weights(self._declare())  # needs the objective terms
         return dict(self._sufficient)
 
     def to_bqm(self, **weights: Any) -> dimod.BinaryQuadraticModel:

@@ -271,11 +271,15 @@ class ConstraintGroup:
     constraint holds). Kind-specific index arrays let ``encode`` fill auxiliaries and
     ``decode`` count broken constraints fast: ``triples`` (``z, a, b`` of ``z = a*b``),
     ``rows`` (one-hot rows) and ``chains`` (OR outputs, inputs and chain auxiliaries).
+    Product and one-hot penalties are built from their index arrays when asked for, so a
+    declaration holds only the indices (and a loop that declares one product at a time
+    stays cheap); OR and custom groups keep their penalty ``chunks``.
     """
 
     name: str
     weight: str
     kind: GroupKind
+    space: VariableSpace
     chunks: list[PolyArray] = field(default_factory=list)
     triples: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
     rows: list[np.ndarray] = field(default_factory=list)
@@ -283,14 +287,23 @@ class ConstraintGroup:
 
     @property
     def penalties(self) -> PolyArray:
-        """Every constraint's penalty, as one 1-D array."""
-        flat = [chunk.reshape(-1) for chunk in self.chunks]
+        """Every constraint's penalty, as one 1-D array (built anew for product and one-hot
+        groups: keep the result rather than asking twice)."""
+        if self.kind == "product":
+            return _product_penalties(self.space, *self.product_indices)
+        chunks = self.chunks
+        if self.kind == "one_hot":
+            chunks = [one_hot_penalty(self.space.array(rows), axis=-1) for rows in self.rows]
+        flat = [chunk.reshape(-1) for chunk in chunks]
         return flat[0] if len(flat) == 1 else _concatenate(flat)
 
     @property
     def product_indices(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(z, a, b)`` variable indices of a product group."""
-        return tuple(np.concatenate([t[i] for t in self.triples]) for i in range(3))  # type: ignore[return-value]
+        if len(self.triples) == 1:
+            return self.triples[0]
+        z, a, b = (np.concatenate(column) for column in zip(*self.triples, strict=True))
+        return z, a, b
 
 
 def _concatenate(parts: Sequence[PolyArray]) -> PolyArray:
@@ -410,7 +423,7 @@ class ModelBuilder:
         weight_name = self._weight_name(weight)
         group = self.groups.get(name)
         if group is None:
-            group = self.groups[name] = ConstraintGroup(name, weight_name, kind)
+            group = self.groups[name] = ConstraintGroup(name, weight_name, kind, self.space)
         elif group.weight != weight_name or group.kind != kind:
             raise ModelDefinitionError(
                 f"constraint group {name!r} mixes weights or kinds "
@@ -446,9 +459,8 @@ class ModelBuilder:
             for x, role in zip(arrays, ("z", "a", "b"), strict=True)
         )
         target = self._group(group, weight, "product")
+        self.space.hold(4 * zi.size, f"product group {group!r}")  # its penalty terms, lowered
         target.triples.append((zi.ravel(), ai.ravel(), bi.ravel()))
-        self.space.hold(4 * zi.size, f"product group {group!r}")
-        target.chunks.append(_product_penalties(self.space, zi.ravel(), ai.ravel(), bi.ravel()))
 
     def constrain_one_hot(self, X: Any, *, axis: int = -1, group: str, weight: Any) -> None:
         """Exactly one 1 along ``axis`` of ``X`` (a list of variables is one row)."""
@@ -460,11 +472,10 @@ class ModelBuilder:
             raise ModelDefinitionError(f"axis {axis} is out of range for shape {X.shape}")
         indices = np.moveaxis(X.variable_indices("one-hot variables"), axis, -1)
         rows = indices.reshape(-1, indices.shape[-1])
-        target = self._group(group, weight, "one_hot")
-        target.rows.append(rows)
-        penalty = one_hot_penalty(self.space.array(rows), axis=-1)
-        self.space.hold(penalty.num_terms, f"one-hot group {group!r}")
-        target.chunks.append(penalty)
+        count, width = rows.shape
+        # its penalty terms, lowered: per row, width linear terms twice and every pair once
+        self.space.hold(count * (2 * width + width * (width - 1) // 2), f"one-hot group {group!r}")
+        self._group(group, weight, "one_hot").rows.append(rows)
 
     def one_hot_constraint(self, weight: str = "lam_onehot", default: float | str = "lam") -> None:
         """Add the one-hot constraint requested by ``compile_model(one_hot=...)``, if any.
@@ -661,14 +672,8 @@ class ModelBuilder:
         self.error_function = function
 
     def release_terms(self) -> None:
-        """Drop the term tables that decoding no longer needs once the model is lowered.
-
-        Product and one-hot groups keep their index arrays (for ``encode`` and ``broken``);
-        the objective is kept only when it is the model's error metric.
-        """
-        for group in self.groups.values():
-            if group.kind in ("product", "one_hot"):
-                group.chunks.clear()
+        """Drop the objective's term table once the model is lowered, unless it is the
+        model's error metric (group penalties are index arrays or small: they stay)."""
         if self.claim is not None or self.error_function is not None:
             self.objective = as_poly(0.0, self.space)
 

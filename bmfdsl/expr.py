@@ -185,8 +185,8 @@ class PolyArray:
     def _variables(cls, space: VariableSpace | None, indices: np.ndarray) -> PolyArray:
         out = cls.__new__(cls)
         out.space = space
-        out.shape = tuple(int(s) for s in indices.shape)
         out._vars = np.asarray(indices, dtype=INDEX)
+        out.shape = out._vars.shape  # a tuple of ints already: cheap for U[i][k] in loops
         return out
 
     def _materialise(self) -> None:

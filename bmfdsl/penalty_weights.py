@@ -48,7 +48,7 @@ _MARGIN = 1e-3
 def sufficient_weights(builder: ModelBuilder) -> dict[str, float]:
     """A weight per constrained weight name under which every QUBO minimum is feasible.
 
-    ``builder`` must be a full declaration (its groups' penalty terms not yet released).
+    ``builder`` must be a full declaration (its objective's terms not yet released).
     Weights that no group uses are left out.
 
     >>> import numpy as np
@@ -61,8 +61,9 @@ def sufficient_weights(builder: ModelBuilder) -> dict[str, float]:
     size = builder.space.size
     objective = _absolute_sums(builder.objective, size)
     groups = list(builder.groups.values())
-    sums = {g.name: _absolute_sums(g.penalties, size) for g in groups}
-    repair = {g.name: _repair_variables(g, size) for g in groups}
+    penalties = {g.name: g.penalties for g in groups}
+    sums = {g.name: _absolute_sums(penalties[g.name], size) for g in groups}
+    repair = {g.name: _repair_variables(g, penalties[g.name], size) for g in groups}
     by_weight: dict[str, list[ConstraintGroup]] = {}
     for group in groups:
         by_weight.setdefault(group.weight, []).append(group)
@@ -124,7 +125,7 @@ def _absolute_sums(poly: PolyArray, size: int) -> np.ndarray:
     )
 
 
-def _repair_variables(group: ConstraintGroup, size: int) -> np.ndarray:
+def _repair_variables(group: ConstraintGroup, penalties: PolyArray, size: int) -> np.ndarray:
     """The variables whose flip repairs a broken constraint of ``group`` (see module doc)."""
     if group.kind == "product":
         repair = group.product_indices[0]
@@ -136,11 +137,11 @@ def _repair_variables(group: ConstraintGroup, size: int) -> np.ndarray:
             f"pass weight {group.weight!r} explicitly"
         )
     # the argument flips a repair variable inside one constraint: it must be in no other
-    _, elem, var, _ = group.penalties.terms
+    _, elem, var, _ = penalties.terms
     touched = np.concatenate([var[:, 0], var[var[:, 1] >= 0, 1]])
     owner = np.concatenate([elem, elem[var[:, 1] >= 0]])
-    pairs = np.unique(touched.astype(np.int64) * group.penalties.size + owner)
-    constraints_per_variable = np.bincount(pairs // group.penalties.size, minlength=size)
+    pairs = np.unique(touched.astype(np.int64) * penalties.size + owner)
+    constraints_per_variable = np.bincount(pairs // penalties.size, minlength=size)
     if (constraints_per_variable[repair] > 1).any():
         raise InvalidParameterError(
             f"group {group.name!r} shares a variable between two of its constraints, so no "
