@@ -673,7 +673,8 @@ class ModelBuilder:
 
     def release_terms(self) -> None:
         """Drop the objective's term table once the model is lowered, unless it is the
-        model's error metric (group penalties are index arrays or small: they stay)."""
+        model's error metric. Groups keep what decoding needs: product and one-hot groups
+        their index arrays, OR and custom groups the penalties ``broken`` evaluates."""
         if self.claim is not None or self.error_function is not None:
             self.objective = as_poly(0.0, self.space)
 
