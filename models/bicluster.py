@@ -23,8 +23,8 @@ def build(model: ModelBuilder) -> None:
             "bicluster makes both U and V one-hot already; pass one_hot=None"
         )
     A = model.A
-    U, V, W = factor_products(model)
-    model.minimize(squared_residual(A, W.sum(axis=0)))
+    U, V, _ = factor_products(model)  # W[k][i][j] = U[i][k] V[j][k] stands in for each u v
+    model.minimize(squared_residual(A, U @ V.T), quadratize="products")
     onehot = model.weight("lam_onehot", default="lam")
     model.constrain_one_hot(U, axis=1, group="one_hot_U", weight=onehot)
     model.constrain_one_hot(V, axis=1, group="one_hot_V", weight=onehot)
