@@ -6,7 +6,9 @@
 makes it quadratic the way you choose: ``quadratize="products"`` substitutes one auxiliary
 per product ``u_ik v_jk`` (the paper's Formulation 1), ``"pairs"`` one per pair ``u_ik u_il``
 and ``v_jk v_jl`` (its reduced Formulation 2). Both give exactly the registered models'
-QUBOs, with auxiliaries labelled ``P[t]`` or ``Q[t]``.
+QUBOs, with auxiliaries labelled ``P[t]`` or ``Q[t]``; the registered models declare theirs
+first (``factor_products``, ``factor_pairs``) and ``minimize`` keeps them, with the paper's
+labels ``W[k][i][j]`` or ``UU[i][k][l]``, ``VV[j][k][l]``.
 
 This file is a model script (``compile_model("examples/quartic_model.py", A, r,
 data={"quadratize": "pairs"})``) and, run directly, a demonstration:
