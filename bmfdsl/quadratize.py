@@ -52,7 +52,8 @@ def _merged(residual: PolyArray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
     pair = y >= 0
     low = np.where(pair, np.minimum(x, y), x)
     high = np.where(pair, np.maximum(x, y), -1)
-    width = (residual.space.size if residual.space is not None else int(var.max(initial=0))) + 1
+    variables = residual.space.size if residual.space is not None else int(var.max(initial=0)) + 1
+    width = variables + 1  # low < width and high + 1 < width: distinct terms, distinct keys
     if residual.size * width * width < 2**62:
         # one int64 key per term: a stable sort finds the runs U @ V.T leaves (F1 300x300:
         # 1 ms, where lexsort takes 7)

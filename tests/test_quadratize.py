@@ -196,3 +196,24 @@ def test_quartic_objective_errors_say_how_to_fix_them():
         squares * U[0, 0]
     with pytest.raises(ModelDefinitionError, match="degree"):
         (U @ V.T) ** 3
+
+
+def test_merge_terms_keeps_the_values_and_leaves_one_term_per_monomial():
+    from bmfdsl.expr import VariableSpace
+    from bmfdsl.quadratize import merge_terms
+
+    rng = np.random.default_rng(3)
+    space = VariableSpace()
+    x = space.allocate("x", (6,))
+    expression = 0
+    for _ in range(40):  # random products and linear terms, many repeated or cancelling
+        i, j, e = rng.integers(0, 6), rng.integers(0, 6), rng.integers(0, 3)
+        term = x[[i]] * x[[j]] if rng.random() < 0.7 else x[[i]]
+        expression = expression + float(rng.integers(-2, 3)) * (term * np.eye(3)[e])
+    merged = merge_terms(expression)
+    _, elem, var, coef = merged.terms
+    assert (coef != 0).all() and (var[:, 1] != var[:, 0]).all()
+    keys = {(int(e), int(a), int(b)) for e, (a, b) in zip(elem, var, strict=True)}
+    assert len(keys) == elem.size  # every monomial of an element once
+    X = rng.integers(0, 2, (16, space.size))
+    np.testing.assert_allclose(merged.evaluate(X), expression.evaluate(X))
