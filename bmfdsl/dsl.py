@@ -473,8 +473,8 @@ class ModelBuilder:
         indices = np.moveaxis(X.variable_indices("one-hot variables"), axis, -1)
         rows = indices.reshape(-1, indices.shape[-1])
         count, width = rows.shape
-        # its penalty terms, lowered: per row, width linear terms twice and every pair once
-        self.space.hold(count * (2 * width + width * (width - 1) // 2), f"one-hot group {group!r}")
+        # the terms one_hot_penalty gives each row when lowered: 3 per variable, 1 per pair
+        self.space.hold(count * (3 * width + width * (width - 1) // 2), f"one-hot group {group!r}")
         self._group(group, weight, "one_hot").rows.append(rows)
 
     def one_hot_constraint(self, weight: str = "lam_onehot", default: float | str = "lam") -> None:

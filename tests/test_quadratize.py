@@ -217,3 +217,17 @@ def test_merge_terms_keeps_the_values_and_leaves_one_term_per_monomial():
     assert len(keys) == elem.size  # every monomial of an element once
     X = rng.integers(0, 2, (16, space.size))
     np.testing.assert_allclose(merged.evaluate(X), expression.evaluate(X))
+
+
+def test_groups_count_the_terms_their_penalties_lower_to():
+    """The size guard counts, at declaration, the terms each group's penalties will hold."""
+    for declare in ("one_hot", "product"):
+        model = ModelBuilder(np.ones((4, 5)), rank=3)
+        U, _ = model.factors()
+        before = model.space.held_terms
+        if declare == "one_hot":
+            model.constrain_one_hot(U, axis=1, group="g", weight="lam")
+        else:
+            Z = model.binary("Z", (4, 3))
+            model.constrain_product(Z, U, U[:, ::-1], group="g", weight="lam")
+        assert model.space.held_terms - before == model.groups["g"].penalties.num_terms
