@@ -243,7 +243,7 @@ def quadratized_residual(
     declare = factor_products if quadratize == "products" else factor_pairs
     U, V = declare(model, weight=weight)[:2]
     squares = squared_residual(model.A, U @ V.T, mask=mask, weights=weights)
-    model.minimize(squares, quadratize=quadratize)  # substitutes the declared auxiliaries
+    model.minimize(squares, quadratize=quadratize, weight=weight)  # the declared auxiliaries
     model.one_hot_constraint()
     model.declare_bmf(mask=mask, weights=weights)
 
@@ -565,7 +565,7 @@ class ModelBuilder:
         them first to choose their labels, as the registered formulations do); the others
         become the 1-D array ``aux`` (default ``"P"`` or ``"Q"``), constrained in the group
         of that name with penalty weight ``weight`` (declared with default 1, the paper's,
-        if new).
+        if new; not declared when the model's own products cover every product).
 
         >>> import numpy as np
         >>> model = ModelBuilder(np.array([[1, 0], [1, 1]]), rank=2)
@@ -606,8 +606,6 @@ class ModelBuilder:
         if residual.space is not self.space:
             raise ModelDefinitionError("the objective uses variables of another model")
         name = aux or ("P" if quadratize == "products" else "Q")
-        if isinstance(weight, str) and weight not in self.weights:
-            self.weight(weight, default=1.0)
         if quadratize == "products":
             merged = merge_terms(residual)
             indices = self._product_auxiliaries(name, product_pairs(merged), weight)
@@ -632,7 +630,17 @@ class ModelBuilder:
         )
         found = declared_auxiliaries(pairs, z, a, b)
         missing = np.flatnonzero(found < 0)
+        # the weight of the quadratization's own auxiliaries (tunable even at a size that needs
+        # none); declarations that cover every product keep their own weights
+        own = missing.size or not pairs.shape[0]
+        if own and isinstance(weight, str) and weight not in self.weights:
+            self.weight(weight, default=1.0)
         if missing.size:
+            if name in self.space.blocks:
+                raise ModelDefinitionError(
+                    f"the auxiliary array {name!r} exists already: give this quartic objective "
+                    "its own, model.minimize(..., aux='another name')"
+                )
             new, which = distinct_pairs(pairs[missing])
             Z = self.binary(name, (new.shape[0],))
             x, y = self.space.array(new[:, 0]), self.space.array(new[:, 1])

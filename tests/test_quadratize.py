@@ -231,3 +231,31 @@ def test_groups_count_the_terms_their_penalties_lower_to():
             Z = model.binary("Z", (4, 3))
             model.constrain_product(Z, U, U[:, ::-1], group="g", weight="lam")
         assert model.space.held_terms - before == model.groups["g"].penalties.num_terms
+
+
+def test_the_quadratization_declares_its_weight_only_for_auxiliaries_of_its_own():
+    import types
+
+    from bmfdsl.dsl import quadratized_residual
+
+    A = RNG.integers(0, 2, (3, 4))
+    script = types.ModuleType("renamed_weight")
+    for how in ("products", "pairs"):
+        script.build = lambda model, q=how: quadratized_residual(model, quadratize=q, weight="mu")
+        assert compile_model(script, A, 2).weight_names == ("mu",)  # no unused 'lam'
+    partial = compile_model(_declared_first("products", declared_ranks=[0]), A, 2)
+    assert partial.weight_names == ("lam",)  # W and the new P share the one weight
+
+
+def test_a_second_quartic_objective_needs_its_own_auxiliary_array():
+    model = ModelBuilder(np.array([[1, 0, 1], [0, 1, 1]]), rank=2)
+    U, V = model.factors()
+    model.minimize(((model.A - U @ V.T) ** 2).sum(), quadratize="products")
+    same = ((1 - U @ V[:1].T) ** 2).sum()  # products U[i][k] V[0][k]: all in P already
+    model.minimize(same, quadratize="products")
+    assert model.arrays["P"] == (2 * 3 * 2,)
+    new = ((1 - U[:1] @ U[1:].T) ** 2).sum()  # U[0][k] U[1][k]: products P does not hold
+    with pytest.raises(ModelDefinitionError, match=r"'P' exists already.*aux="):
+        model.minimize(new, quadratize="products")
+    model.minimize(new, quadratize="products", aux="P2")
+    assert model.arrays["P2"] == (2,) and sorted(model.groups) == ["P", "P2"]
