@@ -21,12 +21,12 @@ import dimod
 import numpy as np
 
 from bmfdsl.backends._common import BackendSampler, Initialized, check_seed, check_time_limit
-from bmfdsl.cpsat import DEFAULT_NUM_WORKERS, check_seconds, require_ortools
 from bmfdsl.errors import InvalidParameterError, SolverError
+from bmfdsl.solvers import DEFAULT_NUM_WORKERS, check_seconds, require_ortools
 
 __all__ = ["CpSatBackend"]
 
-#: Default CP-SAT deterministic time per call (about 10 CPU seconds; see bmfdsl.cpsat).
+#: Default CP-SAT deterministic time per call (about 10 CPU seconds; see bmfdsl.solvers._cpsat).
 DEFAULT_DETERMINISTIC_TIME = 1.0
 _MAX_DYADIC_SHIFT = 30
 _SIGNIFICANT = 1e9

@@ -1,16 +1,16 @@
 """``da``: the Digital Annealer's parallel-trial algorithm for any BQM (numba; numpy or CuPy).
 
 An open emulation of the algorithm of Aramon et al. (2019) described in
-:mod:`bmfdsl.native.da_kernel`: every iteration tries all N single flips "in parallel", applies
+:mod:`bmfdsl.solvers.da._kernel`: every iteration tries all N single flips "in parallel", applies
 one accepted flip chosen uniformly, and raises an escape offset while nothing is accepted.
 One iteration makes as many flip trials as one sweep of simulated annealing, so ``num_sweeps``
 counts iterations. A replica-exchange mode runs a temperature ladder instead of a schedule.
 
 ``device`` picks the implementation: ``"cpu"`` (default) is the numba kernel, one run after
 another with sparse couplings; ``"gpu"`` (CuPy, ``pip install "bmfdsl[gpu]"``) runs all reads
-at once, one thread block each, in the fused CUDA kernel of :mod:`bmfdsl.native.da_cuda`
+at once, one thread block each, in the fused CUDA kernel of :mod:`bmfdsl.solvers.da._cuda`
 (sparse couplings); ``"numpy"`` is the same algorithm as whole-array numpy code with dense
-couplings (:mod:`bmfdsl.native.da_array`), the CPU reference of the GPU path. Both array
+couplings (:mod:`bmfdsl.solvers.da._array`), the CPU reference of the GPU path. Both array
 devices run ``mode="anneal"`` only and draw their own random numbers, so for one seed their
 samples differ from the CPU kernel's.
 """
@@ -37,12 +37,14 @@ from bmfdsl.backends._common import (
     round_seeds,
 )
 from bmfdsl.errors import InvalidParameterError
-from bmfdsl.native.da_array import ArrayRuns, available_array_devices, get_array_module
-from bmfdsl.native.da_kernel import (
+from bmfdsl.solvers.da import (
+    ArrayRuns,
+    available_array_devices,
     da_anneal,
     da_chunk,
     da_replica_exchange,
     da_start,
+    get_array_module,
     seed_generator,
 )
 

@@ -1,11 +1,11 @@
 """``native``: bmfdsl's structure-aware BMF solver (numba).
 
-A :class:`~bmfdsl.structure.StructuredSampler`: it takes the verified
-:class:`~bmfdsl.structure.BMFStructure` of a compiled model (``compiled.structure``), never a
+A :class:`~bmfdsl.modeling.StructuredSampler`: it takes the verified
+:class:`~bmfdsl.modeling.BMFStructure` of a compiled model (``compiled.structure``), never a
 BQM. Plain BMF is solved by the time-budgeted portfolio of
-:func:`bmfdsl.native.portfolio.solve_bmf` (heat-bath row annealing, parallel tempering,
+:func:`bmfdsl.solvers.native._portfolio.solve_bmf` (heat-bath row annealing, parallel tempering,
 restarts, ALS polish, optimality certificates); masked or weighted BMF (missing data) by
-restarted exact weighted alternating least squares (:mod:`bmfdsl.native.weighted`). Models
+restarted exact weighted alternating least squares (:mod:`bmfdsl.solvers.native._weighted`). Models
 without a verified structure go to a generic backend (``da``, ``neal``, ...).
 """
 
@@ -19,9 +19,8 @@ import numpy as np
 
 from bmfdsl.backends._common import check_seed, keyword_defaults
 from bmfdsl.errors import InvalidParameterError
-from bmfdsl.native.portfolio import WORK_PER_SECOND, NativeSettings, solve_bmf
-from bmfdsl.native.weighted import solve_weighted_bmf
-from bmfdsl.structure import BMFStructure, StructuredSampler
+from bmfdsl.modeling import BMFStructure, StructuredSampler
+from bmfdsl.solvers.native import WORK_PER_SECOND, NativeSettings, solve_bmf, solve_weighted_bmf
 
 __all__ = ["NativeSampler"]
 

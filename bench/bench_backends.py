@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 
 from bmfdsl import StructuredSampler, solve
-from bmfdsl.backends.registry import get_backend
-from bmfdsl.compile import compile_model
-from bmfdsl.datasets import make_bernoulli, make_exact_rank
+from bmfdsl.apps import make_bernoulli, make_exact_rank
+from bmfdsl.modeling import compile_model
+from bmfdsl.solvers import get_backend
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DEFAULT_BACKENDS = ["neal", "tabu", "openjij-sa", "openjij-sqa", "da", "native"]

@@ -40,8 +40,8 @@ def _parse() -> argparse.Namespace:
 
 
 def _cell_runs(table: int, ranks: list[int], instances: int, data_dir: str | None) -> list[Any]:
-    from bmfdsl.experiments.runner import plan_runs
-    from bmfdsl.experiments.tables import get_experiment
+    from bmfdsl.apps.experiments._runner import plan_runs
+    from bmfdsl.apps.experiments._tables import get_experiment
 
     experiment = get_experiment(f"table{table}")
     sizes = [1] if experiment.kind == "mnist" else [30]
@@ -63,9 +63,9 @@ def main() -> None:
     import numpy as np  # after the thread settings
 
     from bmfdsl import factorize
-    from bmfdsl.experiments.runner import build_matrix
-    from bmfdsl.experiments.tables import get_experiment, method_settings
-    from bmfdsl.native import compile_kernels
+    from bmfdsl.apps.experiments._runner import build_matrix
+    from bmfdsl.apps.experiments._tables import get_experiment, method_settings
+    from bmfdsl.solvers.native import compile_kernels
 
     data_dir = args.data_dir or os.environ.get("BMFDSL_DATA_DIR")
     if data_dir is None and (Path(__file__).resolve().parents[2] / "shared" / "data").is_dir():

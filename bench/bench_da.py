@@ -30,12 +30,13 @@ from types import ModuleType
 import numpy as np
 import scipy.sparse
 
+from bmfdsl.apps import make_bernoulli, make_exact_rank
 from bmfdsl.backends.da import DASampler, default_temperatures, prepare_bqm
 from bmfdsl.backends.neal import NealBackend
-from bmfdsl.compile import compile_model
-from bmfdsl.datasets import make_bernoulli, make_exact_rank
 from bmfdsl.errors import BackendUnavailableError
-from bmfdsl.native.da_array import ArrayRuns, dense_couplings, get_array_module
+from bmfdsl.modeling import compile_model
+from bmfdsl.solvers.da import ArrayRuns, get_array_module
+from bmfdsl.solvers.da._array import dense_couplings
 
 
 def gpu_module() -> ModuleType | None:

@@ -28,10 +28,11 @@ from types import ModuleType
 
 import numpy as np
 
-from bmfdsl.datasets import load_mnist, make_bernoulli, make_exact_rank
-from bmfdsl.methods.baseline import baseline
-from bmfdsl.native.portfolio import NativeSettings, auto_work_limit, compile_kernels, solve_bmf
-from bmfdsl.result import relative_error, squared_error
+from bmfdsl.apps import load_mnist, make_bernoulli, make_exact_rank
+from bmfdsl.linalg import relative_error, squared_error
+from bmfdsl.solvers.methods import baseline
+from bmfdsl.solvers.native import NativeSettings, solve_bmf
+from bmfdsl.solvers.native._portfolio import auto_work_limit, compile_kernels
 
 TABLES = {1: "exact", 2: "bernoulli0.2", 3: "bernoulli0.5", 4: "bernoulli0.8"}
 ROOT = Path(__file__).resolve().parent.parent

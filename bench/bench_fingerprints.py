@@ -156,7 +156,9 @@ def main(argv: list[str] | None = None) -> int:
         (out / "fingerprints.md").write_text("\n".join(lines) + "\n")
     if args.compare:
         before = json.loads(Path(args.compare).read_text())
-        differing = [k for k in sorted(set(before) | set(results)) if before.get(k) != results.get(k)]
+        differing = [
+            k for k in sorted(set(before) | set(results)) if before.get(k) != results.get(k)
+        ]
         for name in differing:
             print(f"DIFFERS: {name}: {before.get(name)} -> {results.get(name)}")
         print(f"{len(results) - len(differing)} of {len(results)} cases identical")

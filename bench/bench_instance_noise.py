@@ -54,8 +54,8 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
-from bmfdsl.experiments.report import load_paper_tables  # noqa: E402
-from bmfdsl.result import squared_error  # noqa: E402
+from bmfdsl.apps.experiments._report import load_paper_tables  # noqa: E402
+from bmfdsl.linalg import squared_error  # noqa: E402
 
 N_COLUMNS = 30
 M_ROWS = 30
@@ -75,7 +75,7 @@ SOLVER_SOURCES = (
 def solver_fingerprint() -> str:
     """A hash of the solver's source, its default settings and the certificate budget."""
     import bmfdsl
-    from bmfdsl.native.portfolio import NativeSettings
+    from bmfdsl.solvers.native import NativeSettings
 
     digest = hashlib.sha256()
     package = Path(bmfdsl.__file__).parent
@@ -87,10 +87,9 @@ def solver_fingerprint() -> str:
 
 def run_instance(density: float, seed: int, ranks: list[int]) -> dict:
     """Everything measured on one matrix (runs in a worker process)."""
-    from bmfdsl.datasets import make_bernoulli
-    from bmfdsl.methods.baseline import baseline
-    from bmfdsl.native.certify import exact_rank1
-    from bmfdsl.native.portfolio import solve_bmf
+    from bmfdsl.apps import make_bernoulli
+    from bmfdsl.solvers.methods import baseline
+    from bmfdsl.solvers.native import exact_rank1, solve_bmf
 
     A = make_bernoulli(M_ROWS, N_COLUMNS, density, random_state=seed)
     ones = int(A.sum())
@@ -121,8 +120,8 @@ def run_instance(density: float, seed: int, ranks: list[int]) -> dict:
 
 def run_long(density: float, seed: int, ranks: list[int], time_limit: float) -> dict:
     """A second, longer native run per rank: how far is the default from the best it finds?"""
-    from bmfdsl.datasets import make_bernoulli
-    from bmfdsl.native.portfolio import NativeSettings, solve_bmf
+    from bmfdsl.apps import make_bernoulli
+    from bmfdsl.solvers.native import NativeSettings, solve_bmf
 
     A = make_bernoulli(M_ROWS, N_COLUMNS, density, random_state=seed)
     settings = NativeSettings(time_limit=time_limit, patience=None)
@@ -178,8 +177,8 @@ def exact_rank1_baseline_spread(
     sizes: list[int], instances: int, first_seed: int, rng: np.random.Generator
 ) -> list[dict]:
     """The baseline's relative error on exact rank-1 matrices: mean, spread, 10-mean range."""
-    from bmfdsl.datasets import make_exact_rank
-    from bmfdsl.methods.baseline import baseline
+    from bmfdsl.apps import make_exact_rank
+    from bmfdsl.solvers.methods import baseline
 
     paper = load_paper_tables()
     rows = []

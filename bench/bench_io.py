@@ -1,4 +1,4 @@
-"""Reading delimited text: bmfdsl.io.read_data vs numpy.loadtxt, and the junk-file guard.
+"""Reading delimited text: bmfdsl.apps._io.read_data vs numpy.loadtxt, and the junk-file guard.
 
 Shapes: 5,000 x 200 0/1 (the issue's case), 50,000 x 30 0/1, and the 5,000 x 200 one with a
 header row and row labels (which np.loadtxt cannot read). Also the time to reject a 1 GiB
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bmfdsl.apps import read_data
 from bmfdsl.errors import InvalidMatrixError
-from bmfdsl.io import read_data
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -49,11 +49,11 @@ def main() -> None:
 
     import numpy as np  # after the thread settings
 
-    from bmfdsl._als import als
-    from bmfdsl.bls import solve_bls_with_error
-    from bmfdsl.methods import baseline, penalized, thresholded
-    from bmfdsl.result import relative_error
-    from bmfdsl.sampling import choose_sample_size, sample_rows
+    from bmfdsl.linalg import relative_error
+    from bmfdsl.pipeline import sample_rows
+    from bmfdsl.pipeline._sampling import choose_sample_size
+    from bmfdsl.solvers import als, solve_bls_with_error
+    from bmfdsl.solvers.methods import baseline, penalized, thresholded
 
     def planted(m: int, rng: np.random.Generator) -> np.ndarray:
         U = (rng.random((m, 5)) < 0.7).astype(np.int8)

@@ -24,10 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
-from bmfdsl.datasets import load_mnist, make_bernoulli, make_exact_rank
-from bmfdsl.experiments.report import load_paper_tables
-from bmfdsl.native.portfolio import NativeSettings, solve_bmf
-from bmfdsl.result import relative_error
+from bmfdsl.apps import load_mnist, make_bernoulli, make_exact_rank
+from bmfdsl.apps.experiments._report import load_paper_tables
+from bmfdsl.linalg import relative_error
+from bmfdsl.solvers.native import NativeSettings, solve_bmf
 
 TABLES = {1: "exact", 2: "bernoulli0.2", 3: "bernoulli0.5", 4: "bernoulli0.8"}
 # Issue 6: best-known means on the first ten MNIST test images per digit (long runs).

@@ -6,7 +6,7 @@ Run from the repository root::
     .venv/bin/python bench/bench_pipeline.py --quick    # m = 2,000 and 50,000 only
 
 Instances have n = 30 columns and rank r = 5, as in the paper: ``planted`` comes from
-``bmfdsl.datasets.make_exact_rank`` (S1 Algorithm 3, exact rank 5), ``bernoulli`` is
+``bmfdsl.apps._datasets.make_exact_rank`` (S1 Algorithm 3, exact rank 5), ``bernoulli`` is
 Bernoulli(0.5) noise.
 
 Two modes:
@@ -64,11 +64,11 @@ def main() -> None:
     import dask.array as da
 
     from bmfdsl import factorize
-    from bmfdsl._factorize import DEFAULT_BACKEND
-    from bmfdsl.datasets import make_bernoulli, make_exact_rank
+    from bmfdsl.apps import make_bernoulli, make_exact_rank
+    from bmfdsl.pipeline._factorize import DEFAULT_BACKEND
 
     try:
-        from bmfdsl.backends.registry import get_backend
+        from bmfdsl.solvers import get_backend
 
         get_backend(DEFAULT_BACKEND)
         default_backend = DEFAULT_BACKEND

@@ -2,6 +2,6 @@
 
 import sys
 
-from bmfdsl.cli import main
+from bmfdsl.apps import main
 
 sys.exit(main())

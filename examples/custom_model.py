@@ -6,7 +6,7 @@ python examples/custom_model.py
 from pathlib import Path
 
 import bmfdsl
-from bmfdsl.datasets import make_exact_rank
+from bmfdsl.apps import make_exact_rank
 
 A = make_exact_rank(8, 6, 2, random_state=1)
 script = Path(__file__).with_name("my_model.py")

@@ -8,7 +8,7 @@ then ALS; beside it the default solver (`native`) on the same matrix.
 
 import bmfdsl
 from bmfdsl.errors import BackendUnavailableError
-from bmfdsl.native.da_array import get_array_module
+from bmfdsl.solvers.da import get_array_module
 
 try:  # all reads at once in one CUDA kernel when CuPy finds a GPU
     get_array_module("gpu")

@@ -6,7 +6,7 @@ python examples/impute_missing.py
 import numpy as np
 
 import bmfdsl
-from bmfdsl.datasets import make_exact_rank
+from bmfdsl.apps import make_exact_rank
 
 A = make_exact_rank(40, 30, 3, random_state=7)
 rng = np.random.default_rng(0)

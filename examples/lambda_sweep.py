@@ -4,7 +4,7 @@ python examples/lambda_sweep.py
 """
 
 import bmfdsl
-from bmfdsl.datasets import make_bernoulli
+from bmfdsl.apps import make_bernoulli
 
 A = make_bernoulli(12, 10, 0.5, random_state=2)
 compiled = bmfdsl.compile_model("formulation1", A, rank=3)

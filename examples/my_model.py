@@ -1,13 +1,13 @@
 """A user's model script: Formulation 1 with a one-hot constraint on U, written with the DSL.
 
 Copy this file to write your own model. ``build(model)`` declares variables, penalties and the
-objective on ``model`` (a :class:`bmfdsl.dsl.ModelBuilder`) with numpy-style arrays:
+objective on ``model`` (a :class:`bmfdsl.modeling._dsl.ModelBuilder`) with numpy-style arrays:
 indexing, broadcasting, ``sum(axis=...)``, ``@`` and ``einsum`` work elementwise and
 vectorized, so the script stays fast on large matrices. ``bmfdsl.compile_model`` runs it once;
 ``compiled.to_pyqubo()`` shows the same model as a PyQUBO Hamiltonian.
 """
 
-from bmfdsl.dsl import ModelBuilder, squared_residual
+from bmfdsl.modeling import ModelBuilder, squared_residual
 
 NAME = "formulation1-own"
 

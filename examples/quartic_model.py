@@ -16,7 +16,7 @@ data={"quadratize": "pairs"})``) and, run directly, a demonstration:
     python examples/quartic_model.py
 """
 
-from bmfdsl.dsl import ModelBuilder, squared_residual
+from bmfdsl.modeling import ModelBuilder, squared_residual
 
 NAME = "quartic-bmf"
 DESCRIPTION = "Σ m (a - Σ_k u v)² quadratized by products or pairs (data['quadratize'])"
@@ -33,7 +33,7 @@ def build(model: ModelBuilder) -> None:
 
 if __name__ == "__main__":
     import bmfdsl
-    from bmfdsl.datasets import make_exact_rank
+    from bmfdsl.apps import make_exact_rank
 
     A = make_exact_rank(12, 10, 3, random_state=4)
     for how, paper in (("products", "formulation1"), ("pairs", "formulation2-reduced")):

@@ -6,7 +6,7 @@ python examples/quickstart.py
 import numpy as np
 
 import bmfdsl
-from bmfdsl.datasets import make_exact_rank
+from bmfdsl.apps import make_exact_rank
 
 # A 12 x 10 matrix with an exact rank-3 binary factorization (the paper's generator).
 A = make_exact_rank(12, 10, 3, random_state=42)

@@ -4,7 +4,7 @@ python examples/swap_solvers.py
 """
 
 import bmfdsl
-from bmfdsl.datasets import make_exact_rank
+from bmfdsl.apps import make_exact_rank
 
 A = make_exact_rank(10, 10, 2, random_state=5)
 compiled = bmfdsl.compile_model("formulation1", A, rank=2)

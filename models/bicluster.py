@@ -9,8 +9,8 @@ share the weight ``lam_onehot`` (default: lam). Solved by the generic backends.
 
 import numpy as np
 
-from bmfdsl.dsl import ModelBuilder, factor_products, squared_residual
 from bmfdsl.errors import ModelDefinitionError
+from bmfdsl.modeling import ModelBuilder, factor_products, squared_residual
 
 NAME = "bicluster"
 DESCRIPTION = "Biclustering: one-hot rows in both U and V (r row/column cluster pairs)"

@@ -10,7 +10,7 @@ auxiliaries ``Y_chain[i][j][t]`` per entry. Since ``y`` is 0/1 the objective is 
 
 import numpy as np
 
-from bmfdsl.dsl import ModelBuilder, factor_products, squared_residual
+from bmfdsl.modeling import ModelBuilder, factor_products, squared_residual
 
 NAME = "boolean-bmf"
 DESCRIPTION = "Boolean BMF: A ≈ OR_k U[:,k] V[:,k]ᵀ, with OR auxiliaries Y[i][j]"

@@ -7,7 +7,7 @@ auxiliaries ``W[k][i][j]`` (= ``u_ik v_jk``): ``(m + n + mn) r`` in all. The opt
 one-hot constraint on the rows of V (or U) has its own weight ``lam_onehot`` (default: lam).
 """
 
-from bmfdsl.dsl import ModelBuilder, quadratized_residual
+from bmfdsl.modeling import ModelBuilder, quadratized_residual
 
 NAME = "formulation1"
 DESCRIPTION = "Malik et al. Formulation 1: auxiliaries W[k][i][j] = U[i][k] V[j][k]"

@@ -8,7 +8,7 @@ paper. Variables: ``U[i][k]``, ``V[j][k]``, ``UU[i][k][l]`` (= ``u_ik u_il``) an
 ``VV[j][k][l]`` (= ``v_jk v_jl``): ``(m + n)(r + r²)`` in all.
 """
 
-from bmfdsl.dsl import ModelBuilder, einsum
+from bmfdsl.modeling import ModelBuilder, einsum
 
 NAME = "formulation2"
 DESCRIPTION = "Malik et al. Formulation 2: auxiliaries UU[i][k][l] = U[i][k] U[i][l], same for V"

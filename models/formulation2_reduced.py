@@ -10,7 +10,7 @@ Variables: ``U[i][k]``, ``V[j][k]``, ``UU[i][k][l]`` and ``VV[j][k][l]`` for ``k
 ``(m + n)(r + r(r-1)/2)`` in all (the unused ``k >= l`` labels never appear).
 """
 
-from bmfdsl.dsl import ModelBuilder, quadratized_residual
+from bmfdsl.modeling import ModelBuilder, quadratized_residual
 
 NAME = "formulation2-reduced"
 DESCRIPTION = "Formulation 2 with auxiliaries only for k < l: (m+n)(r + r(r-1)/2) variables"
@@ -18,5 +18,5 @@ DESCRIPTION = "Formulation 2 with auxiliaries only for k < l: (m+n)(r + r(r-1)/2
 
 def build(model: ModelBuilder) -> None:
     """Declare the reduced Formulation 2: the residual with the pairs ``u u'``, ``v v'``
-    substituted (see :func:`bmfdsl.dsl.quadratized_residual`)."""
+    substituted (see :func:`bmfdsl.modeling._dsl.quadratized_residual`)."""
     quadratized_residual(model, quadratize="pairs")

@@ -7,8 +7,8 @@ passed as ``compile_model("masked-bmf", A, r, data={"mask": M})`` (``A``'s unobs
 are ignored; fill them with 0). Variables as Formulation 1.
 """
 
-from bmfdsl.dsl import ModelBuilder, quadratized_residual
 from bmfdsl.errors import ModelDefinitionError
+from bmfdsl.modeling import ModelBuilder, quadratized_residual
 
 NAME = "masked-bmf"
 DESCRIPTION = "BMF over observed entries only (data={'mask': M}, 1 = observed): missing data"

@@ -7,8 +7,8 @@ Formulation 1 with entry weights ``c_ij >= 0`` passed as
 cost for missing ones than for extra ones). Variables as Formulation 1.
 """
 
-from bmfdsl.dsl import ModelBuilder, quadratized_residual
 from bmfdsl.errors import ModelDefinitionError
+from bmfdsl.modeling import ModelBuilder, quadratized_residual
 
 NAME = "weighted-bmf"
 DESCRIPTION = "BMF with a non-negative weight per entry (data={'weights': C})"

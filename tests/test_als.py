@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from bmfdsl import als
-from bmfdsl.bls import solve_bls_with_error
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
+from bmfdsl.solvers import solve_bls_with_error
 
 
 def _error(A: np.ndarray, U: np.ndarray, V: np.ndarray) -> int:
@@ -154,7 +154,7 @@ def test_bad_inputs_raise_typed_errors() -> None:
 def test_compiled_small_path_equals_blas_path(
     monkeypatch: pytest.MonkeyPatch, one_hot: str | None, seed: int
 ) -> None:
-    from bmfdsl import bls as bls_module
+    from bmfdsl.solvers import _bls as bls_module
 
     A, U, V = _instance(20 + seed, m=25, n=18, r=2 + seed)
     compiled = als(A, U, V, one_hot=one_hot, max_solves=7, patience=2)

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from bmfdsl.backends._common import BackendSampler, Initialized, keyword_defaults
-from bmfdsl.backends.registry import get_backend, list_backends
 from bmfdsl.errors import InvalidParameterError, UnknownNameError
-from bmfdsl.structure import StructuredSampler
+from bmfdsl.modeling import StructuredSampler
+from bmfdsl.solvers import get_backend, list_backends
 from bmfdsl.testing import small_bqm
 
 # constructor options that let a cloud backend be built offline (it is never asked to sample)

@@ -10,8 +10,8 @@ import dimod
 import numpy as np
 import pytest
 
-from bmfdsl.backends.registry import get_backend
 from bmfdsl.errors import InvalidParameterError, UnknownNameError
+from bmfdsl.solvers import get_backend
 from bmfdsl.testing import (
     ConformanceError,
     check_decode,

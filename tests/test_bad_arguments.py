@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from bmfdsl import factorize
-from bmfdsl.backends.registry import get_backend
-from bmfdsl.datasets import load_melanoma, load_mnist, read_idx
+from bmfdsl.apps import load_melanoma, load_mnist
+from bmfdsl.apps._datasets import read_idx
 from bmfdsl.errors import BmfdslError, InvalidMatrixError, InvalidParameterError
+from bmfdsl.solvers import get_backend
 
 A = np.array([[1, 1, 0], [1, 1, 0], [0, 1, 1]])
 

@@ -8,9 +8,10 @@ import dimod
 import numpy as np
 import pytest
 
-from bmfdsl import bls as bls_module
-from bmfdsl.bls import enumerate_codes, solve_bls, solve_bls_from_stats, solve_bls_with_error
 from bmfdsl.errors import BmfdslError, InvalidMatrixError, InvalidParameterError
+from bmfdsl.solvers import _bls as bls_module
+from bmfdsl.solvers import solve_bls, solve_bls_with_error
+from bmfdsl.solvers._bls import enumerate_codes, solve_bls_from_stats
 
 
 @pytest.fixture(params=["compiled", "blas"])

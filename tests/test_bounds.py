@@ -12,9 +12,11 @@ import dimod
 import numpy as np
 import pytest
 
-from bmfdsl import cli, factorize, make_bernoulli, make_exact_rank
-from bmfdsl.backends.registry import get_backend, list_backends
-from bmfdsl.bounds import (
+from bmfdsl import factorize, make_bernoulli, make_exact_rank
+from bmfdsl.apps import _cli as cli
+from bmfdsl.errors import BackendUnavailableError, InvalidParameterError
+from bmfdsl.linalg import squared_error
+from bmfdsl.pipeline._bounds import (
     LowerBound,
     cheap_lower_bound,
     gap,
@@ -22,8 +24,8 @@ from bmfdsl.bounds import (
     rank1_bound,
     spectral_bound,
 )
-from bmfdsl.errors import BackendUnavailableError, InvalidParameterError
-from bmfdsl.result import Factorization, squared_error
+from bmfdsl.result import Factorization
+from bmfdsl.solvers import get_backend, list_backends
 from bmfdsl.testing import check_sampler, dimod_test_case, random_integer_bqm
 
 needs_ortools = pytest.mark.skipif(
@@ -342,6 +344,6 @@ def test_cpsat_backend_rejects_bad_parameters():
 
 
 def _solve_exact(*args, **kwargs):
-    from bmfdsl.cpsat import solve_exact
+    from bmfdsl.solvers import solve_exact
 
     return solve_exact(*args, **kwargs)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import bmfdsl
-from bmfdsl.cli import EXIT_DATA_ERROR, EXIT_USAGE, build_parser, main
-from bmfdsl.datasets import make_exact_rank
+from bmfdsl.apps import main, make_exact_rank
+from bmfdsl.apps._cli import EXIT_DATA_ERROR, EXIT_USAGE, build_parser
 
 
 def run_module(*args, stdin=None, cwd=None):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import bmfdsl
-import bmfdsl.compile
+import bmfdsl.modeling._compile
 from bmfdsl import (
     BmfdslError,
     InvalidMatrixError,
@@ -49,13 +49,13 @@ def test_variable_counts_match_the_paper(model, expected):
 
 def _count_declarations(monkeypatch):
     shapes = []
-    original = bmfdsl.compile._declare
+    original = bmfdsl.modeling._compile._declare
 
     def counting(module, name, data, *args):
         shapes.append(data.shape)
         return original(module, name, data, *args)
 
-    monkeypatch.setattr(bmfdsl.compile, "_declare", counting)
+    monkeypatch.setattr(bmfdsl.modeling._compile, "_declare", counting)
     return shapes
 
 
@@ -68,7 +68,7 @@ def test_reweighting_never_rebuilds(monkeypatch):
 
 
 def test_labels_survive_relabelling_in_chunks():
-    from bmfdsl.qubo import RELABEL_CHUNK
+    from bmfdsl.modeling._qubo import RELABEL_CHUNK
 
     data = (np.random.default_rng(3).random((30, 40)) < 0.5).astype(np.int8)
     compiled = compile_model("formulation1", data, 5)  # 6,350 variables: more than one chunk
@@ -157,7 +157,7 @@ def test_bad_one_hot_option_and_missing_required_weight(tmp_path):
 USER_MODEL = textwrap.dedent(
     '''
     """A user's model: Formulation 1 written from scratch with the DSL."""
-    from bmfdsl.dsl import squared_residual
+    from bmfdsl.modeling._dsl import squared_residual
 
     def build(model):
         A, r = model.A, model.rank

@@ -4,17 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from bmfdsl import cli
-from bmfdsl.cli import EXIT_DATA_ERROR
-from bmfdsl.credentials import (
-    check_service_url,
-    clean_credential,
-    is_loopback,
-    redact_url,
-    scrub,
-)
+from bmfdsl.apps import _cli as cli
+from bmfdsl.apps._cli import EXIT_DATA_ERROR
+from bmfdsl.apps.experiments import run_experiment
+from bmfdsl.credentials import check_service_url, clean_credential, is_loopback, redact_url, scrub
 from bmfdsl.errors import BmfdslError, InvalidCredentialsError, InvalidParameterError
-from bmfdsl.experiments.runner import run_experiment
 
 
 def test_clean_credential_strips_and_remembers_the_key():

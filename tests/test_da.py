@@ -13,7 +13,8 @@ import pytest
 from bmfdsl.backends import da as da_backend
 from bmfdsl.backends.da import DASampler, default_temperatures, prepare_bqm
 from bmfdsl.errors import InvalidParameterError, UnknownNameError
-from bmfdsl.native.da_kernel import da_anneal, local_fields
+from bmfdsl.solvers.da import da_anneal
+from bmfdsl.solvers.da._kernel import local_fields
 from bmfdsl.testing import random_integer_bqm
 
 

@@ -15,9 +15,10 @@ import scipy.sparse
 
 from bmfdsl.backends.da import DASampler, prepare_bqm
 from bmfdsl.errors import BackendUnavailableError, InvalidParameterError
-from bmfdsl.native import da_array
-from bmfdsl.native.da_array import ArrayRuns, da_anneal_array, dense_couplings, get_array_module
-from bmfdsl.native.da_cuda import FUSED_KERNEL_SOURCE, fused_iterate
+from bmfdsl.solvers.da import ArrayRuns, get_array_module
+from bmfdsl.solvers.da import _array as da_array
+from bmfdsl.solvers.da._array import da_anneal_array, dense_couplings
+from bmfdsl.solvers.da._cuda import FUSED_KERNEL_SOURCE, fused_iterate
 from bmfdsl.testing import random_integer_bqm
 
 # implementation name -> (device of get_array_module, fused)

@@ -1,4 +1,4 @@
-"""Tests of bmfdsl.datasets: generators, IDX/MNIST, the gene-expression discretisation."""
+"""Tests of bmfdsl.apps._datasets: generators, IDX/MNIST, the gene-expression discretisation."""
 
 from __future__ import annotations
 
@@ -9,16 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bmfdsl.datasets import (
-    binarize_expression,
-    load_leukemia,
-    load_melanoma,
-    load_mnist,
-    make_bernoulli,
-    make_exact_rank,
-    make_sparse_planted,
-    read_idx,
-)
+from bmfdsl.apps import load_leukemia, load_melanoma, load_mnist, make_bernoulli, make_exact_rank
+from bmfdsl.apps._datasets import binarize_expression, make_sparse_planted, read_idx
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
 
 

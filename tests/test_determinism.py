@@ -11,9 +11,9 @@ import time
 import numpy as np
 
 from bmfdsl import factorize
-from bmfdsl.datasets import make_bernoulli
-from bmfdsl.experiments.runner import run_experiment
-from bmfdsl.native import NativeSettings, compile_kernels, solve_bmf
+from bmfdsl.apps import make_bernoulli
+from bmfdsl.apps.experiments import run_experiment
+from bmfdsl.solvers.native import NativeSettings, compile_kernels, solve_bmf
 
 # Cases that used to differ between runs (issue 13): a small matrix at a high rank, and a
 # tall one annealed on row samples; plus every comparison method and the estimator.
@@ -21,8 +21,8 @@ _FINGERPRINTS = """
 import hashlib, json
 import numpy as np
 from bmfdsl import factorize
-from bmfdsl.datasets import make_bernoulli
-from bmfdsl.estimator import BinaryMatrixFactorization
+from bmfdsl.apps._datasets import make_bernoulli
+from bmfdsl.apps._estimator import BinaryMatrixFactorization
 
 def digest(U, V, error):
     h = hashlib.sha256()

@@ -17,7 +17,8 @@ from bmfdsl import (
     compile_model,
     solve,
 )
-from bmfdsl.expr import Squares, VariableSpace, einsum, stack
+from bmfdsl.modeling import einsum
+from bmfdsl.modeling._expr import Squares, VariableSpace, stack
 
 RNG = np.random.default_rng(7)
 
@@ -207,7 +208,7 @@ def test_the_native_solver_handles_masks_optimally():
 def test_a_copy_named_like_a_registered_model_gets_its_own_bqm(tmp_path):
     path = tmp_path / "copy.py"
     path.write_text(
-        "from bmfdsl.dsl import squared_residual\n"
+        "from bmfdsl.modeling._dsl import squared_residual\n"
         "NAME = 'formulation1'\n"
         "def build(model):\n"
         "    U, V = model.factors()\n"
@@ -351,7 +352,7 @@ def test_one_residual_two_quadratizations(quadratize):
     entry weights both still have the weighted residual as their feasible energy and optimum."""
     import types
 
-    from bmfdsl.dsl import quadratized_residual
+    from bmfdsl.modeling import quadratized_residual
 
     reference = {"products": "formulation1", "pairs": "formulation2-reduced"}[quadratize]
     for m, n, r, one_hot in [(4, 5, 2, None), (5, 3, 3, "V"), (3, 4, 1, None)]:

@@ -12,13 +12,13 @@ from dwave.system import LeapHybridSampler
 from dwave.system.testing import MockDWaveSampler
 
 from bmfdsl.backends.dwave import DWaveHybridBackend, DWaveQPUBackend
-from bmfdsl.backends.registry import get_backend
 from bmfdsl.errors import (
     InvalidCredentialsError,
     MissingCredentialsError,
     SolverError,
     UnknownNameError,
 )
+from bmfdsl.solvers import get_backend
 from bmfdsl.testing import (
     check_decode,
     check_parameters_honest,

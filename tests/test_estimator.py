@@ -17,7 +17,7 @@ from bmfdsl import (
     NotFittedError,
     UnknownNameError,
 )
-from bmfdsl.datasets import make_exact_rank
+from bmfdsl.apps import make_exact_rank
 
 # scikit-learn's checks feed real-valued random data. With ``binarize`` set the estimator
 # accepts it (entries >= t count as 1) and passes every check. Without it the estimator takes

@@ -10,20 +10,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bmfdsl.errors import InvalidParameterError, UnknownNameError
-from bmfdsl.experiments import cli
-from bmfdsl.experiments.clustering import adjusted_rand_index, clusters_from_factor
-from bmfdsl.experiments.report import load_paper_tables, render_report
-from bmfdsl.experiments.runner import (
+from bmfdsl.apps.experiments import _cli as cli
+from bmfdsl.apps.experiments import run_experiment
+from bmfdsl.apps.experiments._clustering import adjusted_rand_index, clusters_from_factor
+from bmfdsl.apps.experiments._report import load_paper_tables, render_report
+from bmfdsl.apps.experiments._runner import (
     build_matrix,
     load_records,
     plan_runs,
     resolve_methods,
     results_path,
-    run_experiment,
 )
-from bmfdsl.experiments.tables import DEFAULT_METHODS, EXPERIMENTS, get_experiment
-from bmfdsl.result import Factorization, relative_error, squared_error
+from bmfdsl.apps.experiments._tables import DEFAULT_METHODS, EXPERIMENTS, get_experiment
+from bmfdsl.errors import InvalidParameterError, UnknownNameError
+from bmfdsl.linalg import relative_error, squared_error
+from bmfdsl.result import Factorization
 
 # ---------------------------------------------------------------- fake methods and data
 
@@ -208,7 +209,7 @@ def test_synthetic_tables_end_to_end(tmp_path, name):
 
 
 def _settings(record):
-    from bmfdsl.experiments.tables import MethodSettings
+    from bmfdsl.apps.experiments._tables import MethodSettings
 
     return MethodSettings(**record["settings"])
 
@@ -252,7 +253,7 @@ def test_table6_gene_data_end_to_end_with_one_hot_and_ari(tmp_path, data_dir):
         "table6", tmp_path, methods=list(methods), method_table=methods, data_dir=data_dir, **SMALL
     )
     assert len(records) == 2 * 2 * 2 * 2
-    from bmfdsl.datasets import load_leukemia
+    from bmfdsl.apps import load_leukemia
 
     leukemia = load_leukemia(data_dir)
     for record in records:
@@ -490,7 +491,7 @@ def test_cli_experiment_with_the_default_methods(tmp_path):
 
 def test_figures(tmp_path, data_dir):
     pytest.importorskip("matplotlib")
-    from bmfdsl.experiments.figures import make_figures
+    from bmfdsl.apps.experiments._figures import make_figures
 
     run_experiment("table1", tmp_path, sizes=[30], methods=["fake"], method_table=FAKE, **SMALL)
     paths = make_figures(tmp_path, data_dir=data_dir, method=random_method, formats=["png", "svg"])
@@ -505,14 +506,14 @@ def test_figures(tmp_path, data_dir):
 
 
 def test_unknown_backend_fails_before_any_run(tmp_path):
-    pytest.importorskip("bmfdsl.backends.registry")
+    pytest.importorskip("bmfdsl.solvers._registry")
     with pytest.raises(UnknownNameError, match="no-such-solver"):
         run_experiment("table1", tmp_path, methods=["qubo:no-such-solver+als"], progress=False)
     assert not results_path(tmp_path, "table1").exists()
 
 
 def test_report_times_come_from_timings_and_old_records_still_read():
-    from bmfdsl.experiments.report import summarize
+    from bmfdsl.apps.experiments._report import summarize
 
     base = {"status": "ok", "table": 1, "group": "m=30", "method": "x", "rank": 2}
     new = {**base, "relative_error": 0.5, "timings": {"solve": 1.0, "total": 3.0}}

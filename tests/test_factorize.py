@@ -14,8 +14,7 @@ from bmfdsl import (
     UnknownNameError,
     factorize,
 )
-from bmfdsl.cli import main
-from bmfdsl.datasets import make_exact_rank
+from bmfdsl.apps import main, make_exact_rank
 
 RNG = np.random.default_rng(7)
 FAST_NEAL = {"backend": "neal", "num_reads": 4, "num_sweeps": 200}

@@ -8,7 +8,7 @@ import dimod
 import numpy as np
 import pytest
 
-from bmfdsl.compile import compile_model
+from bmfdsl.modeling import compile_model
 
 RNG = np.random.default_rng(20211)
 MODELS = ["formulation1", "formulation2", "formulation2-reduced"]

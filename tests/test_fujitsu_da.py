@@ -26,8 +26,8 @@ from bmfdsl.backends.fujitsu_da import (
     DATimeoutError,
     FujitsuDABackend,
 )
-from bmfdsl.backends.registry import get_backend
 from bmfdsl.errors import BmfdslError, MissingCredentialsError, SolverError, UnknownNameError
+from bmfdsl.solvers import get_backend
 from bmfdsl.testing import (
     check_decode,
     check_parameters_honest,

@@ -1,10 +1,21 @@
 """The package's layering, read from its source with ``ast`` (no imports run).
 
-* the core (``bmfdsl`` minus ``bmfdsl.backends`` and ``bmfdsl.models``) never imports a model,
-  and reaches the backends only through ``bmfdsl.backends.registry``;
-* no module takes another module's private (``_name``) names;
-* no import circles among the core's modules (lazy imports inside functions included), and
-  none at import time across the whole package.
+The layers, lowest first (``docs/architecture.md`` draws them):
+
+* shared leaves: ``errors``, ``validation``, ``timings``, ``progress``, ``credentials``,
+  ``result``;
+* ``bmfdsl.linalg`` (binary matrices, exact kernels, errors of an answer);
+* ``bmfdsl.modeling`` (the DSL, compilation, BQMs), with the model scripts of
+  ``bmfdsl.models`` on top of it;
+* ``bmfdsl.solvers`` (registry, BLS/ALS, native, da, classical methods, CP-SAT), with the
+  adapters of ``bmfdsl.backends`` on top of it;
+* ``bmfdsl.pipeline`` (factorize, solve, sampling, bounds), then ``bmfdsl.testing``;
+* ``bmfdsl.apps`` (cli, estimator, io, datasets, experiments), then the top-level ``bmfdsl``.
+
+A module imports only its own layer or lower ones; no module imports an adapter or a model
+(the registries load them by name); a private module (``_name``) is imported only from inside
+its own package, everyone else goes through the package's ``__init__``; no module takes
+another module's private names; and there are no import circles.
 """
 
 from __future__ import annotations
@@ -23,7 +34,29 @@ PACKAGE_DIRS = {
     "bmfdsl.models": ROOT / "models",
 }
 OUTER = ("bmfdsl.backends", "bmfdsl.models")
-REGISTRY = "bmfdsl.backends.registry"
+LEAVES = (
+    "bmfdsl.errors",
+    "bmfdsl.validation",
+    "bmfdsl.timings",
+    "bmfdsl.progress",
+    "bmfdsl.credentials",
+    "bmfdsl.result",
+    "bmfdsl._lazy",
+)
+# (prefix, rank): a module's layer is that of the longest prefix it matches.
+LAYERS = {
+    **dict.fromkeys(LEAVES, 0),
+    "bmfdsl.linalg": 1,
+    "bmfdsl.modeling": 2,
+    "bmfdsl.models": 2.5,
+    "bmfdsl.solvers": 3,
+    "bmfdsl.backends": 3.5,
+    "bmfdsl.pipeline": 4,
+    "bmfdsl.testing": 4.5,
+    "bmfdsl.apps": 5,
+    "bmfdsl.__main__": 6,
+    "bmfdsl": 6,
+}
 
 
 def _modules() -> dict[str, Path]:
@@ -118,22 +151,77 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def _layer(name: str) -> str:
+    matches = [prefix for prefix in LAYERS if name == prefix or name.startswith(prefix + ".")]
+    return max(matches, key=len)
+
+
+def _public_package(name: str) -> str:
+    """``bmfdsl.solvers.native._portfolio`` -> ``bmfdsl.solvers.native``."""
+    parts = name.split(".")
+    while parts[-1].startswith("_") and not parts[-1].startswith("__"):
+        parts.pop()
+    return ".".join(parts)
+
+
 def test_the_graph_is_read():
     # a guard against a vacuous pass: the modules and the known edges are there
-    assert {"bmfdsl._factorize", "bmfdsl.bls", REGISTRY, "bmfdsl.models"} <= set(MODULES)
-    assert "bmfdsl.matrix" in _edges(eager_only=True)["bmfdsl.bls"]
-    assert REGISTRY in _edges(eager_only=False)["bmfdsl._factorize"]
+    assert {"bmfdsl.pipeline._factorize", "bmfdsl.solvers._bls", "bmfdsl.models"} <= set(MODULES)
+    assert "bmfdsl.linalg" in _edges(eager_only=True)["bmfdsl.solvers._bls"]
+    assert "bmfdsl.solvers._registry" in _edges(eager_only=False)["bmfdsl.solvers._bls"]
+    assert "bmfdsl.solvers" in _edges(eager_only=False)["bmfdsl.pipeline._factorize"]
 
 
-def test_core_reaches_backends_only_through_the_registry_and_never_models():
+def test_every_module_sits_in_a_layer():
+    # a new module placed flat in bmfdsl/ fails here until it is given a layer
+    flat = [
+        name
+        for name in MODULES
+        if _layer(name) == "bmfdsl" and name not in ("bmfdsl", "bmfdsl.__main__")
+    ]
+    assert flat == []
+
+
+def test_imports_go_down_the_layers():
+    offending = [
+        f"{name} ({_layer(name)}) imports {target} ({_layer(target)})"
+        for name in MODULES
+        for target, _, _ in _imports(name)
+        if target in MODULES
+        and _layer(target) != _layer(name)
+        and LAYERS[_layer(target)] > LAYERS[_layer(name)]
+    ]
+    assert offending == []
+
+
+def test_nothing_imports_an_adapter_or_a_model():
     offending = [
         f"{name} imports {target}"
         for name in MODULES
-        if _is_core(name)
         for target, _, _ in _imports(name)
-        if target.startswith(OUTER) and target != REGISTRY
+        if target.startswith(OUTER) and _layer(target) != _layer(name)
     ]
     assert offending == []
+
+
+def test_private_modules_are_imported_only_inside_their_package():
+    offending = [
+        f"{name} imports {target}"
+        for name in MODULES
+        for target, _, _ in _imports(name)
+        if target in MODULES
+        and (package := _public_package(target)) != target
+        and not (name == package or name.startswith(package + "."))
+    ]
+    assert offending == []
+
+
+def test_the_layer_rules_catch_a_violation():
+    assert _layer("bmfdsl.linalg._kernels") == "bmfdsl.linalg"
+    assert _layer("bmfdsl.errors") == "bmfdsl.errors"
+    assert LAYERS[_layer("bmfdsl.modeling._dsl")] < LAYERS[_layer("bmfdsl.solvers._bls")]
+    assert _public_package("bmfdsl.solvers.native._portfolio") == "bmfdsl.solvers.native"
+    assert _public_package("bmfdsl.__main__") == "bmfdsl.__main__"
 
 
 def test_no_module_takes_another_modules_private_names():

@@ -1,4 +1,4 @@
-"""Reading labelled matrices (bmfdsl.io): formats, labels, headers, missing cells, bad files."""
+"""Reading labelled matrices (read_matrix, read_data): formats, labels, headers, bad files."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import pytest
 import scipy.io
 import scipy.sparse
 
+from bmfdsl.apps import read_data, read_matrix
+from bmfdsl.apps._io import MatrixData, binarize_values, write_labelled
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
-from bmfdsl.io import MatrixData, binarize_values, read_data, read_matrix, write_labelled
 
 
 def write(tmp_path, text, name="a.csv"):

@@ -1,4 +1,4 @@
-"""The data layer (bmfdsl.matrix), the shared kernels (bmfdsl.kernels) and StageTimer."""
+"""The data layer and its shared kernels (bmfdsl.linalg), and StageTimer."""
 
 from __future__ import annotations
 
@@ -8,16 +8,18 @@ import numpy as np
 import pytest
 
 from bmfdsl.errors import InvalidMatrixError
-from bmfdsl.kernels import als_loop, code_table, solve_rows_exact
-from bmfdsl.matrix import (
+from bmfdsl.linalg import (
     DaskMatrix,
     InMemoryMatrix,
     Orientation,
+    als_loop,
     as_matrix,
+    code_table,
     is_dask_array,
-    transpose,
+    solve_rows_exact,
+    squared_error,
 )
-from bmfdsl.result import squared_error
+from bmfdsl.linalg._matrix import transpose
 from bmfdsl.timings import StageTimer
 
 

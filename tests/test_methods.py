@@ -6,10 +6,14 @@ import numpy as np
 import pytest
 
 from bmfdsl.errors import InvalidParameterError, UnknownNameError
-from bmfdsl.methods import METHODS, get_method
-from bmfdsl.methods.baseline import baseline
-from bmfdsl.methods.penalized import penalized, penalized_factors
-from bmfdsl.methods.thresholded import nmf, normalize_factors, threshold_search, thresholded
+from bmfdsl.solvers.methods import METHODS, baseline, get_method
+from bmfdsl.solvers.methods._penalized import penalized, penalized_factors
+from bmfdsl.solvers.methods._thresholded import (
+    nmf,
+    normalize_factors,
+    threshold_search,
+    thresholded,
+)
 
 
 def _error(A: np.ndarray, U: np.ndarray, V: np.ndarray) -> int:

@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 
 import bmfdsl
+from bmfdsl.apps import make_bernoulli, make_exact_rank
 from bmfdsl.backends.native import NativeSampler
-from bmfdsl.datasets import make_bernoulli, make_exact_rank
 from bmfdsl.errors import InvalidParameterError
-from bmfdsl.native.anneal import als_polish, anneal_replicas, row_codes, total_error
-from bmfdsl.native.certify import exact_rank1
-from bmfdsl.native.portfolio import NativeSettings, compile_kernels, solve_bmf
-from bmfdsl.result import squared_error
-from bmfdsl.structure import BMFStructure
+from bmfdsl.linalg import squared_error
+from bmfdsl.modeling import BMFStructure
+from bmfdsl.solvers.native import NativeSettings, exact_rank1, solve_bmf
+from bmfdsl.solvers.native._anneal import als_polish, anneal_replicas, row_codes, total_error
+from bmfdsl.solvers.native._portfolio import compile_kernels
 from bmfdsl.testing import check_structured_sampler
 
 
@@ -270,7 +270,7 @@ def test_native_passes_the_structured_conformance_kit():
 def test_native_refuses_a_model_without_a_verified_structure(tmp_path):
     path = tmp_path / "own.py"
     path.write_text(
-        "from bmfdsl.dsl import squared_residual\n"
+        "from bmfdsl.modeling._dsl import squared_residual\n"
         "NAME = 'formulation1'\n"
         "def build(model):\n"
         "    U, V = model.factors()\n"
@@ -345,7 +345,7 @@ _COLD_START = """
 import json
 import numpy as np
 from bmfdsl.backends.da import DASampler
-from bmfdsl.native import NativeSettings, solve_bmf
+from bmfdsl.solvers.native import NativeSettings, solve_bmf
 from bmfdsl.testing import random_integer_bqm
 
 A = (np.random.default_rng(0).random((40, 30)) < 0.5).astype(np.int8)

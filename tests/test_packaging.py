@@ -62,7 +62,8 @@ def test_wheel_contains_only_bmfdsl(tmp_path):
     assert all(top == "bmfdsl" or top.startswith("bmfdsl-") for top in tops), tops
     for expected in (
         "bmfdsl/models/formulation1.py",
-        "bmfdsl/backends/registry.py",
+        "bmfdsl/backends/neal.py",
+        "bmfdsl/solvers/native/_portfolio.py",
         "bmfdsl/py.typed",
         "bmfdsl/data/paper_tables.csv",
     ):

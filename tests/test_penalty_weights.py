@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from bmfdsl import compile_model
-from bmfdsl.cli import build_parser
+from bmfdsl.apps._cli import build_parser
 from bmfdsl.errors import InvalidParameterError
 
 # (model, shape, rank, one_hot, data); every instance has at most 18 variables

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from bmfdsl import compile_model
-from bmfdsl.dsl import ModelBuilder
 from bmfdsl.errors import ModelDefinitionError
+from bmfdsl.modeling import ModelBuilder
 
 QUARTIC = str(Path(__file__).resolve().parents[1] / "examples" / "quartic_model.py")
 HAND_SUBSTITUTED = str(Path(__file__).resolve().parents[1] / "examples" / "my_model.py")
@@ -80,7 +80,8 @@ def _declared_first(how, declared_ranks=None):
     with ``declared_ranks``, ``W`` only for those columns k) and then writes the quartic."""
     import types
 
-    from bmfdsl.dsl import factor_pairs, factor_products
+    from bmfdsl.modeling import factor_products
+    from bmfdsl.modeling._dsl import factor_pairs
 
     def build(model):
         if declared_ranks is None:
@@ -146,7 +147,7 @@ def _squares_model(residual_of, how, scale=1.0):
 
 def _energies_match(model, residual_of, scale=1.0):
     """At every feasible point the energy equals Σ scale · residual² computed with numpy."""
-    from bmfdsl.compiled import Lowered  # the lowered arrays of a bare declaration
+    from bmfdsl.modeling._compiled import Lowered  # the lowered arrays of a bare declaration
 
     lowered = Lowered(model)
     for u in itertools.product((0, 1), repeat=4):
@@ -199,8 +200,8 @@ def test_quartic_objective_errors_say_how_to_fix_them():
 
 
 def test_merge_terms_keeps_the_values_and_leaves_one_term_per_monomial():
-    from bmfdsl.expr import VariableSpace
-    from bmfdsl.quadratize import merge_terms
+    from bmfdsl.modeling._expr import VariableSpace
+    from bmfdsl.modeling._quadratize import merge_terms
 
     rng = np.random.default_rng(3)
     space = VariableSpace()
@@ -236,7 +237,7 @@ def test_groups_count_the_terms_their_penalties_lower_to():
 def test_the_quadratization_declares_its_weight_only_for_auxiliaries_of_its_own():
     import types
 
-    from bmfdsl.dsl import quadratized_residual
+    from bmfdsl.modeling import quadratized_residual
 
     A = RNG.integers(0, 2, (3, 4))
     script = types.ModuleType("renamed_weight")

@@ -12,21 +12,15 @@ import types
 import dimod
 import pytest
 
-from bmfdsl.backends import registry
-from bmfdsl.backends.registry import (
-    BackendInfo,
-    get_backend,
-    list_backends,
-    normalize_name,
-    register_backend,
-    unregister_backend,
-)
 from bmfdsl.errors import (
     BackendUnavailableError,
     BmfdslError,
     InvalidParameterError,
     UnknownNameError,
 )
+from bmfdsl.solvers import BackendInfo, get_backend, list_backends, normalize_name, register_backend
+from bmfdsl.solvers import _registry as registry
+from bmfdsl.solvers._registry import unregister_backend
 
 BUILTIN_NAMES = {
     "exact",
@@ -48,7 +42,7 @@ def test_importing_bmfdsl_and_listing_backends_imports_no_solver():
         """
         import json, sys
         import bmfdsl
-        from bmfdsl.backends.registry import list_backends
+        from bmfdsl.solvers._registry import list_backends
         names = [b.name for b in list_backends()]
         loaded = [m for m in sys.modules if m.split(".")[0] in ("dimod", "openjij", "neal",
                   "numba", "pyqubo") or m.startswith(("dwave.samplers", "dwave.system"))]

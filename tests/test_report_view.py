@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from bmfdsl.experiments.report import WORSE_MARK, load_paper_tables, render_report
-from bmfdsl.experiments.runner import run_experiment
-from bmfdsl.result import Factorization, relative_error, squared_error
+from bmfdsl.apps.experiments import run_experiment
+from bmfdsl.apps.experiments._report import WORSE_MARK, load_paper_tables, render_report
+from bmfdsl.linalg import relative_error, squared_error
+from bmfdsl.result import Factorization
 
 
 def zero_factors(A, rank, settings):

@@ -11,8 +11,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from bmfdsl.errors import BmfdslError
-from bmfdsl.experiments.records import (
+from bmfdsl.apps.experiments import run_experiment
+from bmfdsl.apps.experiments._records import (
     LOCK_NAME,
     OutDirLockedError,
     ResultsPathError,
@@ -20,9 +20,11 @@ from bmfdsl.experiments.records import (
     read_records,
     write_text_atomic,
 )
-from bmfdsl.experiments.report import render_report, write_report
-from bmfdsl.experiments.runner import results_path, run_experiment
-from bmfdsl.result import Factorization, relative_error, squared_error
+from bmfdsl.apps.experiments._report import render_report, write_report
+from bmfdsl.apps.experiments._runner import results_path
+from bmfdsl.errors import BmfdslError
+from bmfdsl.linalg import relative_error, squared_error
+from bmfdsl.result import Factorization
 
 CALLS: list[str] = []
 
@@ -168,7 +170,7 @@ def test_a_second_runner_on_the_same_folder_is_refused_naming_the_pid(tmp_path):
 HOLDER = textwrap.dedent(
     """
     import sys, time
-    from bmfdsl.experiments.records import lock_out_dir
+    from bmfdsl.apps.experiments._records import lock_out_dir
     with lock_out_dir(sys.argv[1]):
         print("held", flush=True)
         time.sleep(60)

@@ -5,14 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bmfdsl import sampling
 from bmfdsl.errors import InvalidParameterError
-from bmfdsl.sampling import (
-    choose_sample_size,
-    leverage_scores,
-    sample_rows,
-    sampling_probabilities,
-)
+from bmfdsl.pipeline import _sampling as sampling
+from bmfdsl.pipeline import leverage_scores, sample_rows
+from bmfdsl.pipeline._sampling import choose_sample_size, sampling_probabilities
 
 
 def _projection_diagonal(A: np.ndarray) -> np.ndarray:

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from bmfdsl import SolveResult, SweepResult, solve, sweep_weights
-from bmfdsl.compile import compile_model
 from bmfdsl.errors import InvalidParameterError, UnknownNameError
-from bmfdsl.result import DecodedSample, squared_error
-from bmfdsl.structure import StructuredSampler
+from bmfdsl.linalg import squared_error
+from bmfdsl.modeling import StructuredSampler, compile_model
+from bmfdsl.result import DecodedSample
 
 A_SMALL = np.array([[1, 1, 0], [1, 0, 1]], dtype=np.int8)
 
@@ -74,7 +74,7 @@ def test_unknown_backend_parameter_is_refused():
 def test_a_missing_required_weight_is_reported(tmp_path):
     path = tmp_path / "required.py"
     path.write_text(
-        "from bmfdsl.dsl import squared_residual\n"
+        "from bmfdsl.modeling._dsl import squared_residual\n"
         "def build(model):\n    U, V = model.factors()\n    W = model.binary('W', U.shape)\n"
         "    model.constrain_product(W, U, V[:1], group='W', weight=model.weight('mu'))\n"
         "    model.minimize(W.sum())\n"

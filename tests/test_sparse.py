@@ -15,14 +15,14 @@ import pytest
 import scipy.sparse
 
 from bmfdsl import BinaryMatrixFactorization, als, factorize
-from bmfdsl.bls import solve_bls_with_error
-from bmfdsl.bounds import spectral_bound
-from bmfdsl.cli import main
-from bmfdsl.datasets import make_sparse_planted
+from bmfdsl.apps import main
+from bmfdsl.apps._datasets import make_sparse_planted
 from bmfdsl.errors import InvalidMatrixError, ModelTooLargeError
-from bmfdsl.matrix import SparseMatrix, as_matrix, transpose
-from bmfdsl.result import relative_error, squared_error
-from bmfdsl.sampling import leverage_scores
+from bmfdsl.linalg import SparseMatrix, as_matrix, relative_error, squared_error
+from bmfdsl.linalg._matrix import transpose
+from bmfdsl.pipeline import leverage_scores
+from bmfdsl.pipeline._bounds import spectral_bound
+from bmfdsl.solvers import solve_bls_with_error
 from bmfdsl.validation import check_binary_matrix, check_sparse_binary_matrix
 
 

@@ -1,8 +1,8 @@
-"""Testing helpers: the backend conformance kit (:mod:`bmfdsl.testing.conformance`)."""
+"""Testing helpers: the backend conformance kit (:mod:`bmfdsl.testing`)."""
 
 from __future__ import annotations
 
-from bmfdsl.testing.conformance import (
+from bmfdsl.testing._conformance import (
     ConformanceError,
     check_decode,
     check_parameters_honest,

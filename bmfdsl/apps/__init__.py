@@ -1,0 +1,28 @@
+"""Applications on top of the pipeline: the command line (:func:`main`), the scikit-learn
+estimator (:class:`BinaryMatrixFactorization`), file input (:func:`read_matrix`,
+:func:`read_data`), the data sets and generators of the paper, clusters from one-hot factors,
+and the experiments of :mod:`bmfdsl.apps.experiments`.
+
+May import every layer below it; nothing imports it but the package's top level.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bmfdsl._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from bmfdsl.apps._cli import main
+    from bmfdsl.apps._clusters import clusters_from_factor
+    from bmfdsl.apps._datasets import (
+        load_leukemia,
+        load_melanoma,
+        load_mnist,
+        make_bernoulli,
+        make_exact_rank,
+    )
+    from bmfdsl.apps._estimator import BinaryMatrixFactorization
+    from bmfdsl.apps._io import read_data, read_matrix
+
+__getattr__, __dir__, __all__ = lazy_exports(globals())

@@ -1,0 +1,440 @@
+"""The ``bmfdsl`` command line (also ``python -m bmfdsl``).
+
+    bmfdsl factorize FILE|- --rank R [options] [--out DIR]
+    bmfdsl backends | models
+    bmfdsl datasets check DIR
+    bmfdsl experiment NAME ... --out DIR      (see `bmfdsl experiment --help`)
+    bmfdsl report DIR
+
+Exit status: 0 success, 1 a data or solver error (one line on stderr; ``--debug`` anywhere
+on the line shows the traceback), 2 a usage error, 130 interrupted (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bmfdsl.credentials import scrub
+from bmfdsl.modeling import SUFFICIENT
+
+__all__ = ["EXIT_DATA_ERROR", "EXIT_INTERRUPTED", "EXIT_USAGE", "build_parser", "main"]
+
+EXIT_DATA_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+EPILOG = """\
+exit status: 0 success; 1 data or solver error (one line on stderr); 2 usage error;
+130 interrupted (Ctrl-C). --debug (anywhere on the line) shows tracebacks; --quiet
+(anywhere) hides progress, which is shown on stderr only when it is a terminal.
+"""
+
+#: Options accepted anywhere on the command line, before or after the subcommand.
+GLOBAL_FLAGS = ("--debug", "--quiet")
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keep the examples' line breaks; show each option's default unless its help says it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text or action.default in (None, False, argparse.SUPPRESS):
+            return text
+        if action.option_strings or action.nargs in (argparse.OPTIONAL, argparse.ZERO_OR_MORE):
+            text += " (default: %(default)s)"
+        return text
+
+
+def _weight(text: str) -> tuple[str, float | str]:
+    """``NAME=VALUE`` of ``--weight``: a number or ``sufficient``."""
+    name, sep, value = text.partition("=")
+    try:
+        if not sep or not name.strip():
+            raise ValueError
+        if value.strip() == SUFFICIENT:
+            return name.strip(), SUFFICIENT
+        return name.strip(), float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=VALUE with a number or '{SUFFICIENT}', e.g. lam=2; got {text!r}"
+        ) from None
+
+
+def _sample_rows(value: str) -> int | str:
+    if value == "auto":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer or 'auto', got {value!r}") from None
+
+
+def _threshold(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
+    if not np.isfinite(number):
+        raise argparse.ArgumentTypeError(f"the threshold must be a finite number, got {value!r}")
+    return number
+
+
+def _index_col(value: str) -> int | str | None:
+    if value in ("auto", "none"):
+        return None if value == "none" else "auto"
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected auto, none or a column number, got {value!r}"
+        ) from None
+
+
+def _factorize(args: argparse.Namespace) -> int:
+    from bmfdsl.apps._io import read_data
+    from bmfdsl.pipeline import factorize
+    from bmfdsl.progress import activity
+
+    data = read_data(
+        args.file,
+        binarize=args.binarize,
+        header=args.header,
+        index_col=args.index_col,
+        delimiter=args.delimiter,
+    )
+    extra: dict[str, Any] = {}
+    if data.mask is not None:  # missing cells: only the observed entries count
+        extra["mask"] = data.mask
+    A = np.nan_to_num(data.values) if data.mask is not None else data.values
+    weights = dict(args.weight) or None
+    if args.time_limit is not None:
+        extra["time_limit"] = args.time_limit
+    if args.num_reads is not None:
+        extra["num_reads"] = args.num_reads
+    with activity("factorize", enabled=None if not args.quiet else False):
+        result = factorize(
+            A,
+            args.rank,
+            method=args.method,
+            model=args.model,
+            backend=args.backend,
+            one_hot=args.one_hot,
+            weights=weights,
+            sample_rows=args.sample_rows,
+            als=not args.no_als,
+            random_state=args.seed,
+            certify=args.certify,
+            **extra,
+        )
+    quality = (
+        "proven optimal"
+        if result.certified_optimal
+        else f"proven lower bound {result.lower_bound} (gap {100 * result.gap:.1f}%)"
+    )
+    summary = (
+        f"{data.shape[0]}x{data.shape[1]}, rank {args.rank}: error {result.error} "
+        f"(relative {result.relative_error:.4f}) in {result.info['timings']['total']:.2f} s, "
+        f"{quality}"
+    )
+    if args.out is None:
+        print(f"{summary}; nothing written (give --out DIR to write U.csv, V.csv, report.json)")
+        return 0
+    written = _write_outputs(Path(args.out), args, data, result)
+    print(f"{summary}; wrote {', '.join(str(path) for path in written)}")
+    return 0
+
+
+def _write_outputs(out: Path, args: argparse.Namespace, data: Any, result: Any) -> list[Path]:
+    from bmfdsl.apps._clusters import clusters_from_factor
+    from bmfdsl.apps._io import write_labelled
+
+    out.mkdir(parents=True, exist_ok=True)
+    components = [f"k{k}" for k in range(result.U.shape[1])]
+    labelled = data.row_labels is not None or data.column_labels is not None
+    header = components if labelled else None
+    rows = data.row_labels
+    columns = data.column_labels
+    written = [
+        write_labelled(
+            out / "U.csv", result.U, row_labels=rows, column_labels=header, index_name="row"
+        ),
+        write_labelled(
+            out / "V.csv", result.V, row_labels=columns, column_labels=header, index_name="column"
+        ),
+    ]
+    if args.one_hot is not None:
+        factor, labels, kind = (
+            (result.V, columns, "column") if args.one_hot == "V" else (result.U, rows, "row")
+        )
+        names = labels if labels is not None else [str(i) for i in range(factor.shape[0])]
+        clusters = np.array(clusters_from_factor(factor), dtype=object)[:, None]
+        written.append(
+            write_labelled(
+                out / "clusters.csv",
+                clusters,
+                row_labels=names,
+                column_labels=["cluster"],
+                index_name=kind,
+            )
+        )
+    report = {
+        "input": str(args.file),
+        "shape": list(data.shape),
+        "rank": args.rank,
+        "seed": args.seed,
+        "missing_cells": data.missing,
+        "error": result.error,
+        "relative_error": result.relative_error,
+        "broken_constraints": result.broken_constraints,
+        "lower_bound": result.lower_bound,
+        "gap": result.gap,
+        "certified_optimal": result.certified_optimal,
+        "info": result.info,
+    }
+    (out / "report.json").write_text(json.dumps(report, indent=2, default=str))
+    return [*written, out / "report.json"]
+
+
+def _backends(args: argparse.Namespace) -> int:
+    from bmfdsl.solvers import list_backends
+
+    infos = list_backends()
+    width = max(len(info.status) for info in infos if info.available)
+    for info in infos:
+        print(f"{info.name:14} {info.status:{width}}  {info.description}")
+    return 0
+
+
+def _models(args: argparse.Namespace) -> int:
+    from bmfdsl.modeling import list_models
+
+    for info in list_models():
+        print(f"{info.name:22} {info.description}")
+    return 0
+
+
+def _datasets_check(args: argparse.Namespace) -> int:
+    from bmfdsl.apps._datafiles import check_data_dir
+
+    problems = 0
+    for check in check_data_dir(args.dir):
+        problems += not check.ok
+        verdict = "ok     " if check.ok else "PROBLEM"
+        print(f"{verdict}  {check.dataset:9} {check.file}  {check.detail}")
+    if problems:
+        print(
+            f"{problems} problem(s); see docs/data.md for where each file comes from",
+            file=sys.stderr,
+        )
+        return EXIT_DATA_ERROR
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``bmfdsl`` command."""
+    parser = argparse.ArgumentParser(
+        prog="bmfdsl",
+        description="Binary matrix factorization through QUBO models.",
+        epilog=EPILOG,
+        formatter_class=_HelpFormatter,
+    )
+    version = importlib.metadata.version("bmfdsl")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser(
+        "factorize",
+        help="factorize a 0/1 matrix file",
+        description="Factorize a 0/1 matrix A ≈ U Vᵀ with binary U and V.",
+        epilog="examples:\n"
+        "  bmfdsl factorize data.csv --rank 3 --out result/\n"
+        "  bmfdsl factorize expr.tsv -r 2 --binarize 0.5 --one-hot V --out clusters/\n"
+        "  cat data.csv | bmfdsl factorize - -r 2\n\n" + EPILOG,
+        formatter_class=_HelpFormatter,
+    )
+    run.add_argument(
+        "file",
+        help="CSV/TSV/TXT (delimiter sniffed; optional header row and label column), NPY, "
+        "NPZ (dense or scipy sparse) or Matrix Market .mtx; '-' reads stdin (sparse files "
+        "stay sparse with --sample-rows). e.g. data.csv",
+    )
+    run.add_argument(
+        "--rank", "-r", type=int, required=True, help="target rank r (required), e.g. 3"
+    )
+    run.add_argument(
+        "--method",
+        default="qubo",
+        choices=["qubo", "baseline", "thresholded", "penalized"],
+        help="qubo (the QUBO pipeline) or one of the paper's comparison methods, e.g. baseline",
+    )
+    run.add_argument(
+        "--model", default="formulation1", help="registered model or script path, e.g. formulation2"
+    )
+    run.add_argument(
+        "--backend", default=None, help="solver name, e.g. neal (default: native, the best local)"
+    )
+    run.add_argument(
+        "--weight",
+        type=_weight,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a penalty weight the model declares, repeatable, e.g. --weight lam=2 "
+        "--weight lam_onehot=4, or NAME=sufficient: large enough that every minimum is "
+        "feasible (default: the model's own, e.g. the paper's lam = 1)",
+    )
+    run.add_argument(
+        "--one-hot",
+        choices=["U", "V"],
+        default=None,
+        help="put every column (V) or row (U) of A in exactly one cluster and write "
+        "clusters.csv, e.g. V (default: no constraint)",
+    )
+    run.add_argument(
+        "--sample-rows",
+        type=_sample_rows,
+        default=None,
+        help="leverage-score sample of S rows, or 'auto', e.g. 30 (default: all rows)",
+    )
+    run.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        help="opt-in wall-clock limit of the solver in seconds, e.g. 2; answers then depend "
+        "on machine load (default: a work budget, the same answer for the same --seed)",
+    )
+    run.add_argument(
+        "--num-reads", type=int, default=None, help="solver reads, e.g. 8 (default: the backend's)"
+    )
+    run.add_argument("--no-als", action="store_true", help="skip the ALS polish (default: polish)")
+    run.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed for every random choice, e.g. 0 (default: fresh entropy)",
+    )
+    run.add_argument(
+        "--certify",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="run the exact engine (CP-SAT, bmfdsl[exact]) to prove optimality or raise the "
+        "lower bound, e.g. 10 (default: cheap bounds only)",
+    )
+    run.add_argument(
+        "--binarize",
+        type=_threshold,
+        default=None,
+        metavar="T",
+        help="1 where a value is >= T, else 0 (missing cells stay missing), e.g. 0.5 "
+        "(default: values must be 0/1)",
+    )
+    header = run.add_mutually_exclusive_group()
+    header.add_argument(
+        "--header",
+        dest="header",
+        action="store_const",
+        const=True,
+        default=None,
+        help="the first row is a header (default: detected; a header has no numeric cell)",
+    )
+    header.add_argument(
+        "--no-header",
+        dest="header",
+        action="store_const",
+        const=False,
+        help="the first row is data (default: detected)",
+    )
+    run.add_argument(
+        "--index-col",
+        type=_index_col,
+        default="auto",
+        metavar="{auto,none,N}",
+        help="column of row labels: auto (the first column when it is not numeric), none, "
+        "or its position, e.g. 0",
+    )
+    run.add_argument(
+        "--delimiter", default=None, help="field separator, e.g. ';' (default: sniffed)"
+    )
+    run.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="write U.csv, V.csv (labelled when the input is), report.json and with --one-hot "
+        "clusters.csv here, e.g. result/ (default: print a summary, write nothing)",
+    )
+    run.set_defaults(func=_factorize)
+
+    commands.add_parser("backends", help="list solver backends").set_defaults(func=_backends)
+    commands.add_parser("models", help="list registered models").set_defaults(func=_models)
+
+    datasets = commands.add_parser("datasets", help="check the reference data files")
+    datasets_commands = datasets.add_subparsers(dest="datasets_command", required=True)
+    check = datasets_commands.add_parser(
+        "check",
+        help="check a data folder: every file present with the documented sha256",
+        epilog="example:\n  bmfdsl datasets check ../shared/data",
+        formatter_class=_HelpFormatter,
+    )
+    check.add_argument("dir", help="folder with mnist/, leukemia/, melanoma/, e.g. data/")
+    check.set_defaults(func=_datasets_check)
+
+    from bmfdsl.apps.experiments import add_subcommands
+
+    add_subcommands(commands)
+    return parser
+
+
+def _split_global_flags(argv: Sequence[str]) -> tuple[list[str], set[str]]:
+    """Take ``--debug``/``--quiet`` out of ``argv`` wherever they are (before ``--``)."""
+    rest: list[str] = []
+    found: set[str] = set()
+    for position, word in enumerate(argv):
+        if word == "--":
+            rest.extend(argv[position:])
+            break
+        if word in GLOBAL_FLAGS or word == "-q":
+            found.add("--quiet" if word == "-q" else word)
+        else:
+            rest.append(word)
+    return rest, found
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (see the module docstring)."""
+    words, flags = _split_global_flags(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(words)
+    except SystemExit as exc:  # --help, --version and usage errors (status 2)
+        return int(exc.code or 0)
+    args.debug = args.debug or "--debug" in flags
+    args.quiet = args.quiet or "--quiet" in flags
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt as exc:  # one line; what was finished is said by the raiser
+        detail = f": {exc}" if str(exc) else ""
+        print(f"bmfdsl: interrupted{detail}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # one clear line instead of a traceback
+        if args.debug:
+            raise
+        message = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+        if "only 0 and 1" in message and getattr(args, "binarize", "absent") is None:
+            message += " Or pass --binarize T to map values >= T to 1."
+        print(f"bmfdsl: error: {scrub(message)}", file=sys.stderr)
+        return EXIT_DATA_ERROR
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

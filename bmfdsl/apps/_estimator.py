@@ -1,0 +1,237 @@
+"""A scikit-learn estimator around :func:`bmfdsl.factorize`.
+
+:class:`BinaryMatrixFactorization` is a real scikit-learn transformer (``BaseEstimator`` +
+``TransformerMixin``): it clones, grid-searches, cross-validates, sits in a ``Pipeline``,
+honours ``set_output`` and passes scikit-learn's estimator checks (see
+``tests/test_estimator.py`` for the checks it is expected to fail, and why).
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils.validation import validate_data
+
+from bmfdsl.errors import (
+    InvalidMatrixError,
+    InvalidParameterError,
+    NotFittedError,
+    UnknownNameError,
+)
+from bmfdsl.validation import check_one_hot, is_sparse
+
+__all__ = ["BinaryMatrixFactorization"]
+
+
+class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Binary matrix factorization ``X ≈ W H`` with 0/1 factors, as a scikit-learn transformer.
+
+    ``fit_transform(X)`` returns ``W`` (``n_samples x n_components``, the paper's ``U``);
+    ``components_`` is ``H`` (``n_components x n_features``, the paper's ``Vᵀ``).
+
+    Args:
+        n_components: the target rank ``r`` (at most ``min(n_samples, n_features)``).
+        method, model, backend, one_hot, weights, sample_rows, als: as in
+            :func:`bmfdsl.factorize` (``backend=None`` is the best local solver).
+        backend_params: extra keyword arguments for the backend (e.g. ``{"time_limit": 1}``).
+        binarize: ``None`` (``X`` must hold only 0 and 1) or a threshold ``t``: entries
+            ``>= t`` count as 1 and the rest as 0, in ``fit``, ``transform`` and ``score``.
+        random_state: seed for every random choice.
+
+    Attributes:
+        components_: ``H``, 0/1 ``int8`` array ``(n_components, n_features)``.
+        reconstruction_err_: ``||X - W H||_F`` (Frobenius norm, as in scikit-learn's NMF).
+        relative_error_: ``||X - W H||²_F / ||X||²_F`` (the paper's measure).
+        labels_: with ``one_hot="U"``, the cluster of each sample (``argmax`` of its row of
+            ``W``); with ``one_hot="V"``, the cluster of each feature. Absent otherwise.
+        factorization_: the full :class:`~bmfdsl.result.Factorization`.
+        n_features_in_, feature_names_in_: as in every scikit-learn estimator.
+
+    >>> import numpy as np
+    >>> X = np.array([[1, 1, 0], [1, 1, 0], [0, 0, 1]])
+    >>> model = BinaryMatrixFactorization(n_components=2, random_state=0)
+    >>> W = model.fit_transform(X)
+    >>> model.reconstruction_err_, bool((W @ model.components_ == X).all()), model.score(X)
+    (0.0, True, -0.0)
+    """
+
+    def __init__(
+        self,
+        n_components: int = 2,
+        *,
+        method: str = "qubo",
+        model: str = "formulation1",
+        backend: str | None = None,
+        one_hot: str | None = None,
+        weights: dict[str, float] | None = None,
+        sample_rows: int | str | None = None,
+        als: bool = True,
+        backend_params: dict[str, Any] | None = None,
+        binarize: float | None = None,
+        random_state: Any = None,
+    ) -> None:
+        self.n_components = n_components
+        self.method = method
+        self.model = model
+        self.backend = backend
+        self.one_hot = one_hot
+        self.weights = weights
+        self.sample_rows = sample_rows
+        self.als = als
+        self.backend_params = backend_params
+        self.binarize = binarize
+        self.random_state = random_state
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # scipy sparse input stays sparse (see fit_transform)
+        tags.input_tags.positive_only = self.binarize is None  # 0/1 only unless binarized
+        tags.transformer_tags.preserves_dtype = []  # W is always 0/1 int8
+        tags.non_deterministic = self.random_state is None
+        return tags
+
+    def set_params(self, **params: Any) -> BinaryMatrixFactorization:
+        """Set constructor parameters; an unknown name raises an error listing the valid ones."""
+        valid = self._get_param_names()
+        for name in params:
+            if name not in valid and "__" not in name:
+                raise UnknownNameError("parameter", name, valid)
+        super().set_params(**params)
+        return self
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "components_"):
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit(X) first")
+
+    # -- input -----------------------------------------------------------------------------
+    def _binary_input(self, X: Any, *, reset: bool) -> Any:
+        """``X`` validated as scikit-learn does, then binarized or checked to be 0/1.
+
+        A dense ``int8`` array, or for sparse ``X`` a CSR ``int8`` pattern (never densified,
+        except by ``binarize <= 0``, which turns every implicit zero into a 1).
+        """
+        from bmfdsl.validation import check_binary_matrix, check_sparse_binary_matrix
+
+        try:
+            X = validate_data(self, X, reset=reset, accept_sparse=("csr", "csc", "coo"))
+        except ValueError as exc:  # the same message, as our typed error
+            raise InvalidMatrixError(str(exc)) from exc
+        sparse = is_sparse(X)
+        if sparse:
+            X = X.tocsr()
+        if self.binarize is not None:
+            threshold = self.binarize
+            real = isinstance(threshold, numbers.Real) and not isinstance(threshold, bool)
+            if not (real and np.isfinite(threshold)):
+                raise InvalidParameterError(
+                    f"binarize must be None or a finite number; got {threshold!r}"
+                )
+            if sparse and threshold > 0:  # zeros stay zeros: compare the stored values only
+                above = X.tocsr() >= threshold
+                return check_sparse_binary_matrix(above, name="X")
+            if sparse:
+                X = X.toarray()
+            return np.ascontiguousarray(np.greater_equal(X, threshold), dtype=np.int8)
+        # a positive-only estimator: scikit-learn's checks expect this wording for negatives
+        values = X.data if sparse else X
+        if values.size and values.min() < 0:
+            raise InvalidMatrixError(
+                "Negative values in data passed to X: X must hold only 0 and 1; "
+                "set binarize=T to count entries >= T as 1."
+            )
+        try:
+            if sparse:
+                return check_sparse_binary_matrix(X, name="X")
+            return check_binary_matrix(X, name="X")
+        except InvalidMatrixError as exc:
+            raise InvalidMatrixError(
+                f"{exc} Or set binarize=T to count entries >= T as 1."
+            ) from exc
+
+    # -- fitting ---------------------------------------------------------------------------
+    def fit(self, X: Any, y: Any = None) -> BinaryMatrixFactorization:
+        """Factorize ``X`` (``n_samples x n_features``); ``y`` is ignored."""
+        self.fit_transform(X)
+        return self
+
+    def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> np.ndarray:
+        """Fit and return ``W`` (``n_samples x n_components``); ``y`` is ignored.
+
+        Sparse ``X`` is factorized as sparse (see :func:`bmfdsl.factorize`: it stays sparse
+        with ``sample_rows``, and is densified once for the core solve without it); the
+        result is the one its dense form gives.
+        """
+        from bmfdsl.pipeline import factorize
+
+        A = self._binary_input(X, reset=True)
+        m, n = A.shape
+        if isinstance(self.n_components, int) and self.n_components > min(m, n):
+            raise InvalidParameterError(
+                f"n_components={self.n_components} must be at most min(n_samples, n_features)"
+                f" = {min(m, n)}; X has {m} sample(s) and {n} feature(s)"
+            )
+        result = factorize(
+            A,
+            self.n_components,
+            method=self.method,
+            model=self.model,
+            backend=self.backend,
+            one_hot=self.one_hot,
+            weights=self.weights,
+            sample_rows=self.sample_rows,
+            als=self.als,
+            random_state=self.random_state,
+            **(self.backend_params or {}),
+        )
+        self.factorization_ = result
+        self.components_ = result.V.T.copy()
+        self.reconstruction_err_ = float(np.sqrt(result.error))
+        self.relative_error_ = result.relative_error
+        self.n_components_ = int(result.U.shape[1])
+        if self.one_hot == "U":
+            self.labels_ = np.argmax(result.U, axis=1)
+        elif self.one_hot == "V":
+            self.labels_ = np.argmax(result.V, axis=1)
+        return result.U
+
+    @property
+    def _n_features_out(self) -> int:
+        """Output width, for ``get_feature_names_out`` (names ``binarymatrixfactorization0``...)."""
+        return int(self.components_.shape[0])
+
+    def transform(self, X: Any) -> np.ndarray:
+        """The 0/1 ``W`` minimising ``||X - W H||²_F`` for the fitted ``H`` (exact BLS).
+
+        Sparse ``X`` is solved from ``X H``, never densified.
+        """
+        from bmfdsl.solvers import solve_bls
+        from bmfdsl.validation import check_one_hot
+
+        self._check_fitted()
+        A = self._binary_input(X, reset=False)
+        return solve_bls(A, self.components_.T, one_hot=check_one_hot(self.one_hot) == "U")
+
+    def inverse_transform(self, X: Any) -> np.ndarray:
+        """The reconstruction ``W H`` of ``W = X`` (counts; 0/1 when components don't overlap)."""
+        self._check_fitted()
+        W = np.asarray(X, dtype=np.int64)
+        return W @ self.components_.astype(np.int64)
+
+    def score(self, X: Any, y: Any = None) -> float:
+        """Minus the squared reconstruction error ``-||X - W H||²_F`` with ``W = transform(X)``.
+
+        Greater is better, as scikit-learn's model selection expects (like ``KMeans.score``).
+        """
+        from bmfdsl.linalg import squared_error
+        from bmfdsl.solvers import solve_bls
+
+        self._check_fitted()
+        A = self._binary_input(X, reset=False)
+        W = solve_bls(A, self.components_.T, one_hot=check_one_hot(self.one_hot) == "U")
+        if is_sparse(A):  # the error without the dense product
+            return -float(squared_error(A, W, self.components_.T))
+        residual = A.astype(np.int64) - W.astype(np.int64) @ self.components_.astype(np.int64)
+        return -float(np.square(residual).sum())

@@ -1,0 +1,38 @@
+"""Binary matrices and their exact integer arithmetic: the data layer under everything else.
+
+* one interface over in-memory, scipy sparse and dask matrices (:func:`as_matrix`,
+  :class:`InMemoryMatrix`, :class:`SparseMatrix`, :class:`DaskMatrix`, :class:`Orientation`);
+* the numba kernels behind exact binary least squares and ALS (:func:`solve_rows_exact`,
+  :func:`als_loop`, :func:`code_table`, Gram and cross products);
+* how good an answer is: :func:`squared_error` and the paper's :func:`relative_error`.
+
+Imports only the shared leaves (``errors``, ``validation``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bmfdsl._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from bmfdsl.linalg._kernels import (
+        als_loop,
+        code_table,
+        dense_cross,
+        gram,
+        pattern_quadratic_forms,
+        solve_rows_exact,
+    )
+    from bmfdsl.linalg._matrix import (
+        DaskMatrix,
+        InMemoryMatrix,
+        Orientation,
+        SparseMatrix,
+        as_matrix,
+        exact_gram,
+        is_dask_array,
+    )
+    from bmfdsl.linalg._scoring import relative_error, squared_error
+
+__getattr__, __dir__, __all__ = lazy_exports(globals())

@@ -1,0 +1,267 @@
+"""The compiled kernels of exact binary least squares (BLS) and ALS: one of each, shared.
+
+:func:`~bmfdsl.solvers.solve_bls` and :func:`~bmfdsl.solvers.als` run them on small in-memory
+problems (no per-solve Python overhead), and the native solver polishes every restart with them
+(``als_polish`` in ``solvers/native/_anneal.py``). The native solver passes its own rules as
+arguments: it solves ``U`` first and keeps a row's current code on ties (``keep_ties``), where
+the pipeline solves ``V`` first and breaks ties towards the lowest code index, as the chunked
+BLAS route of :func:`~bmfdsl.solvers.solve_bls` does.
+
+Everything here is ``numba.njit(cache=True)``: compiled (or loaded from numba's disk cache)
+once per process, on first use. Errors are exact integers.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numba
+import numpy as np
+
+__all__ = [
+    "als_loop",
+    "code_table",
+    "dense_cross",
+    "gram",
+    "pattern_cross",
+    "pattern_gram",
+    "pattern_quadratic_forms",
+    "pattern_transposed_cross",
+    "solve_rows_exact",
+]
+
+
+@functools.lru_cache(maxsize=64)
+def code_table(rank: int, one_hot: bool) -> np.ndarray:
+    """All candidate rows of a 0/1 factor in code-index order, built once per argument pair.
+
+    Code ``c`` has bit ``k`` (``(c >> k) & 1``) in column ``k``; with ``one_hot`` the codes are
+    the rows of the identity. The table is read-only (it is shared).
+
+    >>> code_table(2, False).tolist(), code_table(2, True).tolist()
+    ([[0, 0], [1, 0], [0, 1], [1, 1]], [[1, 0], [0, 1]])
+    """
+    if one_hot:
+        codes = np.eye(rank, dtype=np.int8)
+    else:
+        indices = np.arange(2**rank, dtype=np.int64)[:, None]
+        codes = ((indices >> np.arange(rank)) & 1).astype(np.int8)
+    codes.flags.writeable = False
+    return codes
+
+
+@numba.njit(cache=True)
+def gram(factor: np.ndarray) -> np.ndarray:
+    """``FᵀF`` as int64."""
+    n, rank = factor.shape
+    gram = np.zeros((rank, rank), dtype=np.int64)
+    for j in range(n):
+        for k in range(rank):
+            if factor[j, k]:
+                for l in range(rank):
+                    gram[k, l] += factor[j, l]
+    return gram
+
+
+@numba.njit(cache=True)
+def dense_cross(A: np.ndarray, factor: np.ndarray) -> np.ndarray:
+    """``A F`` as int64 for a dense 0/1 ``A`` (int8): the rows of ``F`` at each row's ones."""
+    rows, columns = A.shape
+    rank = factor.shape[1]
+    out = np.zeros((rows, rank), dtype=np.int64)
+    for i in range(rows):
+        for j in range(columns):
+            if A[i, j]:
+                for k in range(rank):
+                    out[i, k] += factor[j, k]
+    return out
+
+
+@numba.njit(cache=True)
+def pattern_cross(indptr: np.ndarray, indices: np.ndarray, factor: np.ndarray) -> np.ndarray:
+    """``A F`` as int64 for a 0/1 CSR ``A`` given by its pattern (``indptr``, ``indices``).
+
+    Row ``i`` is the sum of the rows of ``F`` at the columns of ``A``'s ones in row ``i``:
+    ``O(nnz r)`` work and no copy of ``A`` (scipy would upcast its values first).
+    """
+    rows = indptr.shape[0] - 1
+    rank = factor.shape[1]
+    out = np.zeros((rows, rank), dtype=np.int64)
+    for i in range(rows):
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            for k in range(rank):
+                out[i, k] += factor[j, k]
+    return out
+
+
+@numba.njit(cache=True)
+def pattern_transposed_cross(
+    indptr: np.ndarray, indices: np.ndarray, factor: np.ndarray, columns: int
+) -> np.ndarray:
+    """``Aᵀ F`` as int64 (``columns x r``) for a 0/1 CSR ``A`` given by its pattern."""
+    rows = indptr.shape[0] - 1
+    rank = factor.shape[1]
+    out = np.zeros((columns, rank), dtype=np.int64)
+    for i in range(rows):
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            for k in range(rank):
+                out[j, k] += factor[i, k]
+    return out
+
+
+@numba.njit(cache=True)
+def pattern_gram(indptr: np.ndarray, indices: np.ndarray, columns: int) -> np.ndarray:
+    """``AᵀA`` (``columns x columns``, float64, exact counts) of a 0/1 CSR pattern.
+
+    Every row adds 1 at each pair of its ones: ``Σ_i nnz_i²`` increments and no temporary
+    beyond the result (a scipy sparse product holds a sparse copy of it first).
+    """
+    gram = np.zeros((columns, columns), dtype=np.float64)
+    for i in range(indptr.shape[0] - 1):
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            for q in range(indptr[i], indptr[i + 1]):
+                gram[j, indices[q]] += 1.0
+    return gram
+
+
+@numba.njit(cache=True)
+def pattern_quadratic_forms(indptr: np.ndarray, indices: np.ndarray, M: np.ndarray) -> np.ndarray:
+    """``a_i M a_iᵀ`` for every row ``a_i`` of a 0/1 CSR pattern (``M`` symmetric).
+
+    The sum of ``M`` over the pairs of ones in the row: ``Σ_i nnz_i²`` reads, against
+    ``nnz · k`` for forming ``A P`` (``M = P Pᵀ``) first.
+    """
+    rows = indptr.shape[0] - 1
+    out = np.zeros(rows)
+    for i in range(rows):
+        start, stop = indptr[i], indptr[i + 1]
+        total = 0.0
+        for p in range(start, stop):
+            j = indices[p]
+            total += M[j, j]
+            pairs = 0.0
+            for q in range(p + 1, stop):
+                pairs += M[j, indices[q]]
+            total += 2.0 * pairs
+        out[i] = total
+    return out
+
+
+@numba.njit(cache=True)
+def _code_quadratics(codes: np.ndarray, gram: np.ndarray) -> np.ndarray:
+    """``cᵀ G c`` for every code ``c``."""
+    rank = gram.shape[0]
+    quad = np.zeros(codes.shape[0], dtype=np.int64)
+    for c in range(codes.shape[0]):
+        for k in range(rank):
+            if codes[c, k]:
+                for l in range(rank):
+                    if codes[c, l]:
+                        quad[c] += gram[k, l]
+    return quad
+
+
+@numba.njit(cache=True)
+def solve_rows_exact(
+    data: np.ndarray, factor: np.ndarray, codes: np.ndarray, out: np.ndarray, keep_ties: bool
+) -> int:
+    """Exact BLS of every row of ``data`` for fixed ``factor`` into ``out``; returns the error.
+
+    Row ``i`` gets the code minimising ``||data_i - factor c||²`` (the first such code in
+    ``codes``). With ``keep_ties`` a row of ``out`` that is already a valid code (one 1 when the
+    table is one-hot, i.e. has ``rank`` rows) stays unless a code is strictly better, so a
+    solve never worsens the current factor.
+    """
+    rows, n = data.shape
+    rank = factor.shape[1]
+    factor_gram = gram(factor)
+    quad = _code_quadratics(codes, factor_gram)
+    one_hot = codes.shape[0] == rank  # 2^r codes otherwise (never equal to r)
+    cross = np.zeros(rank, dtype=np.int64)
+    total = 0
+    for i in range(rows):
+        norm = 0
+        cross[:] = 0
+        for j in range(n):
+            if data[i, j]:
+                norm += 1
+                for k in range(rank):
+                    cross[k] += factor[j, k]
+        best_code = 0
+        best_score = 0
+        for c in range(codes.shape[0]):
+            score = quad[c]
+            for k in range(rank):
+                if codes[c, k]:
+                    score -= 2 * cross[k]
+            if c == 0 or score < best_score:  # strict: ties keep the lowest code index
+                best_code = c
+                best_score = score
+        if keep_ties:
+            ones = 0
+            current = 0
+            for k in range(rank):
+                if out[i, k]:
+                    ones += 1
+                    current -= 2 * cross[k]
+                    for l in range(rank):
+                        current += factor_gram[k, l] * out[i, l]
+            if current <= best_score and (ones == 1 or not one_hot):
+                total += norm + current
+                continue
+        for k in range(rank):
+            out[i, k] = codes[best_code, k]
+        total += norm + best_score
+    return total
+
+
+@numba.njit(cache=True)
+def als_loop(
+    A: np.ndarray,
+    A_t: np.ndarray,
+    U: np.ndarray,
+    V: np.ndarray,
+    codes_u: np.ndarray,
+    codes_v: np.ndarray,
+    max_solves: int,
+    patience: int,
+    u_first: bool,
+    start_best: int,
+    history: np.ndarray,
+    keep_ties: bool,
+) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Alternate exact BLS solves of ``U`` and ``V`` (updated in place); return the best pair.
+
+    Stops after ``max_solves`` solves, at error 0, or after ``patience`` consecutive solves
+    without improvement. ``start_best`` is the error of the start, or ``-1`` when the start is
+    not a valid answer (a broken one-hot row). ``history[s]`` receives the error after solve
+    ``s``. Returns ``(best_U, best_V, best_error, solves)``; ``best_error`` is ``-1`` when no
+    solve ran on an invalid start.
+    """
+    best_U = U.copy()
+    best_V = V.copy()
+    best_error = start_best
+    solve_u = u_first
+    solves = 0
+    stalled = 0
+    while solves < max_solves and best_error != 0:
+        if solve_u:
+            error = solve_rows_exact(A, V, codes_u, U, keep_ties)
+        else:
+            error = solve_rows_exact(A_t, U, codes_v, V, keep_ties)
+        solves += 1
+        history[solves] = error
+        if best_error < 0 or error < best_error:
+            best_U[:] = U
+            best_V[:] = V
+            best_error = error
+            stalled = 0
+        else:
+            stalled += 1
+        if error == 0 or stalled >= patience:
+            break
+        solve_u = not solve_u
+    return best_U, best_V, best_error, solves

@@ -1,0 +1,360 @@
+"""The data layer: one 0/1 matrix, held in memory or as a ``dask.array``.
+
+Every pass of the pipeline over ``A`` (leverage scores, BLS, ALS, errors) goes through the two
+classes here, so the rest of the package never asks which kind of array it holds beyond one
+``isinstance`` check:
+
+* :class:`InMemoryMatrix`: a validated ``int8`` numpy array.
+* :class:`SparseMatrix`: a validated scipy sparse matrix, held as CSR (its pattern: every
+  stored value is 1) and never densified whole. Products with a factor (``A F``, ``Aᵀ F``)
+  are ``O(nnz r)`` compiled loops, the Gram matrix ``AᵀA`` a sparse product, and only
+  gathered rows (the sampled core) or bounded row blocks are ever made dense.
+* :class:`DaskMatrix`: a validated ``dask.array`` whose row blocks each span all columns, so
+  that per-row work maps over the blocks and column statistics are sums over them. Only small
+  results (``O(m r)`` codes, ``n x n`` sums) are ever gathered.
+
+``dask`` is optional: it is imported only when a dask array is given.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from bmfdsl.errors import InvalidMatrixError, ModelTooLargeError
+from bmfdsl.validation import check_binary_matrix, check_sparse_binary_matrix, is_sparse
+
+__all__ = [
+    "DENSIFY_LIMIT_BYTES",
+    "DaskMatrix",
+    "InMemoryMatrix",
+    "Orientation",
+    "SparseMatrix",
+    "as_matrix",
+    "exact_gram",
+    "is_dask_array",
+    "transpose",
+]
+
+# Rows of A converted to float at a time when accumulating Aᵀ U (bounded memory).
+_CHUNK_ELEMENTS = 4 * 2**20
+
+#: The most a sparse input may take once densified whole (one byte per entry), for the
+#: routes that need all of it dense.
+DENSIFY_LIMIT_BYTES = 2 * 2**30
+
+
+def is_dask_array(A: Any) -> bool:
+    """True for a ``dask.array`` (plain arrays never import dask).
+
+    >>> is_dask_array(np.ones((2, 2)))
+    False
+    """
+    if type(A).__module__.split(".")[0] != "dask":
+        return False
+    import dask
+
+    return bool(dask.is_dask_collection(A)) and hasattr(A, "map_blocks")
+
+
+def transpose(A: Any) -> Any:
+    """``Aᵀ`` of a raw matrix (numpy, scipy sparse or dask) or of a wrapped one.
+
+    >>> transpose(np.array([[1, 0, 1]])).shape
+    (3, 1)
+    """
+    if isinstance(A, InMemoryMatrix):
+        return InMemoryMatrix(A.A.T)
+    if isinstance(A, SparseMatrix):
+        return A.T
+    if isinstance(A, DaskMatrix):
+        return DaskMatrix(A.array.T)
+    return A.T
+
+
+def as_matrix(A: Any, chunk_rows: int | None = None) -> InMemoryMatrix | SparseMatrix | DaskMatrix:
+    """Wrap ``A`` (validated once); an already wrapped matrix is returned as it is.
+
+    >>> as_matrix([[1, 0], [1, 1]]).total
+    3
+    >>> import scipy.sparse
+    >>> type(as_matrix(scipy.sparse.eye(3, format="csr"))).__name__
+    'SparseMatrix'
+    """
+    if isinstance(A, InMemoryMatrix | SparseMatrix | DaskMatrix):
+        return A
+    if is_dask_array(A):
+        return DaskMatrix(A)
+    if is_sparse(A):
+        return SparseMatrix(A, chunk_rows)
+    return InMemoryMatrix(A, chunk_rows)
+
+
+def exact_gram(csr: Any, *, rows: bool = False) -> np.ndarray:
+    """``AᵀA`` (or ``A Aᵀ`` with ``rows``) of a 0/1 CSR matrix as exact integers in float64.
+
+    Counts of pairs of ones, summed from the pattern (no dense copy of ``A``): the same
+    numbers as the dense routes, which sum float32 chunks exactly.
+
+    >>> import scipy.sparse
+    >>> exact_gram(scipy.sparse.csr_array([[1, 1], [0, 1]])).tolist()
+    [[1.0, 1.0], [1.0, 2.0]]
+    >>> exact_gram(scipy.sparse.csr_array([[1, 1], [0, 1]]), rows=True).tolist()
+    [[2.0, 1.0], [1.0, 1.0]]
+    """
+    from bmfdsl.linalg._kernels import pattern_gram
+
+    if rows:
+        csr = csr.T.tocsr()
+    return pattern_gram(csr.indptr, csr.indices, int(csr.shape[1]))
+
+
+class InMemoryMatrix:
+    """A validated in-memory ``A`` (``int8``) with the statistics the solvers need."""
+
+    def __init__(self, A: Any, chunk_rows: int | None = None) -> None:
+        self.A = check_binary_matrix(A)
+        self.shape: tuple[int, int] = (int(self.A.shape[0]), int(self.A.shape[1]))
+        self.chunk_rows = chunk_rows
+
+    @functools.cached_property
+    def column_norms(self) -> np.ndarray:
+        """``||A_:j||²`` per column (int64)."""
+        return self.A.sum(axis=0, dtype=np.int64)  # 0/1: the count, with no m x n temporary
+
+    @property
+    def total(self) -> int:
+        """``||A||²_F``: the number of ones."""
+        return int(self.column_norms.sum())
+
+    def take_rows(self, indices: Any) -> np.ndarray:
+        """Rows ``indices`` (repeats allowed, any order) as a contiguous ``int8`` array."""
+        return np.ascontiguousarray(self.A[np.asarray(indices, dtype=np.int64)])
+
+    def transposed_cross(self, U: np.ndarray) -> np.ndarray:
+        """``Aᵀ U`` as exact int64, over row chunks (the float copy of ``A`` stays small)."""
+        m, n = self.shape
+        dtype = np.float32 if m < 2**24 else np.float64  # exact integer sums
+        step = self.chunk_rows or max(1, _CHUNK_ELEMENTS // max(n, 1))
+        total = np.zeros((n, U.shape[1]), dtype=np.float64)
+        for start in range(0, m, step):
+            block = self.A[start : start + step].astype(dtype)
+            total += block.T @ U[start : start + step].astype(dtype)
+        return np.rint(total).astype(np.int64)
+
+
+class SparseMatrix:
+    """A validated scipy sparse ``A`` held as a CSR pattern, with what the solvers need.
+
+    Nothing here makes ``A`` dense: row gathers and row blocks are the only dense copies.
+
+    >>> import scipy.sparse
+    >>> data = SparseMatrix(scipy.sparse.csr_array([[1, 0, 1], [0, 1, 1]]))
+    >>> data.total, data.column_norms.tolist(), data.cross(np.eye(3, 2, dtype=np.int8)).tolist()
+    (4, [1, 1, 2], [[1, 0], [0, 1]])
+    """
+
+    def __init__(self, A: Any, chunk_rows: int | None = None) -> None:
+        self.csr = check_sparse_binary_matrix(A)
+        self.shape: tuple[int, int] = (int(self.csr.shape[0]), int(self.csr.shape[1]))
+        self.chunk_rows = chunk_rows
+
+    @functools.cached_property
+    def column_norms(self) -> np.ndarray:
+        """``||A_:j||²`` per column (int64)."""
+        return np.bincount(self.csr.indices, minlength=self.shape[1]).astype(np.int64)
+
+    @property
+    def row_norms(self) -> np.ndarray:
+        """``||A_i:||²`` per row (int64)."""
+        return np.diff(self.csr.indptr).astype(np.int64)
+
+    @property
+    def total(self) -> int:
+        """``||A||²_F``: the number of ones."""
+        return int(self.csr.nnz)
+
+    @functools.cached_property
+    def T(self) -> SparseMatrix:
+        """``Aᵀ`` as CSR, built once; its own ``T`` is this matrix (one copy each way)."""
+        flipped = SparseMatrix(self.csr.T.tocsr(), self.chunk_rows)
+        flipped.__dict__["T"] = self  # what cached_property would store
+        return flipped
+
+    def take_rows(self, indices: Any) -> np.ndarray:
+        """Rows ``indices`` (repeats allowed, any order) as a dense contiguous ``int8`` array."""
+        rows = self.csr[np.asarray(indices, dtype=np.int64)]
+        return np.ascontiguousarray(rows.toarray(), dtype=np.int8)
+
+    def dense_rows(self, start: int, stop: int) -> np.ndarray:
+        """Rows ``start:stop`` as a dense ``int8`` block (callers keep blocks bounded)."""
+        whole = start <= 0 and stop >= self.shape[0]
+        rows = self.csr if whole else self.csr[start:stop]  # slicing would copy
+        return np.ascontiguousarray(rows.toarray(), dtype=np.int8)
+
+    def dense(self, limit: int = DENSIFY_LIMIT_BYTES) -> np.ndarray:
+        """All of ``A`` as a dense ``int8`` array; refused when it would pass ``limit`` bytes.
+
+        >>> import scipy.sparse
+        >>> SparseMatrix(scipy.sparse.eye(2, format="csr")).dense()
+        array([[1, 0],
+               [0, 1]], dtype=int8)
+        """
+        m, n = self.shape
+        if m * n > limit:
+            raise ModelTooLargeError(
+                f"this sparse {m}x{n} matrix would take {m * n / 2**30:.1f} GiB dense, over "
+                f"{limit / 2**30:.1f} GiB; pass sample_rows='auto' (leverage-score row "
+                "sampling keeps it sparse) or densify it yourself (A.toarray()) if you mean to"
+            )
+        return self.dense_rows(0, m)
+
+    def cross(self, factor: np.ndarray) -> np.ndarray:
+        """``A F`` as exact int64 (``F`` has one row per column of ``A``)."""
+        from bmfdsl.linalg._kernels import pattern_cross  # numba loads on first use only
+
+        wide = np.ascontiguousarray(factor, dtype=np.int64)
+        return pattern_cross(self.csr.indptr, self.csr.indices, wide)
+
+    def transposed_cross(self, U: np.ndarray) -> np.ndarray:
+        """``Aᵀ U`` as exact int64 (``U`` has one row per row of ``A``)."""
+        from bmfdsl.linalg._kernels import pattern_transposed_cross
+
+        wide = np.ascontiguousarray(U, dtype=np.int64)
+        return pattern_transposed_cross(self.csr.indptr, self.csr.indices, wide, self.shape[1])
+
+    def squared_error(self, U: np.ndarray, V: np.ndarray) -> int:
+        """``||A - U Vᵀ||²_F = ||A||² - 2 Σ(A ∘ U Vᵀ) + Σ((UᵀU) ∘ (VᵀV))``, exact.
+
+        ``Σ(A ∘ U Vᵀ)`` is ``(U Vᵀ)`` summed over the ones of ``A``, i.e. ``Σ U ∘ (A V)``: the
+        ``m x n`` product is never formed.
+        """
+        U = np.asarray(U, dtype=np.int64)
+        V = np.asarray(V, dtype=np.int64)
+        hits = int(np.einsum("ik,ik->", U, self.cross(V)))
+        product_norm = int(np.einsum("kl,kl->", U.T @ U, V.T @ V))
+        return self.total - 2 * hits + product_norm
+
+
+class DaskMatrix:
+    """A validated ``dask.array`` ``A`` whose row blocks each span all columns."""
+
+    def __init__(self, A: Any) -> None:
+        if A.ndim != 2 or 0 in A.shape:
+            raise InvalidMatrixError(f"A must be a non-empty 2-D array; got shape {A.shape}")
+        self.array = A.rechunk({1: -1})
+        self.shape: tuple[int, int] = (int(self.array.shape[0]), int(self.array.shape[1]))
+        non_binary = ((self.array != 0) & (self.array != 1)).sum()
+        column_norms = (self.array != 0).sum(axis=0, dtype=np.int64)
+        non_binary, column_norms = self.compute(non_binary, column_norms)
+        if int(non_binary):
+            raise InvalidMatrixError(
+                f"A must contain only 0 and 1; found {int(non_binary)} other value(s). "
+                "Binarize it first (e.g. (A >= threshold).astype(int))."
+            )
+        self.column_norms = np.asarray(column_norms, dtype=np.int64)
+        self.total = int(self.column_norms.sum())
+
+    @property
+    def num_blocks(self) -> int:
+        """The number of row blocks."""
+        return len(self.array.chunks[0])
+
+    @staticmethod
+    def compute(*collections: Any) -> tuple[Any, ...]:
+        """Evaluate dask collections together (one pass over shared inputs)."""
+        import dask
+
+        return tuple(dask.compute(*collections))
+
+    def take_rows(self, indices: Any) -> np.ndarray:
+        """Rows ``indices`` (repeats allowed, any order) gathered as an ``int8`` numpy array."""
+        unique, inverse = np.unique(np.asarray(indices, dtype=np.int64), return_inverse=True)
+        rows = check_binary_matrix(np.asarray(self.array[unique].compute()))
+        return np.ascontiguousarray(rows[np.ravel(inverse)])
+
+    def row_aligned(self, factor: np.ndarray) -> Any:
+        """``factor`` (one row per row of ``A``) as a dask array chunked like ``A``'s rows."""
+        import dask.array as da
+
+        return da.from_array(factor, chunks=(self.array.chunks[0], factor.shape[1]))
+
+    def map_rows(
+        self, func: Callable[..., np.ndarray], *args: Any, columns: int | None, dtype: Any
+    ) -> Any:
+        """A lazy dask array of ``func(block, *args)`` per row block.
+
+        Each call returns one row per row of its block: ``columns`` values each, or one value
+        (``columns=None``, a 1-D result). Dask arguments chunked like the rows of ``A`` (see
+        :meth:`row_aligned`) arrive block by block.
+        """
+        if columns is None:
+            return self.array.map_blocks(
+                func, *args, dtype=dtype, drop_axis=1, chunks=(self.array.chunks[0],)
+            )
+        return self.array.map_blocks(
+            func, *args, dtype=dtype, chunks=(self.array.chunks[0], (columns,))
+        )
+
+    def sum_blocks(
+        self, func: Callable[..., Any], *args: Any, shape: tuple[int, ...], dtype: Any
+    ) -> np.ndarray:
+        """``Σ_blocks func(block, *args)``, each term an array of ``shape``, computed."""
+        size = int(np.prod(shape))
+        parts = self.array.map_blocks(
+            functools.partial(_flattened, func, size),
+            *args,
+            dtype=dtype,
+            chunks=((1,) * self.num_blocks, (size,)),
+        )
+        return np.asarray(parts.sum(axis=0).compute(), dtype=dtype).reshape(shape)
+
+    def transposed_cross(self, U: np.ndarray) -> np.ndarray:
+        """``Aᵀ U`` as exact int64, summed over the row blocks."""
+        return self.sum_blocks(
+            _block_transposed_cross,
+            self.row_aligned(U.astype(np.int64)),
+            shape=(self.shape[1], U.shape[1]),
+            dtype=np.int64,
+        )
+
+
+def _flattened(func: Callable[..., Any], size: int, block: Any, *args: Any) -> np.ndarray:
+    return np.asarray(func(block, *args)).reshape(1, size)
+
+
+def _block_transposed_cross(block: np.ndarray, U: np.ndarray) -> np.ndarray:
+    return np.asarray(block, dtype=np.int64).T @ U
+
+
+@dataclass(frozen=True)
+class Orientation:
+    """Whether a problem is solved on ``Aᵀ`` instead of ``A``: one place for the swap.
+
+    Solving ``Aᵀ ≈ V Uᵀ`` swaps the factors and the one-hot side; :meth:`factors` maps a pair
+    either way (the swap is its own inverse).
+
+    >>> flipped = Orientation(transposed=True)
+    >>> flipped.matrix(np.ones((2, 3))).shape, flipped.side("V"), flipped.factors("u", "v")
+    ((3, 2), 'U', ('v', 'u'))
+    """
+
+    transposed: bool
+
+    def matrix(self, A: Any) -> Any:
+        """``A`` as the solver sees it."""
+        return transpose(A) if self.transposed else A
+
+    def side(self, one_hot: str | None) -> str | None:
+        """The one-hot side as the solver sees it (``None`` stays ``None``)."""
+        if not self.transposed or one_hot is None:
+            return one_hot
+        return {"U": "V", "V": "U"}[one_hot]
+
+    def factors(self, U: Any, V: Any) -> tuple[Any, Any]:
+        """``(U, V)`` mapped between the two orientations."""
+        return (V, U) if self.transposed else (U, V)

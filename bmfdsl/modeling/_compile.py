@@ -1,0 +1,315 @@
+"""Compile a model (registered name or user script) for one data matrix and rank.
+
+Registered and user models take the same route: the script's ``build(model)`` runs on the
+instance, its declaration is lowered to QUBO arrays with numpy, and a structure claim
+(``model.declare_bmf()``) is checked before structure-aware solvers may use it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from bmfdsl.errors import InvalidParameterError, ModelDefinitionError, UnknownNameError
+from bmfdsl.modeling._compiled import CompiledModel, Lowered, verify_claim
+from bmfdsl.modeling._dsl import ModelBuilder
+from bmfdsl.modeling._expr import TERM_BYTES
+from bmfdsl.modeling._structure import BMFStructure
+from bmfdsl.validation import check_binary_matrix, check_one_hot, check_rank
+
+__all__ = ["DEFAULT_MEMORY_LIMIT", "ModelInfo", "compile_model", "list_models", "load_model"]
+
+_REGISTERED: dict[str, str] = {
+    "formulation1": "bmfdsl.models.formulation1",
+    "formulation2": "bmfdsl.models.formulation2",
+    "formulation2-reduced": "bmfdsl.models.formulation2_reduced",
+    "masked-bmf": "bmfdsl.models.masked_bmf",
+    "weighted-bmf": "bmfdsl.models.weighted_bmf",
+    "boolean-bmf": "bmfdsl.models.boolean_bmf",
+    "bicluster": "bmfdsl.models.bicluster",
+}
+
+#: Default size guard: about 2 GiB of model terms.
+DEFAULT_MEMORY_LIMIT = 2 * 2**30
+#: Instances with at most this many ``m * n * rank`` cells are built (and checked) at once;
+#: larger ones are checked on sub-instances and built (and checked again) only when a BQM
+#: is asked for, so structure-aware solvers never pay for a model they do not use.
+EAGER_CELLS = 100_000
+#: The sub-instances' size (rows and columns) and count for large instances.
+_PROBE_SIZE = 16
+_PROBES = 2
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """A registered model: its name, module and one-line description."""
+
+    name: str
+    module: str
+    description: str
+
+
+def _normalise(name: str) -> str:
+    return name.strip().lower().replace("_", "-").replace(" ", "-")
+
+
+def list_models() -> list[ModelInfo]:
+    """The registered models.
+
+    >>> [info.name for info in list_models()][:3]
+    ['formulation1', 'formulation2', 'formulation2-reduced']
+    """
+    infos = []
+    for name, module_name in _REGISTERED.items():
+        module = importlib.import_module(module_name)
+        infos.append(ModelInfo(name, module_name, getattr(module, "DESCRIPTION", "")))
+    return infos
+
+
+def _load_script(path: Path) -> ModuleType:
+    if not path.is_file():
+        raise ModelDefinitionError(f"model script {str(path)!r} does not exist")
+    module_name = f"bmfdsl_user_model_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ModelDefinitionError(f"cannot load {str(path)!r} as a Python model script")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # a user's script can fail in any way; report it as malformed
+        raise ModelDefinitionError(
+            f"model script {str(path)!r} failed to load: {type(exc).__name__}: {exc}"
+        ) from exc
+    return module
+
+
+def load_model(model: str | os.PathLike[str] | ModuleType) -> tuple[str, ModuleType]:
+    """Resolve a registered name, a script path or a module to ``(name, module)``.
+
+    A script path is imported and executed as Python: load only scripts you trust.
+
+    Raises:
+        UnknownNameError: a name that is neither registered nor an existing ``.py`` file.
+        ModelDefinitionError: the script fails to load or has no callable ``build``.
+    """
+    if isinstance(model, ModuleType):
+        name, module = getattr(model, "NAME", model.__name__), model
+    elif isinstance(model, str | os.PathLike):
+        text = os.fspath(model)
+        key = _normalise(text)
+        if key in _REGISTERED:
+            name, module = key, importlib.import_module(_REGISTERED[key])
+        elif text.endswith(".py") or os.path.sep in text or Path(text).is_file():
+            name, module = text, _load_script(Path(text))
+        else:
+            raise UnknownNameError(
+                "model", text, _REGISTERED, hint="or pass the path of a model script (.py)"
+            )
+    else:
+        raise InvalidParameterError(
+            f"model must be a registered name, a script path or a module; got "
+            f"{type(model).__name__}"
+        )
+    if not callable(getattr(module, "build", None)):
+        raise ModelDefinitionError(
+            f"model {name!r} has no function build(model); a model script must define "
+            "`def build(model): ...` (see models/formulation1.py)"
+        )
+    return str(name), module
+
+
+def _declare(
+    module: ModuleType,
+    name: str,
+    A: np.ndarray,
+    rank: int,
+    one_hot: Any,
+    data: Mapping[str, Any],
+    term_limit: int,
+) -> ModelBuilder:
+    builder = ModelBuilder(A, rank, one_hot, data, term_limit=term_limit)
+    try:
+        result = module.build(builder)
+    except (ModelDefinitionError, InvalidParameterError, MemoryError):
+        raise
+    except Exception as exc:
+        raise ModelDefinitionError(
+            f"build(model) of model {name!r} failed: {type(exc).__name__}: {exc}"
+        ) from exc
+    if result is not None:
+        raise ModelDefinitionError(
+            f"build(model) of model {name!r} must declare on `model` and return None; "
+            f"it returned {type(result).__name__}"
+        )
+    builder.check_complete(f"model {name!r}")
+    return builder
+
+
+def _check_data(data: Any) -> dict[str, Any]:
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping) or not all(isinstance(k, str) for k in data):
+        raise InvalidParameterError("data must be a dict of name -> array, e.g. data={'M': M}")
+    return dict(data)
+
+
+def _restrict(
+    data: Mapping[str, Any], shape: tuple[int, int], rows: np.ndarray, cols: np.ndarray
+) -> dict[str, Any]:
+    """Data arrays shaped like A (or like its rows or columns) restricted to a sub-instance."""
+    m, n = shape
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        array = np.asarray(value) if isinstance(value, np.ndarray | list) else None
+        if array is not None and array.shape == (m, n):
+            out[key] = array[np.ix_(rows, cols)]
+        elif array is not None and array.shape == (m,):
+            out[key] = array[rows]
+        elif array is not None and array.shape == (n,) and m != n:
+            out[key] = array[cols]
+        else:
+            out[key] = value
+    return out
+
+
+def compile_model(
+    model: str | os.PathLike[str] | ModuleType,
+    A: Any,
+    rank: int,
+    *,
+    one_hot: str | None = None,
+    data: Mapping[str, Any] | None = None,
+    memory_limit: int = DEFAULT_MEMORY_LIMIT,
+) -> CompiledModel:
+    """Compile ``model`` for data ``A`` and target rank ``rank``, once.
+
+    Loading a model script imports and executes it as Python code: run only scripts you
+    trust.
+
+    Args:
+        model: a registered name (see :func:`list_models`), the path of a model script that
+            defines ``build(model)``, or such a module.
+        A: the 0/1 data matrix (m x n).
+        rank: the target rank, ``1 <= rank <= min(m, n)``.
+        one_hot: ``"V"`` (every column of A in exactly one cluster), ``"U"``, or ``None``.
+        data: extra arrays for the script, read as ``model.data[name]`` (e.g. a mask).
+        memory_limit: bytes of model terms beyond which building stops with
+            :class:`~bmfdsl.errors.ModelTooLargeError` (default 2 GiB).
+
+    Returns:
+        A :class:`~bmfdsl.modeling.CompiledModel`; ``to_bqm(**weights)`` re-weights it
+        without recompiling.
+
+    A structure claim is checked on the instance itself when it has at most ``EAGER_CELLS``
+    (100,000) ``m * n * rank`` cells; a larger instance is checked on sub-instances (A and
+    its data arrays restricted to random rows and columns) and its full model is built only
+    when a BQM is needed, and checked then (``compiled.structure_check`` says how far).
+
+    >>> import numpy as np
+    >>> compiled = compile_model("formulation1", np.ones((3, 2)), 2, one_hot="V")
+    >>> compiled.weight_names, compiled.num_variables, compiled.structure_check
+    (('lam', 'lam_onehot'), 22, 'instance')
+    """
+    A = check_binary_matrix(A)
+    rank = check_rank(rank, A.shape)
+    one_hot = check_one_hot(one_hot)
+    if isinstance(memory_limit, bool) or not isinstance(memory_limit, int | np.integer):
+        raise InvalidParameterError(f"memory_limit must be a number of bytes; got {memory_limit!r}")
+    extra = _check_data(data)
+    name, module = load_model(model)
+    term_limit = max(1, int(memory_limit) // TERM_BYTES)
+    m, n = A.shape
+
+    def declare_full() -> ModelBuilder:
+        return _declare(module, name, A, rank, one_hot, extra, term_limit)
+
+    eager = m * n * rank <= EAGER_CELLS
+    lowered: Lowered | None = None
+    estimate: tuple[int, int] | None = None
+    if eager:
+        lowered = Lowered(declare_full())
+        metadata = lowered.builder
+        if metadata.claim is not None:
+            verify_claim(lowered, name, "this instance")
+        check = "instance"
+    else:
+        rng = np.random.default_rng(0)
+        probes: list[ModelBuilder] = []
+        for _ in range(_PROBES):
+            rows = np.sort(rng.choice(m, min(m, max(_PROBE_SIZE, rank)), replace=False))
+            cols = np.sort(rng.choice(n, min(n, max(_PROBE_SIZE, rank)), replace=False))
+            probe = Lowered(
+                _declare(
+                    module,
+                    name,
+                    A[np.ix_(rows, cols)],
+                    rank,
+                    one_hot,
+                    _restrict(extra, (m, n), rows, cols),
+                    term_limit,
+                )
+            )
+            if probe.builder.claim is not None:
+                verify_claim(probe, name, "a sub-instance")
+            probes.append(probe.builder)
+        metadata = probes[0]
+        check = "sub-instances"
+        # terms and variables grow with the cells of A: extrapolate from the sub-instances
+        scale = (m * n) / float(metadata.A.shape[0] * metadata.A.shape[1])
+        estimate = (int(metadata.space.held_terms * scale), int(metadata.space.size * scale))
+    structure = None
+    if metadata.claim is not None:
+        mask, weights = _full_claim_arrays(metadata, extra, lowered)
+        structure = BMFStructure(
+            A,
+            rank,
+            one_hot,  # type: ignore[arg-type]
+            mask,
+            weights,
+            factor_names=metadata.factor_names or ("U", "V"),
+        )
+    compiled = CompiledModel(
+        model_name=name,
+        A=A,
+        rank=rank,
+        one_hot=one_hot,  # type: ignore[arg-type]
+        data=extra,
+        metadata=metadata,
+        declare=declare_full,
+        structure=structure,
+        structure_check=check if structure is not None else None,
+        size_estimate=estimate,
+        memory_limit=int(memory_limit),
+        lowered=lowered,
+    )
+    return compiled
+
+
+def _full_claim_arrays(
+    metadata: ModelBuilder, data: Mapping[str, Any], lowered: Lowered | None
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The claim's mask and weights on the whole instance."""
+    claim = metadata.claim
+    assert claim is not None
+    if lowered is not None:
+        return claim.mask, claim.weights
+    arrays: list[np.ndarray | None] = []
+    for source, value in ((claim.mask_source, claim.mask), (claim.weights_source, claim.weights)):
+        if value is None:
+            arrays.append(None)
+        elif source is not None and source in data:
+            arrays.append(np.asarray(data[source], dtype=float))
+        else:
+            raise ModelDefinitionError(
+                "on a large instance a structure claim's mask/weights must come from "
+                "compile_model(data=...): pass model.data[name] to model.declare_bmf"
+            )
+    return arrays[0], arrays[1]

@@ -1,0 +1,582 @@
+"""The compiled model: re-weight to a BQM, encode factors, decode samples, emit PyQUBO.
+
+One :class:`CompiledModel` serves every backend: generic samplers take ``to_bqm(**weights)``,
+structure-aware solvers take ``structure`` (present only when the model's claim was verified
+on the instance), and both come back through :meth:`CompiledModel.decode`.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import dimod
+import numpy as np
+
+from bmfdsl.errors import (
+    InvalidMatrixError,
+    InvalidParameterError,
+    ModelDefinitionError,
+    ModelTooLargeError,
+    UnknownNameError,
+)
+from bmfdsl.modeling._dsl import ModelBuilder, WeightSpec
+from bmfdsl.modeling._expr import TERM_BYTES
+from bmfdsl.modeling._penalty_weights import SUFFICIENT, resolve_sufficient, sufficient_weights
+from bmfdsl.modeling._qubo import (
+    BQM_BYTES_PER_INTERACTION,
+    BQM_BYTES_PER_VARIABLE,
+    QuboTerms,
+    lower,
+)
+from bmfdsl.modeling._structure import BMFStructure, OneHotSide
+from bmfdsl.result import DecodedSample
+
+__all__ = ["CompiledModel", "Lowered", "VariableLayout", "verify_claim"]
+
+#: Random feasible points (besides the one nearest zero) at which a structure claim is checked.
+_CHECK_POINTS = 4
+
+
+@dataclass
+class VariableLayout:
+    """Where the variables of interest sit among ``variables`` (the BQM's variable order).
+
+    ``u_index`` (m x r) and ``v_index`` (n x r) are positions in ``variables``;
+    ``one_hot_groups`` maps a one-hot group to its rows of positions.
+    """
+
+    variables: list[str]
+    u_index: np.ndarray
+    v_index: np.ndarray
+    one_hot_groups: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+class Lowered:
+    """A full declaration lowered to QUBO arrays, with only the variables it uses."""
+
+    def __init__(self, builder: ModelBuilder) -> None:
+        self.builder = builder
+        space = builder.space
+        parts: dict[str, list[Any]] = {"": [builder.objective]}
+        for group in builder.groups.values():
+            parts.setdefault(group.weight, []).append(group.penalties)
+        used = np.zeros(space.size + 1, dtype=bool)  # the extra last slot takes var == -1
+        for expressions in parts.values():
+            for expression in expressions:
+                used[expression.terms[2].ravel()] = True
+        used = used[:-1]
+        U, V = builder.factor_arrays  # type: ignore[misc]
+        self.u_full = U.variable_indices()
+        self.v_full = V.variable_indices()
+        used[self.u_full] = True
+        used[self.v_full] = True
+        self.positions = np.flatnonzero(used)  # BQM position -> variable index
+        renumber = np.full(space.size, -1, np.int32)
+        renumber[self.positions] = np.arange(self.positions.size, dtype=np.int32)
+        terms = lower(parts, space.size)
+        del parts
+        builder.release_terms()
+        all_labels = space.labels()
+        if self.positions.size == space.size:  # every variable used, the common case:
+            self.labels = all_labels  # the renumbering is the identity
+        else:
+            # unused variables have no pairs: their rows are empty, the rest keep their order
+            terms.indptr = np.append(terms.indptr[self.positions], terms.indptr[-1])
+            terms.col = renumber[terms.col]
+            terms.linear = {k: v[self.positions] for k, v in terms.linear.items()}
+            self.labels = [all_labels[i] for i in self.positions.tolist()]
+        terms.num_variables = int(self.positions.size)
+        self.terms = terms
+        self.layout = VariableLayout(
+            variables=self.labels,
+            u_index=renumber[self.u_full],
+            v_index=renumber[self.v_full],
+            one_hot_groups={
+                g.name: renumber[np.concatenate(g.rows)]
+                for g in builder.groups.values()
+                if g.kind == "one_hot"
+            },
+        )
+
+    def full_samples(self, samples: np.ndarray) -> np.ndarray:
+        """Samples in BQM order spread over every declared variable (unused ones 0)."""
+        out = np.zeros((samples.shape[0], self.builder.space.size), dtype=np.int8)
+        out[:, self.positions] = samples
+        return out
+
+    def in_bqm_order(self, X: np.ndarray) -> np.ndarray:
+        """Assignments over every declared variable (S x all) restricted to the BQM's."""
+        return X if self.positions.size == X.shape[1] else X[:, self.positions]
+
+    def fill(self, U: np.ndarray, V: np.ndarray) -> np.ndarray:
+        """The feasible assignments (S x all variables) for stacked ``U``, ``V``."""
+        X = np.zeros((U.shape[0], self.builder.space.size), dtype=np.int8)
+        X[:, self.u_full] = U
+        X[:, self.v_full] = V
+        for group in self.builder.groups.values():  # declaration order: aux of aux works
+            for z, a, b in group.triples:
+                X[:, z] = X[:, a] & X[:, b]
+            for outputs, inputs, chain in group.chains:
+                left = X[:, inputs[:, 0]]
+                for t in range(1, inputs.shape[1]):
+                    left = left | X[:, inputs[:, t]]
+                    if t < inputs.shape[1] - 1:
+                        X[:, chain[:, t - 1]] = left
+                X[:, outputs] = left
+        return X
+
+    def broken(self, X: np.ndarray) -> dict[str, np.ndarray]:
+        """Violated constraints per group and sample (``X`` over every declared variable)."""
+        counts: dict[str, np.ndarray] = {}
+        for group in self.builder.groups.values():
+            if group.kind == "product":
+                z, a, b = group.product_indices
+                counts[group.name] = (X[:, z] != (X[:, a] & X[:, b])).sum(axis=1)
+            elif group.kind == "one_hot":
+                rows = np.concatenate(group.rows)
+                counts[group.name] = (X[:, rows].sum(axis=2, dtype=np.int64) != 1).sum(axis=1)
+            else:
+                values = group.penalties.evaluate(X)
+                counts[group.name] = (values > 1e-9).sum(axis=1)
+        return counts
+
+
+def _random_factor(rng: np.random.Generator, rows: int, rank: int, one_hot: bool) -> np.ndarray:
+    if one_hot:
+        return np.eye(rank, dtype=np.int8)[rng.integers(0, rank, rows)]
+    return (rng.random((rows, rank)) < 0.5).astype(np.int8)
+
+
+def verify_claim(lowered: Lowered, name: str, where: str) -> None:
+    """Check a structure claim: energy == declared objective at U = V = 0 and random points."""
+    builder = lowered.builder
+    claim = builder.claim
+    assert claim is not None
+    m, n = builder.A.shape
+    r = builder.rank
+    rng = np.random.default_rng(20211)
+    zero_u, zero_v = np.zeros((m, r), np.int8), np.zeros((n, r), np.int8)
+    if builder.one_hot is not None:  # the feasible point nearest zero: every row in cluster 0
+        (zero_u if builder.one_hot == "U" else zero_v)[:, 0] = 1
+    Us = [zero_u] + [
+        _random_factor(rng, m, r, builder.one_hot == "U") for _ in range(_CHECK_POINTS)
+    ]
+    Vs = [zero_v] + [
+        _random_factor(rng, n, r, builder.one_hot == "V") for _ in range(_CHECK_POINTS)
+    ]
+    U, V = np.stack(Us), np.stack(Vs)
+    X = lowered.in_bqm_order(lowered.fill(U, V))
+    weights = {w: 1.0 for w in builder.weights}
+    energies = lowered.terms.energies(X, weights)
+    declared = BMFStructure(builder.A, r, builder.one_hot, claim.mask, claim.weights).errors(U, V)
+    scale = 1e-6 * max(1.0, float(np.abs(declared).max()))
+    bad = np.flatnonzero(np.abs(energies - declared) > scale)
+    if bad.size:
+        point = int(bad[0])
+        zero = "U = V = 0" + (" (one-hot rows in cluster 0)" if builder.one_hot else "")
+        where_point = zero if point == 0 else f"a random feasible (U, V) #{point}"
+        raise ModelDefinitionError(
+            f"model {name!r} declares BMF structure (model.declare_bmf) but on {where} at "
+            f"{where_point} its energy is {energies[point]:g} while the declared objective "
+            f"Σ w m (a - UVᵀ)² is {declared[point]:g}; fix the model or drop the claim"
+        )
+
+
+class CompiledModel:
+    """A model compiled for one data matrix and rank; re-weighted without recompiling.
+
+    Create it with :func:`bmfdsl.compile_model`.
+
+    Attributes:
+        model_name: the registered name or the script path.
+        A: the data matrix (``int8``).
+        rank: the target rank.
+        one_hot: ``"U"``, ``"V"`` or ``None``.
+        data: the extra data arrays passed to the model script.
+        weights: the penalty weights the model declares, with their defaults.
+        group_weights: constraint group name -> the weight it uses.
+        structure_check: how the structure claim was verified (``"instance"``,
+            ``"sub-instances"``) or ``None`` when the model claims no structure.
+    """
+
+    def __init__(
+        self,
+        *,
+        model_name: str,
+        A: np.ndarray,
+        rank: int,
+        one_hot: OneHotSide | None,
+        data: Mapping[str, Any],
+        metadata: ModelBuilder,
+        declare: Callable[[], ModelBuilder],
+        structure: BMFStructure | None,
+        structure_check: str | None,
+        size_estimate: tuple[int, int] | None = None,
+        memory_limit: int | None = None,
+        lowered: Lowered | None = None,
+    ) -> None:
+        self.model_name = model_name
+        self.A = A
+        self.rank = rank
+        self.one_hot = one_hot
+        self.data = dict(data)
+        self.weights: dict[str, WeightSpec] = dict(metadata.weights)
+        self.group_weights = {g.name: g.weight for g in metadata.groups.values()}
+        self.structure = structure
+        self.structure_check = structure_check
+        self._declare = declare
+        self._lowered = lowered  # built and checked already, or on first use
+        self._sufficient: dict[str, float] | None = None
+        self._size_estimate = size_estimate  # (terms, variables) before the model is built
+        self._memory_limit = memory_limit
+
+    def __repr__(self) -> str:
+        m, n = self.A.shape
+        return (
+            f"CompiledModel({self.model_name!r}, A={m}x{n}, rank={self.rank}, "
+            f"one_hot={self.one_hot!r}, weights={list(self.weight_names)})"
+        )
+
+    @property
+    def lowered(self) -> Lowered:
+        """The full declaration, built on first use."""
+        if self._lowered is None:
+            self._check_size()
+            lowered = Lowered(self._declare())
+            if self.structure is not None:  # so far checked on sub-instances only
+                verify_claim(lowered, self.model_name, "this instance")
+                self.structure_check = "instance"
+            self._lowered = lowered
+        return self._lowered
+
+    @property
+    def builder(self) -> ModelBuilder:
+        """The full declaration (variables, groups, objective) on this instance."""
+        return self.lowered.builder
+
+    # -- sizes -----------------------------------------------------------------------------
+    @property
+    def weight_names(self) -> tuple[str, ...]:
+        """Names of the penalty weights ``to_bqm`` takes."""
+        return tuple(self.weights)
+
+    @property
+    def layout(self) -> VariableLayout:
+        """Variable labels and index arrays."""
+        return self.lowered.layout
+
+    @property
+    def variables(self) -> list[str]:
+        """Every variable label, in the BQM's order."""
+        return self.lowered.labels
+
+    @property
+    def num_variables(self) -> int:
+        """The number of binary variables of the QUBO."""
+        return int(self.lowered.positions.size)
+
+    @property
+    def num_interactions(self) -> int:
+        """The number of distinct quadratic terms of the QUBO."""
+        return self.lowered.terms.num_interactions
+
+    @property
+    def memory_estimate(self) -> int:
+        """Bytes a ``dimod.BinaryQuadraticModel`` of this model takes (an estimate).
+
+        Known before the model is built: on a large instance it is extrapolated from the
+        sub-instances (interactions at most the terms), exact from the arrays once built.
+        """
+        if self._lowered is None and self._size_estimate is not None:
+            terms, variables = self._size_estimate
+            return BQM_BYTES_PER_VARIABLE * variables + BQM_BYTES_PER_INTERACTION * terms
+        return (
+            BQM_BYTES_PER_VARIABLE * self.num_variables
+            + BQM_BYTES_PER_INTERACTION * self.num_interactions
+        )
+
+    def _check_size(self) -> None:
+        """Refuse to build a model whose estimate passes the memory limit, before building."""
+        if self._size_estimate is None or self._memory_limit is None:
+            return
+        terms, variables = self._size_estimate
+        needed = TERM_BYTES * terms + self.memory_estimate
+        if needed > self._memory_limit:
+            raise ModelTooLargeError(
+                f"model {self.model_name!r} on this {self.A.shape[0]}x{self.A.shape[1]} matrix "
+                f"at rank {self.rank} would need about {needed / 2**30:.1f} GiB (about "
+                f"{variables:,} variables and {terms:,} terms), over the limit of "
+                f"{self._memory_limit / 2**30:.1f} GiB; sample rows "
+                "(factorize(sample_rows='auto')), use the 'native' backend, lower the rank, or "
+                "raise compile_model(memory_limit=...)"
+            )
+
+    @property
+    def qubo(self) -> QuboTerms:
+        """The QUBO arrays, linear in the weights."""
+        return self.lowered.terms
+
+    # -- weights ---------------------------------------------------------------------------
+    def resolve_weights(self, **weights: Any) -> dict[str, float]:
+        """Check weight names and values and fill in defaults.
+
+        Raises:
+            UnknownNameError: a name the model does not declare.
+            InvalidParameterError: a required weight is missing, or a value is not a finite
+                positive number.
+        """
+        for name in weights:
+            if name not in self.weights:
+                raise UnknownNameError(
+                    "weight", name, self.weights, hint=f"model {self.model_name!r} declares these"
+                )
+        if any(isinstance(value, str) and value == SUFFICIENT for value in weights.values()):
+            weights = resolve_sufficient(weights, self.sufficient_weights())
+        resolved: dict[str, float] = {}
+        for name, value in weights.items():
+            resolved[name] = check_weight(name, value)
+        pending = [spec for spec in self.weights.values() if spec.name not in resolved]
+        for _ in range(len(pending) + 1):  # resolve defaults that refer to other weights
+            still = []
+            for spec in pending:
+                if spec.default is None:
+                    raise InvalidParameterError(
+                        f"missing weight {spec.name!r}; pass it, e.g. {spec.name}=1.0"
+                    )
+                if isinstance(spec.default, str):
+                    if spec.default in resolved:
+                        resolved[spec.name] = resolved[spec.default]
+                    else:
+                        still.append(spec)
+                else:
+                    resolved[spec.name] = float(spec.default)
+            pending = still
+        if pending:
+            raise InvalidParameterError(f"circular weight defaults: {[s.name for s in pending]}")
+        return {name: resolved[name] for name in self.weights}
+
+    def sufficient_weights(self) -> dict[str, float]:
+        """Penalty weights under which every minimum of the BQM is feasible.
+
+        Proved by one flip (see ``modeling/_penalty_weights.py``): each weight is above the most
+        the rest of the energy can gain from breaking one of its constraints. Any weight may
+        also be given as ``"sufficient"`` (``to_bqm(lam="sufficient")``, ``solve``,
+        ``factorize(weights=...)``, ``--weight lam=sufficient``). Sufficient, not tight: the
+        paper's ``lam = 1`` is smaller and usually works, without this guarantee.
+
+        >>> import numpy as np
+        >>> from bmfdsl import compile_model
+        >>> compiled = compile_model("formulation1", np.ones((3, 4)), 2)
+        >>> compiled.sufficient_weights()         # lam > 2r - 1 with 0/1 data
+        {'lam': 3.003}
+        """
+        if self._sufficient is None:
+            self._sufficient = sufficient_weights(self._declare())  # needs the objective terms
+        return dict(self._sufficient)
+
+    def to_bqm(self, **weights: Any) -> dimod.BinaryQuadraticModel:
+        """The BQM for these penalty weights.
+
+        >>> import numpy as np
+        >>> from bmfdsl import compile_model
+        >>> compiled = compile_model("formulation1", np.array([[1, 1], [0, 1]]), 1)
+        >>> bqm = compiled.to_bqm(lam=2.0)
+        >>> bqm.num_variables, float(bqm.energy(compiled.encode([[1], [0]], [[1], [1]])))
+        (8, 1.0)
+        """
+        resolved = self.resolve_weights(**weights)
+        return self.lowered.terms.to_bqm(resolved, self.lowered.labels)
+
+    def to_pyqubo(self) -> Any:
+        """The same model as a PyQUBO Hamiltonian: the reference semantics.
+
+        The objective plus one ``Constraint(Placeholder(weight) * penalty, label=group)`` per
+        group; ``to_pyqubo().compile().to_bqm(feed_dict=weights)`` equals ``to_bqm(**weights)``.
+        Meant for checking and small models: PyQUBO is slow on large ones.
+        """
+        from bmfdsl.modeling._pyqubo_twin import hamiltonian
+
+        return hamiltonian(self._declare())  # a fresh declaration: the lowered one is trimmed
+
+    # -- encode / decode -------------------------------------------------------------------
+    def _check_factor(self, X: Any, rows: int, name: str) -> np.ndarray:
+        array = np.asarray(X)
+        if array.shape != (rows, self.rank):
+            raise InvalidMatrixError(
+                f"{name} must have shape ({rows}, {self.rank}); got {array.shape}"
+            )
+        if not np.isin(array, (0, 1)).all():
+            raise InvalidMatrixError(f"{name} must contain only 0 and 1")
+        return array.astype(np.int8)
+
+    def encode_array(self, U: Any, V: Any) -> np.ndarray:
+        """The feasible assignment for ``(U, V)`` as an ``int8`` vector in ``variables`` order."""
+        m, n = self.A.shape
+        U = self._check_factor(U, m, "U")
+        V = self._check_factor(V, n, "V")
+        lowered = self.lowered
+        return lowered.in_bqm_order(lowered.fill(U[None], V[None]))[0]
+
+    def encode(self, U: Any, V: Any) -> dict[str, int]:
+        """The feasible assignment for ``(U, V)`` (auxiliaries filled in), by label."""
+        values = self.encode_array(U, V)
+        return dict(zip(self.variables, values.tolist(), strict=True))
+
+    def errors(self, U: np.ndarray, V: np.ndarray, X: np.ndarray | None = None) -> np.ndarray:
+        """The model's error metric for stacked ``U`` (S, m, r) and ``V`` (S, n, r).
+
+        The declared structure's residual, else the declared error function, else the
+        objective's value at the assignments ``X`` (their feasible completion if omitted).
+        """
+        if self.structure is not None:  # built from the model's verified claim
+            return self.structure.errors(U, V)
+        builder = self.builder
+        if builder.error_function is not None:
+            return np.asarray(builder.error_function(U, V), dtype=float).reshape(U.shape[0])
+        if X is None:
+            X = self.lowered.fill(U, V)
+        return builder.objective.evaluate(X).reshape(U.shape[0])
+
+    def decode(self, sampleset: dimod.SampleSet, **weights: Any) -> list[DecodedSample]:
+        """Decode every sample into ``U``, ``V``, error, energy and broken constraints.
+
+        Samples over only the model's ``U`` and ``V`` variables (from a structure-aware
+        solver) get their feasible completion. ``energy`` is recomputed: the BQM energy at
+        ``weights`` (the model's defaults where omitted) of the decoded assignment. Order:
+        feasible first, then the model's error (see :meth:`errors`), then energy.
+        """
+        if self._lowered is None and self.structure is not None:
+            decoded = self._decode_structured(sampleset)
+            if decoded is not None:
+                return decoded
+        lowered = self.lowered
+        samples = _columns_in_order(sampleset, lowered.labels, lowered.layout)
+        occurrences = np.asarray(sampleset.record.num_occurrences)
+        U = samples[:, lowered.layout.u_index]
+        V = samples[:, lowered.layout.v_index]
+        if _is_factor_only(sampleset, lowered.layout):
+            X = lowered.fill(U, V)
+            samples = lowered.in_bqm_order(X)
+        else:
+            X = lowered.full_samples(samples)
+        energies = lowered.terms.energies(samples, self.resolve_weights(**weights))
+        errors = self.errors(U, V, X)
+        broken = lowered.broken(X)
+        total_broken = sum(broken.values(), np.zeros(len(errors), dtype=np.int64))
+        order = np.lexsort((energies, errors, total_broken > 0))
+        return [
+            DecodedSample(
+                U=U[s].astype(np.int8),
+                V=V[s].astype(np.int8),
+                energy=float(energies[s]),
+                error=_as_number(errors[s]),
+                broken={name: int(count[s]) for name, count in broken.items()},
+                num_occurrences=int(occurrences[s]),
+            )
+            for s in order
+        ]
+
+    def _decode_structured(self, sampleset: dimod.SampleSet) -> list[DecodedSample] | None:
+        """Decode a structure-aware solver's answer without building the full model.
+
+        The verified claim says a feasible completion's energy is the declared objective, so
+        nothing else is needed; ``None`` (decode in full) when a sample is not one-hot where
+        the model asks for it, or the set is not over the structure's labels.
+        """
+        structure = self.structure
+        assert structure is not None
+        labels = structure.labels()
+        if list(sampleset.variables) != labels:
+            return None
+        (m, n), r = structure.shape, structure.rank
+        record = np.asarray(sampleset.record.sample, dtype=np.int8)
+        U = record[:, : m * r].reshape(-1, m, r)
+        V = record[:, m * r :].reshape(-1, n, r)
+        if structure.one_hot is not None:
+            side = U if structure.one_hot == "U" else V
+            if (side.sum(axis=2) != 1).any():
+                return None
+        errors = structure.errors(U, V)
+        order = np.argsort(errors, kind="stable")
+        occurrences = np.asarray(sampleset.record.num_occurrences)
+        return [
+            DecodedSample(
+                U=U[s],
+                V=V[s],
+                energy=float(errors[s]),
+                error=_as_number(errors[s]),
+                broken=dict.fromkeys(self.group_weights, 0),
+                num_occurrences=int(occurrences[s]),
+            )
+            for s in order
+        ]
+
+
+def _as_number(value: float) -> Any:
+    """Integral errors as ``int`` (plain BMF), others (weighted) as ``float``."""
+    nearest = round(float(value))
+    return nearest if abs(value - nearest) < 1e-9 else float(value)
+
+
+def check_weight(name: str, value: Any) -> float:
+    """A penalty weight's value as a float: finite and positive."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidParameterError(f"weight {name!r} must be a number; got {value!r}")
+    value = float(value)
+    if not math.isfinite(value) or value <= 0:
+        raise InvalidParameterError(
+            f"weight {name!r} must be a finite positive number; got {value}"
+        )
+    return value
+
+
+def _is_factor_only(sampleset: dimod.SampleSet, layout: VariableLayout) -> bool:
+    return (
+        len(sampleset.variables)
+        == layout.u_index.size + layout.v_index.size
+        < len(layout.variables)
+    )
+
+
+def _columns_in_order(
+    sampleset: dimod.SampleSet, variables: list[str], layout: VariableLayout
+) -> np.ndarray:
+    """The sample matrix with columns in ``variables`` order (factor-only sets: zeros else)."""
+    if not isinstance(sampleset, dimod.SampleSet):
+        raise InvalidParameterError(
+            f"decode needs a dimod.SampleSet; got {type(sampleset).__name__}"
+        )
+    record = np.asarray(sampleset.record.sample)
+    if sampleset.vartype is dimod.SPIN:
+        record = (record + 1) // 2
+    labels = list(sampleset.variables)
+    if labels == variables:
+        return record.astype(np.int8)
+    position = {label: index for index, label in enumerate(labels)}
+    factor_only = _is_factor_only(sampleset, layout)
+    wanted = (
+        [
+            variables[int(i)]
+            for i in np.concatenate([layout.u_index.ravel(), layout.v_index.ravel()])
+        ]
+        if factor_only
+        else variables
+    )
+    missing = [label for label in wanted if label not in position]
+    if missing:
+        raise InvalidParameterError(
+            f"the sample set lacks {len(missing)} model variable(s), e.g. {missing[0]!r}; "
+            "was it sampled from this compiled model's BQM?"
+        )
+    out = np.zeros((record.shape[0], len(variables)), dtype=np.int8)
+    columns = np.fromiter((position[label] for label in wanted), dtype=np.int64, count=len(wanted))
+    if factor_only:
+        targets = np.concatenate([layout.u_index.ravel(), layout.v_index.ravel()])
+        out[:, targets] = record[:, columns]
+    else:
+        out[:] = record[:, columns]
+    return out

@@ -1,0 +1,772 @@
+"""The modeling DSL: declare a formulation once, with numpy-style arrays of variables.
+
+A model script defines ``build(model)``; ``model`` is a :class:`ModelBuilder` holding the data
+(``model.A``, ``model.rank``, ``model.one_hot``, extra arrays in ``model.data``) and the
+building blocks. Variables are :class:`~bmfdsl.modeling._expr.PolyArray` objects: index, slice,
+transpose, broadcast, ``sum(axis=...)``, ``@`` and :func:`~bmfdsl.modeling._expr.einsum` work as in
+numpy, elementwise and vectorized.
+
+* :meth:`ModelBuilder.factors`, :meth:`ModelBuilder.binary` — binary variable arrays;
+* :meth:`ModelBuilder.weight` — a named penalty weight, tuned at ``to_bqm`` time;
+* :meth:`ModelBuilder.constrain_product` — ``Z = X * Y`` elementwise, with the paper's
+  penalty ``f(z, x, y) = xy - 2xz - 2yz + 3z``;
+* :meth:`ModelBuilder.constrain_one_hot`, :meth:`ModelBuilder.constrain_or`,
+  :meth:`ModelBuilder.constrain` — more constraint groups; every group reports ``broken``;
+* :meth:`ModelBuilder.minimize` — the objective (any expression of degree <= 2);
+* :meth:`ModelBuilder.declare_bmf` — claim that feasible energies equal a (masked, weighted)
+  ``||A - UVᵀ||²``; ``compile_model`` verifies the claim before structured solvers may use it.
+
+A declaration is recorded as index arrays and coefficients, linear in the weights: the BQM is
+assembled with numpy, and :meth:`bmfdsl.modeling.CompiledModel.to_pyqubo` emits the same model
+as a PyQUBO Hamiltonian (a ``Placeholder`` per weight, a ``Constraint`` per group).
+
+Formulation 1 in full:
+
+>>> import numpy as np
+>>> model = ModelBuilder(np.array([[1, 0], [1, 1]]), rank=1)
+>>> U, V = model.factors()
+>>> W = model.binary("W", (2, 2, 1))                     # W[i][j][k] = U[i][k] V[j][k]
+>>> model.constrain_product(W, U[:, None, :], V[None, :, :], group="W", weight=model.weight("lam"))
+>>> model.minimize(squared_residual(model.A, W.sum(axis=2)))
+>>> model.declare_bmf()
+>>> sorted(model.weights), sorted(model.groups), model.space.size
+(['lam'], ['W'], 8)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from bmfdsl.errors import InvalidParameterError, ModelDefinitionError
+from bmfdsl.modeling._expr import INDEX, PolyArray, Squares, VariableSpace, as_poly, einsum, stack
+from bmfdsl.modeling._quadratize import (
+    QUADRATIZATIONS,
+    declared_auxiliaries,
+    distinct_pairs,
+    merge_terms,
+    pair_objective,
+    plan_pairs,
+    product_pairs,
+    substitute_products,
+)
+from bmfdsl.modeling._structure import OneHotSide
+
+__all__ = [
+    "QUADRATIZATIONS",
+    "ConstraintGroup",
+    "ModelBuilder",
+    "PolyArray",
+    "StructureClaim",
+    "Weight",
+    "WeightSpec",
+    "einsum",
+    "factor_pairs",
+    "factor_products",
+    "one_hot_penalty",
+    "product_penalty",
+    "quadratized_residual",
+    "squared_residual",
+    "stack",
+]
+
+GroupKind = Literal["product", "one_hot", "or", "custom"]
+
+
+def product_penalty(z: Any, a: Any, b: Any) -> Any:
+    """The paper's penalty ``f(z, a, b) = ab - 2az - 2bz + 3z`` for ``z = a*b``.
+
+    It is 0 when ``z == a*b`` and at least 1 otherwise (all arguments binary).
+
+    >>> [product_penalty(z, a, b) for z in (0, 1) for a in (0, 1) for b in (0, 1)]
+    [0, 0, 0, 1, 3, 1, 1, 0]
+    """
+    return a * b - 2 * a * z - 2 * b * z + 3 * z
+
+
+def one_hot_penalty(variables: Any, axis: int = -1) -> Any:
+    """The paper's one-hot penalty ``1 - Σ x_k + 2 Σ_{k<l} x_k x_l`` (0 iff exactly one is 1).
+
+    Works on numbers and on arrays (reducing ``axis``).
+
+    >>> [one_hot_penalty(x) for x in ([0, 0], [1, 0], [0, 1], [1, 1])]
+    [1, 0, 0, 1]
+    """
+    if isinstance(variables, PolyArray):
+        total = variables.sum(axis=axis)
+        return (total * total - total) - total + 1  # (Σx)² = Σx + 2Σ_{k<l}: same polynomial
+    values = list(variables)
+    penalty: Any = 1
+    for k, x in enumerate(values):
+        penalty = penalty - x
+        for y in values[k + 1 :]:
+            penalty = penalty + 2 * x * y
+    return penalty
+
+
+def squared_residual(A: Any, X: Any, mask: Any = None, weights: Any = None) -> Any:
+    """``Σ_ij w_ij m_ij (a_ij - x_ij)²``: the (masked, weighted) squared residual.
+
+    ``X`` is a :class:`PolyArray` (or nested lists of expressions, or numbers) of ``A``'s shape;
+    ``mask`` (0/1: which entries are observed) and ``weights`` (non-negative) default to ones.
+
+    >>> squared_residual(np.array([[1, 0]]), [[1, 1]])
+    1.0
+    >>> squared_residual(np.array([[1, 0]]), [[1, 1]], mask=[[1, 0]])
+    0.0
+    """
+    data = np.asarray(A, dtype=float)
+    scale = _entry_scale(data.shape, mask, weights)
+    if isinstance(X, PolyArray) or _nested_poly(X):
+        residual = data - as_poly(X)
+        if residual.shape != data.shape:
+            raise ModelDefinitionError(
+                f"squared_residual: X has shape {residual.shape}, A has {data.shape}"
+            )
+        squares = residual * residual
+        return (squares if mask is None and weights is None else squares * scale).sum()
+    values = np.asarray(X, dtype=float)
+    return float((scale * (data - values) ** 2).sum())
+
+
+def _entry_scale(shape: tuple[int, ...], mask: Any, weights: Any) -> np.ndarray:
+    """``mask * weights`` per entry, each checked (ones where absent)."""
+    scale = np.ones(shape)
+    if mask is not None:
+        scale = scale * _check_entry_array(mask, shape, "mask", binary=True)
+    if weights is not None:
+        scale = scale * _check_entry_array(weights, shape, "weights", binary=False)
+    return scale
+
+
+def _nested_poly(value: Any) -> bool:
+    if isinstance(value, PolyArray):
+        return True
+    return isinstance(value, list | tuple) and any(_nested_poly(v) for v in value)
+
+
+def _check_entry_array(values: Any, shape: tuple[int, ...], name: str, *, binary: bool) -> Any:
+    array = np.asarray(values, dtype=float)
+    if array.shape != shape:
+        raise InvalidParameterError(f"{name} must have the data's shape {shape}; got {array.shape}")
+    if not np.isfinite(array).all():
+        raise InvalidParameterError(f"{name} must be finite (no NaN or inf)")
+    if binary and not np.isin(array, (0, 1)).all():
+        raise InvalidParameterError(f"{name} must hold only 0 and 1 (1 = observed entry)")
+    if (array < 0).any():
+        raise InvalidParameterError(f"{name} must be non-negative")
+    return array
+
+
+def factor_products(model: ModelBuilder, *, weight: str = "lam") -> tuple[Any, Any, Any]:
+    """Declare ``U``, ``V`` and the auxiliaries ``W[k][i][j] = U[i][k] V[j][k]`` (group ``W``,
+    penalty weight ``weight``, default 1 as in the paper); returns ``(U, V, W)``, and
+    ``W.sum(axis=0)`` is ``U Vᵀ`` on the feasible set.
+
+    >>> import numpy as np
+    >>> model = ModelBuilder(np.ones((2, 3)), rank=2)
+    >>> U, V, W = factor_products(model)
+    >>> W.shape, sorted(model.groups)
+    ((2, 2, 3), ['W'])
+    """
+    A, r = model.A, model.rank
+    m, n = A.shape
+    U, V = model.factors()
+    W = model.binary("W", (r, m, n))
+    lam = model.weight(weight, default=1.0)
+    # U's column k down the rows, V's across the columns
+    model.constrain_product(W, U.T[:, :, None], V.T[:, None, :], group="W", weight=lam)
+    return U, V, W
+
+
+def factor_pairs(model: ModelBuilder, *, weight: str = "lam") -> tuple[Any, Any, Any, Any]:
+    """Declare ``U``, ``V`` and the auxiliaries of the pairs within their rows, for ``k < l``:
+    ``UU[i][k][l] = U[i][k] U[i][l]`` (group ``UU``) and ``VV[j][k][l] = V[j][k] V[j][l]``
+    (group ``VV``), penalty weight ``weight`` (default 1 as in the paper); returns
+    ``(U, V, UU, VV)`` with ``UU`` (m x r(r-1)/2) and ``VV`` (n x r(r-1)/2), the pairs in
+    ``numpy.triu_indices(r, 1)`` order. The labels with ``k >= l`` are never used.
+
+    >>> import numpy as np
+    >>> model = ModelBuilder(np.ones((2, 3)), rank=3)
+    >>> U, V, UU, VV = factor_pairs(model)
+    >>> UU.shape, VV.shape, sorted(model.groups)
+    ((2, 3), (3, 3), ['UU', 'VV'])
+    """
+    A, r = model.A, model.rank
+    m, n = A.shape
+    U, V = model.factors()
+    lam = model.weight(weight, default=1.0)
+    k, l = np.triu_indices(r, 1)
+    UU = model.binary("UU", (m, r, r))[:, k, l]
+    VV = model.binary("VV", (n, r, r))[:, k, l]
+    model.constrain_product(UU, U[:, k], U[:, l], group="UU", weight=lam)
+    model.constrain_product(VV, V[:, k], V[:, l], group="VV", weight=lam)
+    return U, V, UU, VV
+
+
+def quadratized_residual(
+    model: ModelBuilder,
+    *,
+    quadratize: str = "products",
+    mask: Any = None,
+    weights: Any = None,
+    weight: str = "lam",
+) -> None:
+    """Declare ``min Σ_ij w_ij m_ij (a_ij - Σ_k u_ik v_jk)²`` on ``model``: the quartic
+    objective, made quadratic by ``model.minimize(..., quadratize=quadratize)`` with the
+    auxiliaries declared here first, under their documented labels:
+
+    * ``"products"``: ``W[k][i][j] = U[i][k] V[j][k]`` (:func:`factor_products`; Malik et
+      al.'s Formulation 1);
+    * ``"pairs"``: ``UU[i][k][l] = U[i][k] U[i][l]`` and ``VV[j][k][l]`` for ``k < l``
+      (:func:`factor_pairs`; their reduced Formulation 2, using
+      ``(Σ_k u_k v_k)² = Σ_k u_k v_k + 2 Σ_{k<l} ũ_kl ṽ_kl``).
+
+    The penalty weight (``weight``, default 1 as in the paper) multiplies
+    ``f(z, a, b) = ab - 2az - 2bz + 3z`` in group ``W`` (or ``UU`` and ``VV``). The one-hot
+    constraint of ``compile_model(one_hot=...)`` is honoured, and the model claims its
+    structure (feasible energy == the objective), which ``compile_model`` verifies.
+
+    >>> import numpy as np
+    >>> model = ModelBuilder(np.array([[1, 0], [1, 1]]), rank=2)
+    >>> quadratized_residual(model, quadratize="pairs")
+    >>> sorted(model.groups), [g.product_indices[0].size for g in model.groups.values()]
+    (['UU', 'VV'], [2, 2])
+    """
+    if quadratize not in QUADRATIZATIONS:
+        raise InvalidParameterError(
+            f"quadratize must be one of {list(QUADRATIZATIONS)}; got {quadratize!r}"
+        )
+    declare = factor_products if quadratize == "products" else factor_pairs
+    U, V = declare(model, weight=weight)[:2]
+    squares = squared_residual(model.A, U @ V.T, mask=mask, weights=weights)
+    model.minimize(squares, quadratize=quadratize, weight=weight)  # the declared auxiliaries
+    model.one_hot_constraint()
+    model.declare_bmf(mask=mask, weights=weights)
+
+
+@dataclass(frozen=True)
+class WeightSpec:
+    """A penalty weight: required (``default=None``), a number, or another weight's name."""
+
+    name: str
+    default: float | str | None = None
+
+
+@dataclass(frozen=True)
+class Weight:
+    """A handle on a declared penalty weight; pass it as ``weight=`` of a constraint group."""
+
+    name: str
+
+
+@dataclass
+class ConstraintGroup:
+    """A labelled group of elementwise penalties sharing one weight.
+
+    ``penalties`` holds one polynomial per constraint (each >= 0, and 0 exactly when the
+    constraint holds). Kind-specific index arrays let ``encode`` fill auxiliaries and
+    ``decode`` count broken constraints fast: ``triples`` (``z, a, b`` of ``z = a*b``),
+    ``rows`` (one-hot rows) and ``chains`` (OR outputs, inputs and chain auxiliaries).
+    Product and one-hot penalties are built from their index arrays when asked for, so a
+    declaration holds only the indices (and a loop that declares one product at a time
+    stays cheap); OR and custom groups keep their penalty ``chunks``.
+    """
+
+    name: str
+    weight: str
+    kind: GroupKind
+    space: VariableSpace
+    chunks: list[PolyArray] = field(default_factory=list)
+    triples: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
+    rows: list[np.ndarray] = field(default_factory=list)
+    chains: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
+
+    @property
+    def penalties(self) -> PolyArray:
+        """Every constraint's penalty, as one 1-D array (built anew for product and one-hot
+        groups: keep the result rather than asking twice)."""
+        if self.kind == "product":
+            return _product_penalties(self.space, *self.product_indices)
+        chunks = self.chunks
+        if self.kind == "one_hot":
+            chunks = [one_hot_penalty(self.space.array(rows), axis=-1) for rows in self.rows]
+        flat = [chunk.reshape(-1) for chunk in chunks]
+        return flat[0] if len(flat) == 1 else _concatenate(flat)
+
+    @property
+    def product_indices(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(z, a, b)`` variable indices of a product group."""
+        if len(self.triples) == 1:
+            return self.triples[0]
+        z, a, b = (np.concatenate(column) for column in zip(*self.triples, strict=True))
+        return z, a, b
+
+
+def _concatenate(parts: Sequence[PolyArray]) -> PolyArray:
+    """1-D arrays joined end to end."""
+    sizes = [p.size for p in parts]
+    offsets = np.cumsum([0, *sizes[:-1]])
+    terms = [p.terms for p in parts]
+    return PolyArray(
+        parts[0].space,
+        (int(sum(sizes)),),
+        np.concatenate([t[0].ravel() for t in terms]),
+        np.concatenate([t[1] + o for t, o in zip(terms, offsets, strict=True)]),
+        np.concatenate([t[2] for t in terms]),
+        np.concatenate([t[3] for t in terms]),
+    )
+
+
+@dataclass(frozen=True)
+class StructureClaim:
+    """What ``declare_bmf`` claims: feasible energy == ``Σ w m (a - (UVᵀ))²``."""
+
+    mask: np.ndarray | None = None
+    weights: np.ndarray | None = None
+    mask_source: str | None = None  # the model.data key the mask came from
+    weights_source: str | None = None
+
+
+class ModelBuilder:
+    """Collects one model declaration; passed to a model script's ``build(model)``.
+
+    Attributes:
+        A: the data matrix (0/1 ``int8``).
+        rank: the target rank ``r``.
+        one_hot: ``"U"``, ``"V"`` or ``None``: which factor's rows must be one-hot.
+        data: extra arrays passed as ``compile_model(..., data={...})`` (read-only mapping).
+        space: the model's variables.
+    """
+
+    def __init__(
+        self,
+        A: np.ndarray,
+        rank: int,
+        one_hot: OneHotSide | None = None,
+        data: Mapping[str, Any] | None = None,
+        *,
+        term_limit: int | None = None,
+    ) -> None:
+        self.A = np.asarray(A, dtype=np.int8)
+        self.rank = int(rank)
+        self.one_hot = one_hot
+        self.data: Mapping[str, Any] = dict(data or {})
+        self.space = VariableSpace(term_limit)
+        self.objective: PolyArray = as_poly(0.0, self.space)
+        self.weights: dict[str, WeightSpec] = {}
+        self.groups: dict[str, ConstraintGroup] = {}
+        self.factor_names: tuple[str, str] | None = None
+        self.factor_arrays: tuple[PolyArray, PolyArray] | None = None
+        self.claim: StructureClaim | None = None
+        self.error_function: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+        self._one_hot_declared = False
+
+    # -- variables -------------------------------------------------------------------------
+    @property
+    def arrays(self) -> dict[str, tuple[int, ...]]:
+        """Declared variable arrays: name -> shape."""
+        return {name: block.shape for name, block in self.space.blocks.items()}
+
+    def binary(self, name: str, shape: Sequence[int] | int) -> PolyArray:
+        """A new array of binary variables labelled ``name[i][j]...``."""
+        dims = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
+        return self.space.allocate(name, dims)
+
+    def factors(self, u_name: str = "U", v_name: str = "V") -> tuple[PolyArray, PolyArray]:
+        """Declare the factor matrices ``U`` (m x r) and ``V`` (n x r); returns both arrays."""
+        if self.factor_names is not None:
+            raise ModelDefinitionError("model.factors() is called twice")
+        m, n = self.A.shape
+        U = self.binary(u_name, (m, self.rank))
+        V = self.binary(v_name, (n, self.rank))
+        self.factor_names = (u_name, v_name)
+        self.factor_arrays = (U, V)
+        return U, V
+
+    # -- weights ---------------------------------------------------------------------------
+    def weight(self, name: str, default: float | str | None = None) -> Weight:
+        """A named penalty weight, fed at ``to_bqm`` time.
+
+        ``default=None`` makes the weight required; a string makes it default to another
+        weight's value (``weight("lam_onehot", default="lam")``).
+        """
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ModelDefinitionError(f"weight names must be identifiers; got {name!r}")
+        spec = WeightSpec(name, default)
+        known = self.weights.get(name)
+        if known is not None and known != spec:
+            raise ModelDefinitionError(
+                f"weight {name!r} declared twice with different defaults: {known.default!r} "
+                f"and {default!r}"
+            )
+        self.weights[name] = spec
+        return Weight(name)
+
+    def _weight_name(self, weight: Any) -> str:
+        if isinstance(weight, Weight):
+            return weight.name
+        if isinstance(weight, str):
+            if weight not in self.weights:
+                self.weight(weight)
+            return weight
+        raise ModelDefinitionError(
+            "weight must be a name or the handle returned by model.weight(...)"
+        )
+
+    def _group(self, name: str, weight: Any, kind: GroupKind) -> ConstraintGroup:
+        if not isinstance(name, str) or not name:
+            raise ModelDefinitionError(f"a constraint group needs a name; got {name!r}")
+        weight_name = self._weight_name(weight)
+        group = self.groups.get(name)
+        if group is None:
+            group = self.groups[name] = ConstraintGroup(name, weight_name, kind, self.space)
+        elif group.weight != weight_name or group.kind != kind:
+            raise ModelDefinitionError(
+                f"constraint group {name!r} mixes weights or kinds "
+                f"({group.weight}/{group.kind} vs {weight_name}/{kind})"
+            )
+        return group
+
+    def _variables(self, value: Any, role: str) -> PolyArray:
+        if not isinstance(value, PolyArray):
+            raise ModelDefinitionError(
+                f"{role} must be model variables (from model.binary(...) or model.factors()); "
+                f"got {type(value).__name__}"
+            )
+        if value.space is not self.space:
+            raise ModelDefinitionError(f"{role} belongs to another model")
+        return value
+
+    # -- constraints -----------------------------------------------------------------------
+    def constrain_product(self, z: Any, a: Any, b: Any, *, group: str, weight: Any) -> None:
+        """Enforce ``z = a * b`` elementwise (arrays broadcast) with ``weight * f(z, a, b)``."""
+        arrays = [self._variables(x, role) for x, role in ((z, "z"), (a, "a"), (b, "b"))]
+        try:
+            shape = tuple(np.broadcast_shapes(*(x.shape for x in arrays)))
+        except ValueError as exc:
+            raise ModelDefinitionError(f"constrain_product: {exc}") from exc
+        if arrays[0].shape != shape:
+            raise ModelDefinitionError(
+                f"constrain_product: z has shape {arrays[0].shape} but a * b has {shape}; "
+                "declare one auxiliary per product"
+            )
+        zi, ai, bi = (
+            x.broadcast_to(shape).variable_indices(role)
+            for x, role in zip(arrays, ("z", "a", "b"), strict=True)
+        )
+        target = self._group(group, weight, "product")
+        self.space.hold(4 * zi.size, f"product group {group!r}")  # its penalty terms, lowered
+        target.triples.append((zi.ravel(), ai.ravel(), bi.ravel()))
+
+    def constrain_one_hot(self, X: Any, *, axis: int = -1, group: str, weight: Any) -> None:
+        """Exactly one 1 along ``axis`` of ``X`` (a list of variables is one row)."""
+        if isinstance(X, list | tuple):
+            X = stack(list(X))
+            axis = 0
+        X = self._variables(X, "one-hot variables")
+        if not -X.ndim <= axis < X.ndim:
+            raise ModelDefinitionError(f"axis {axis} is out of range for shape {X.shape}")
+        indices = np.moveaxis(X.variable_indices("one-hot variables"), axis, -1)
+        rows = indices.reshape(-1, indices.shape[-1])
+        count, width = rows.shape
+        # the terms one_hot_penalty gives each row when lowered: 3 per variable, 1 per pair
+        self.space.hold(count * (3 * width + width * (width - 1) // 2), f"one-hot group {group!r}")
+        self._group(group, weight, "one_hot").rows.append(rows)
+
+    def one_hot_constraint(self, weight: str = "lam_onehot", default: float | str = "lam") -> None:
+        """Add the one-hot constraint requested by ``compile_model(one_hot=...)``, if any.
+
+        Every row of the chosen factor (``V`` by default in the paper) must hold exactly one
+        1. The group is named ``one_hot_V`` (or ``one_hot_U``); its weight defaults to ``lam``.
+        Does nothing when no one-hot constraint was requested.
+        """
+        self._one_hot_declared = True
+        if self.one_hot is None:
+            return
+        if self.factor_arrays is None:
+            raise ModelDefinitionError("declare model.factors() before model.one_hot_constraint()")
+        self.weight(weight, default)
+        factor = self.factor_arrays[0 if self.one_hot == "U" else 1]
+        self.constrain_one_hot(factor, axis=1, group=f"one_hot_{self.one_hot}", weight=weight)
+
+    def constrain_or(self, Y: Any, X: Any, *, axis: int = -1, group: str, weight: Any) -> None:
+        """Enforce ``Y = OR(X along axis)`` elementwise.
+
+        Two inputs need no auxiliary (penalty ``x1 + x2 + y + x1 x2 - 2 x1 y - 2 x2 y``); ``K``
+        inputs are chained through ``K - 2`` auxiliaries per element, declared as the array
+        ``{group}_chain``.
+        """
+        Y = self._variables(Y, "Y")
+        X = self._variables(X, "X")
+        if not -X.ndim <= axis < X.ndim:
+            raise ModelDefinitionError(f"axis {axis} is out of range for shape {X.shape}")
+        inputs = np.moveaxis(X.variable_indices("X"), axis, -1)
+        if inputs.shape[:-1] != Y.shape:
+            raise ModelDefinitionError(
+                f"constrain_or: Y has shape {Y.shape}, X without axis {axis} has "
+                f"{inputs.shape[:-1]}"
+            )
+        outputs = Y.variable_indices("Y").ravel()
+        inputs = inputs.reshape(outputs.size, -1)
+        count = inputs.shape[1]
+        if count == 0:
+            raise ModelDefinitionError("constrain_or needs at least one input along axis")
+        chain_size = max(count - 2, 0)
+        chain = np.zeros((outputs.size, 0), INDEX)
+        if chain_size:
+            aux = self.binary(f"{group}_chain", (*Y.shape, chain_size))
+            chain = aux.variable_indices().reshape(outputs.size, chain_size)
+        # stage t combines (previous, x_{t+1}) into chain[t] (the last stage into y)
+        left = inputs[:, 0]
+        parts = []
+        if count == 1:
+            parts.append(_equal_penalties(self.space, outputs, left))
+        for t in range(1, count):
+            out = outputs if t == count - 1 else chain[:, t - 1]
+            parts.append(_or_penalties(self.space, out, left, inputs[:, t]))
+            left = out
+        total = parts[0]
+        for part in parts[1:]:
+            total = total + part
+        target = self._group(group, weight, "or")
+        self.space.hold(total.num_terms, f"OR group {group!r}")
+        target.chains.append((outputs, inputs, chain))
+        target.chunks.append(total)
+
+    def constrain(self, group: str, penalty: Any, *, weight: Any) -> None:
+        """A custom group: each element of ``penalty`` is >= 0 and 0 exactly when it holds."""
+        poly = as_poly(penalty, self.space)
+        if poly.space is not None and poly.space is not self.space:
+            raise ModelDefinitionError("the penalty uses variables of another model")
+        target = self._group(group, weight, "custom")
+        self.space.hold(poly.num_terms, f"group {group!r}")
+        target.chunks.append(poly.reshape(-1) if poly.ndim != 1 else poly)
+
+    # -- objective -------------------------------------------------------------------------
+    def minimize(
+        self,
+        expression: Any,
+        *,
+        quadratize: str | None = None,
+        aux: str | None = None,
+        weight: Any = "lam",
+    ) -> None:
+        """Add ``expression`` (summed over its elements) to the objective.
+
+        A quartic expression, the squares of a quadratic array such as
+        ``((A - U @ V.T) ** 2).sum()``, needs ``quadratize="products"`` (an auxiliary per
+        product: Formulation 1) or ``"pairs"`` (an auxiliary per pair of factors within a
+        row: reduced Formulation 2); see :mod:`bmfdsl.modeling._quadratize`. A product that a
+        ``constrain_product`` of the model already declares keeps its auxiliary (declare
+        them first to choose their labels, as the registered formulations do); the others
+        become the 1-D array ``aux`` (default ``"P"`` or ``"Q"``), constrained in the group
+        of that name with penalty weight ``weight`` (declared with default 1, the paper's,
+        if new; not declared when the model's own products cover every product).
+
+        >>> import numpy as np
+        >>> model = ModelBuilder(np.array([[1, 0], [1, 1]]), rank=2)
+        >>> U, V = model.factors()
+        >>> model.minimize(((model.A - U @ V.T) ** 2).sum(), quadratize="products")
+        >>> model.arrays["P"], sorted(model.groups), model.weights["lam"].default
+        ((8,), ['P'], 1.0)
+        >>> declared = ModelBuilder(model.A, rank=2)
+        >>> U, V, W = factor_products(declared)             # W[k][i][j] = U[i][k] V[j][k]
+        >>> declared.minimize(((declared.A - U @ V.T) ** 2).sum(), quadratize="products")
+        >>> sorted(declared.arrays), sorted(declared.groups)  # W stands in for every u v
+        (['U', 'V', 'W'], ['W'])
+        """
+        if isinstance(expression, Squares):
+            self._minimize_squares(expression, quadratize, aux, weight)
+            return
+        if quadratize is not None:
+            raise ModelDefinitionError(
+                "quadratize= applies to squares of a quadratic array (a quartic objective); "
+                "this expression has degree at most 2: drop quadratize="
+            )
+        poly = as_poly(expression, self.space)
+        if poly.space is not None and poly.space is not self.space:
+            raise ModelDefinitionError("the objective uses variables of another model")
+        self.space.hold(poly.num_terms, "its objective")
+        self.objective = self.objective + (poly.sum() if poly.ndim else poly)
+
+    def _minimize_squares(
+        self, squares: Squares, quadratize: str | None, aux: str | None, weight: Any
+    ) -> None:
+        if quadratize not in QUADRATIZATIONS:
+            raise ModelDefinitionError(
+                f"the objective is quartic (squares of a quadratic array, {squares!r}); pass "
+                f"model.minimize(..., quadratize=...) with one of {list(QUADRATIZATIONS)} to "
+                f"substitute auxiliary variables; got {quadratize!r}"
+            )
+        residual = squares.residual
+        if residual.space is not self.space:
+            raise ModelDefinitionError("the objective uses variables of another model")
+        name = aux or ("P" if quadratize == "products" else "Q")
+        if quadratize == "products":
+            merged = merge_terms(residual)
+            indices = self._product_auxiliaries(name, product_pairs(merged), weight)
+            linear = substitute_products(merged, indices)
+            square = linear * linear
+            scaled = not (squares.scale == 1).all()  # data weights, a mask
+            self.minimize(square * squares.scale if scaled else square)
+        else:
+            plan = plan_pairs(residual)
+            indices = self._product_auxiliaries(name, plan.pairs, weight)
+            self.minimize(pair_objective(plan, residual, indices, squares.scale))
+
+    def _product_auxiliaries(self, name: str, pairs: np.ndarray, weight: Any) -> np.ndarray:
+        """The auxiliary of each product ``x_t y_t`` (rows of ``pairs``, repeats allowed): the
+        ``z`` of a declared ``constrain_product``, else one new ``name[p]`` per distinct
+        product, constrained in group ``name``."""
+        products = [g.product_indices for g in self.groups.values() if g.kind == "product"]
+        z, a, b = (
+            (np.concatenate(column) for column in zip(*products, strict=True))
+            if products
+            else (np.zeros(0, INDEX),) * 3
+        )
+        found = declared_auxiliaries(pairs, z, a, b)
+        missing = np.flatnonzero(found < 0)
+        # the weight of the quadratization's own auxiliaries (tunable even at a size that needs
+        # none); declarations that cover every product keep their own weights
+        own = missing.size or not pairs.shape[0]
+        if own and isinstance(weight, str) and weight not in self.weights:
+            self.weight(weight, default=1.0)
+        if missing.size:
+            if name in self.space.blocks:
+                raise ModelDefinitionError(
+                    f"the auxiliary array {name!r} exists already: give this quartic objective "
+                    "its own, model.minimize(..., aux='another name')"
+                )
+            new, which = distinct_pairs(pairs[missing])
+            Z = self.binary(name, (new.shape[0],))
+            x, y = self.space.array(new[:, 0]), self.space.array(new[:, 1])
+            self.constrain_product(Z, x, y, group=name, weight=weight)
+            found[missing] = Z.variable_indices()[which]
+        return found
+
+    def declare_bmf(self, mask: Any = None, weights: Any = None) -> None:
+        """Claim: on feasible points the energy equals ``Σ_ij w_ij m_ij (a_ij - (UVᵀ)_ij)²``.
+
+        ``compile_model`` checks the claim on the instance; structure-aware backends
+        (``native``) then solve the model directly.
+        """
+        shape = self.A.shape
+
+        def source(value: Any) -> str | None:
+            return next((key for key, item in self.data.items() if item is value), None)
+
+        self.claim = StructureClaim(
+            mask=None if mask is None else _check_entry_array(mask, shape, "mask", binary=True),
+            weights=None
+            if weights is None
+            else _check_entry_array(weights, shape, "weights", binary=False),
+            mask_source=source(mask),
+            weights_source=source(weights),
+        )
+
+    def declare_plain_bmf(self) -> None:
+        """Claim that feasible energies equal ``||A - U Vᵀ||²_F`` (see :meth:`declare_bmf`)."""
+        self.declare_bmf()
+
+    def declare_error(self, function: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> None:
+        """The model's error metric: ``function(U, V)`` with ``U`` (S, m, r), ``V`` (S, n, r)
+        stacked over samples, returning (S,) errors. Decoded samples are ranked by it."""
+        if not callable(function):
+            raise ModelDefinitionError("declare_error needs a function (U, V) -> errors")
+        self.error_function = function
+
+    def release_terms(self) -> None:
+        """Drop the objective's term table once the model is lowered, unless it is the
+        model's error metric. Groups keep what decoding needs: product and one-hot groups
+        their index arrays, OR and custom groups the penalties ``broken`` evaluates."""
+        if self.claim is not None or self.error_function is not None:
+            self.objective = as_poly(0.0, self.space)
+
+    # -- checks ----------------------------------------------------------------------------
+    def check_complete(self, source: str) -> None:
+        """Raise :class:`ModelDefinitionError` when the declaration cannot be compiled."""
+        if self.factor_names is None:
+            raise ModelDefinitionError(f"{source}: build(model) never called model.factors()")
+        if self.one_hot is not None and not self._one_hot_declared:
+            raise ModelDefinitionError(
+                f"{source} does not support one_hot={self.one_hot!r}: its build(model) never "
+                "calls model.one_hot_constraint()"
+            )
+        for spec in self.weights.values():
+            if isinstance(spec.default, str) and spec.default not in self.weights:
+                raise ModelDefinitionError(
+                    f"{source}: weight {spec.name!r} defaults to unknown weight {spec.default!r}"
+                )
+        if self.objective.degree == 0 and not self.groups:
+            raise InvalidParameterError(f"{source} declares no objective and no constraints")
+
+
+def _terms_array(
+    space: VariableSpace,
+    size: int,
+    parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray, float]],
+) -> PolyArray:
+    """A 1-D array of ``size`` polynomials from ``(elements, x, y, coefficient)`` parts.
+
+    ``y = -1`` marks a linear term; ``x == y`` is folded to the linear ``x`` (binary).
+    """
+    elems, pairs, coefs = [], [], []
+    for elem, x, y, coefficient in parts:
+        same = (y >= 0) & (x == y)
+        first = np.where(y >= 0, np.minimum(x, y), x)
+        second = np.where((y >= 0) & ~same, np.maximum(x, y), -1)
+        elems.append(elem)
+        pairs.append(np.stack([first, second], axis=1))
+        coefs.append(np.full(elem.size, float(coefficient)))
+    return PolyArray(
+        space,
+        (size,),
+        np.zeros(size),
+        np.concatenate(elems),
+        np.concatenate(pairs),
+        np.concatenate(coefs),
+    )
+
+
+def _product_penalties(
+    space: VariableSpace, z: np.ndarray, a: np.ndarray, b: np.ndarray
+) -> PolyArray:
+    """``f(z, a, b) = ab - 2az - 2bz + 3z`` per element."""
+    elem = np.arange(z.size, dtype=INDEX)
+    none = np.full(z.size, -1, INDEX)
+    return _terms_array(
+        space,
+        z.size,
+        [(elem, a, b, 1.0), (elem, a, z, -2.0), (elem, b, z, -2.0), (elem, z, none, 3.0)],
+    )
+
+
+def _or_penalties(space: VariableSpace, y: np.ndarray, x1: np.ndarray, x2: np.ndarray) -> PolyArray:
+    """``y = x1 OR x2``: ``x1 + x2 + y + x1 x2 - 2 x1 y - 2 x2 y`` per element."""
+    elem = np.arange(y.size, dtype=INDEX)
+    none = np.full(y.size, -1, INDEX)
+    return _terms_array(
+        space,
+        y.size,
+        [
+            (elem, x1, none, 1.0),
+            (elem, x2, none, 1.0),
+            (elem, y, none, 1.0),
+            (elem, x1, x2, 1.0),
+            (elem, x1, y, -2.0),
+            (elem, x2, y, -2.0),
+        ],
+    )
+
+
+def _equal_penalties(space: VariableSpace, y: np.ndarray, x: np.ndarray) -> PolyArray:
+    """``y = x``: ``(y - x)² = x + y - 2xy`` per element."""
+    elem = np.arange(y.size, dtype=INDEX)
+    none = np.full(y.size, -1, INDEX)
+    return _terms_array(
+        space, y.size, [(elem, x, none, 1.0), (elem, y, none, 1.0), (elem, x, y, -2.0)]
+    )

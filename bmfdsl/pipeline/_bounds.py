@@ -1,0 +1,378 @@
+"""Lower bounds on the optimal BMF error ``min ||A - U Vᵀ||²_F``: how good an answer is.
+
+Every bound here is valid for the unconstrained problem, hence also for any constrained
+version of it (one-hot rows shrink the feasible set, so its optimum can only be larger):
+
+* **spectral**: ``U Vᵀ`` has rank at most ``r``, so by Eckart-Young the error is at least
+  ``Σ_{i>r} σ_i²``; the error is an integer, so its ceiling is a bound too. Computed from the
+  Gram matrix of the short side (``AᵀA`` for a tall ``A``: ``O(m n²)`` work, no SVD of ``A``).
+  When that is over the work budget, the long side is cut into blocks of ``k`` lines and the
+  blocks' spectral bounds are summed (each block's error is at least its own rank-``r``
+  optimum; a weaker bound, still valid).
+* **rank-1**: with ``X = Σ_k u_k v_kᵀ`` and nonnegative terms,
+  ``||A - X||² >= Σ_k ||A - u_k v_kᵀ||² - (r-1)||A||² >= r·E₁ - (r-1)||A||²`` where ``E₁`` is
+  the optimal rank-1 error, used when :func:`bmfdsl.solvers.native._certify.exact_rank1` proves it
+  within a small budget. For ``r = 1`` it is ``E₁`` itself.
+* **certificate**: a solver that proved its answer optimal on the same matrix.
+* **exact engine**: the proven bound of :mod:`bmfdsl.certify` (``certify=`` seconds).
+
+The cheap bounds (spectral, rank-1) are budgeted in work, not time, so the same input always
+gives the same bound; the default budgets keep them within a few percent of a default solve.
+
+>>> import numpy as np
+>>> A = np.array([[1, 1, 0], [1, 1, 0], [0, 1, 1]])
+>>> spectral_bound(A, 1)  # σ² ≈ 4.73, 1.27, 0: no rank-1 product has error below 2
+2
+>>> gap(4, 1), gap(0, 0)
+(0.75, 0.0)
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from bmfdsl.linalg import SparseMatrix, exact_gram
+from bmfdsl.result import gap
+from bmfdsl.validation import is_sparse
+
+__all__ = [
+    "DEFAULT_RANK1_ENUMERATION",
+    "LowerBound",
+    "Proof",
+    "certificate_error",
+    "cheap_lower_bound",
+    "check_certify",
+    "gap",
+    "prove",
+    "rank1_bound",
+    "spectral_bound",
+]
+
+#: Work cap of the rank-1 bound's exact search, in row operations (about 15 ms).
+DEFAULT_RANK1_ENUMERATION = 2**24
+# Larger matrices skip the rank-1 bound: finding its distinct lines alone costs too much, and
+# at rank 1 the native solver's own certificate covers them.
+_RANK1_MAX_CELLS = 2**18
+# Floating-point operations allowed to the spectral bound: at least this many, and at least
+# _SPECTRAL_WORK_PER_CELL per cell and rank unit (a default solve does far more per cell).
+_SPECTRAL_MIN_FLOPS = 10**8
+_SPECTRAL_WORK_PER_CELL = 15
+_ROW_CHUNK_ENTRIES = 2**22  # entries converted to float32 at a time (so < 2**22 rows)
+
+
+@dataclass(frozen=True)
+class LowerBound:
+    """The best lower bound found and where it came from.
+
+    Attributes:
+        value: the bound (an integer; ``0`` when nothing better is known).
+        source: ``"zero"``, ``"spectral"``, ``"rank-1"``, ``"certificate"`` or ``"cp-sat"``.
+        parts: every bound computed, by source (``None``: tried, not proven in budget).
+    """
+
+    value: int
+    source: str
+    parts: dict[str, int | None] = field(default_factory=dict)
+
+    def raised(self, value: int, source: str) -> LowerBound:
+        """This bound with ``source``'s ``value`` added (kept only if it is higher)."""
+        parts = {**self.parts, source: int(value)}
+        if value > self.value:
+            return LowerBound(int(value), source, parts)
+        return LowerBound(self.value, self.source, parts)
+
+    def to_info(self) -> dict[str, Any]:
+        """A JSON-friendly summary for ``Factorization.info["lower_bound"]``."""
+        return {"value": self.value, "source": self.source, **self.parts}
+
+
+def _spectral_tail(gram: np.ndarray, rank: int) -> float:
+    """A value never above ``Σ_{i>r} λ_i(gram)``, with eigenvalue rounding errors taken off."""
+    size = gram.shape[0]
+    if size <= rank:
+        return 0.0
+    eigenvalues = np.linalg.eigvalsh(gram)  # ascending
+    # Each computed eigenvalue is within ~size·eps·||G|| of the true one (backward stability).
+    tolerance = 8.0 * size * np.finfo(np.float64).eps * max(float(eigenvalues[-1]), 1.0)
+    return float(np.sum(eigenvalues[: size - rank])) - (size - rank) * tolerance
+
+
+def _block_tail(block: np.ndarray, rank: int) -> float:
+    block = block.astype(np.float32)  # Gram entries count ones (< 2**24 here): exact
+    gram = block.T @ block if block.shape[0] >= block.shape[1] else block @ block.T
+    return _spectral_tail(gram.astype(np.float64), rank)
+
+
+def spectral_bound(A: Any, rank: int, *, max_flops: float | None = None) -> int:
+    """``ceil(Σ_{i>r} σ_i(A)²)``, safely rounded down: no rank-``r`` product does better.
+
+    Args:
+        A: ``m x n`` 0/1 matrix (numpy array-like, scipy sparse or ``dask.array``). A sparse
+            one gets the same bound as its dense form, from exact sparse Gram products (the
+            budget rule is the dense one, so that both give the same number).
+        rank: the factorization rank ``r``.
+        max_flops: work budget in floating-point operations (default:
+            ``max(1e8, 15·m·n·r)``). Over budget, the long side is split into blocks whose
+            bounds are summed (weaker, still valid); ``0`` when even that does not fit.
+
+    >>> import numpy as np
+    >>> spectral_bound(np.eye(4), 2), spectral_bound(np.eye(4), 4)
+    (2, 0)
+    """
+    if type(A).__module__.split(".")[0] == "dask":
+        return _dask_spectral_bound(A, rank)
+    if isinstance(A, SparseMatrix) or is_sparse(A):
+        return _sparse_spectral_bound(A, rank, max_flops)
+    A = np.asarray(A)
+    tall = A if A.shape[0] >= A.shape[1] else A.T
+    long_side, short_side = tall.shape
+    if short_side <= rank:
+        return 0
+    if max_flops is None:
+        max_flops = max(_SPECTRAL_MIN_FLOPS, _SPECTRAL_WORK_PER_CELL * A.size * rank)
+    if long_side * short_side * short_side <= max_flops:
+        gram = np.zeros((short_side, short_side), dtype=np.float64)
+        step = max(1, _ROW_CHUNK_ENTRIES // short_side)
+        for start in range(0, long_side, step):
+            chunk = tall[start : start + step].astype(np.float32)
+            gram += chunk.T @ chunk  # a chunk's Gram entries are below 2**24: exact in float32
+        tail = _spectral_tail(gram, rank)
+    else:
+        # blocks of k lines: Grams cost ~ long·short·k, their eigenvalues ~ long·k²
+        block_rows = int(max_flops // (long_side * (short_side + short_side // 2)))
+        if block_rows <= rank:
+            return 0
+        tail = sum(
+            _block_tail(tall[start : start + block_rows], rank)
+            for start in range(0, long_side, block_rows)
+        )
+    return max(0, math.ceil(tail - 1e-9))
+
+
+def _sparse_spectral_bound(A: Any, rank: int, max_flops: float | None) -> int:
+    """:func:`spectral_bound` of a sparse ``A``: the dense route's Grams, exactly, sparsely."""
+    data = A if isinstance(A, SparseMatrix) else SparseMatrix(A)
+    m, n = data.shape
+    tall = data.csr if m >= n else data.T.csr  # the pipeline's transposed copy, if any
+    long_side, short_side = tall.shape
+    if short_side <= rank:
+        return 0
+    if max_flops is None:
+        max_flops = max(_SPECTRAL_MIN_FLOPS, _SPECTRAL_WORK_PER_CELL * m * n * rank)
+    if long_side * short_side * short_side <= max_flops:
+        tail = _spectral_tail(exact_gram(tall), rank)
+    else:  # the dense route's blocks, so that the bound is the same number
+        block_rows = int(max_flops // (long_side * (short_side + short_side // 2)))
+        if block_rows <= rank:
+            return 0
+        tail = 0.0
+        for start in range(0, long_side, block_rows):
+            block = tall[start : start + block_rows]
+            tall_block = block.shape[0] >= block.shape[1]
+            tail += _spectral_tail(exact_gram(block, rows=not tall_block), rank)
+    return max(0, math.ceil(tail - 1e-9))
+
+
+def _dask_spectral_bound(A: Any, rank: int) -> int:
+    """The spectral bound of a ``dask.array`` from ``AᵀA`` summed over its row blocks."""
+    import dask.array as da
+
+    tall = A if A.shape[0] >= A.shape[1] else A.T
+    short_side = int(tall.shape[1])
+    if short_side <= rank or short_side > 4096:  # the Gram must fit in memory comfortably
+        return 0
+    tall = tall.astype(np.float64)
+    gram = np.asarray(da.dot(tall.T, tall).compute(), dtype=np.float64)
+    return max(0, math.ceil(_spectral_tail(gram, rank) - 1e-9))
+
+
+def rank1_bound(
+    A: np.ndarray,
+    rank: int,
+    *,
+    max_enumeration: int = DEFAULT_RANK1_ENUMERATION,
+    rank1_upper: int | None = None,
+    to_beat: int = 0,
+) -> int | None:
+    """``r·E₁ - (r-1)·||A||²`` with ``E₁`` the proven optimal rank-1 error (``None``: not
+    proven within ``max_enumeration``, or skipped because it cannot beat ``to_beat``).
+
+    ``rank1_upper`` is any known rank-1 error (``E₁`` is at most that): when even it gives a
+    bound no higher than ``to_beat`` the exact search is skipped.
+
+    >>> import numpy as np
+    >>> A = np.array([[1, 1, 0], [1, 1, 0], [0, 0, 1]])
+    >>> rank1_bound(A, 1), rank1_bound(A, 2)  # E₁ = 1, ||A||² = 5: 2·1 - 5 < 0
+    (1, 0)
+    """
+    from bmfdsl.solvers.native import exact_rank1
+
+    A = np.asarray(A, dtype=np.int8)
+    norm = int(np.count_nonzero(A))
+    upper = norm if rank1_upper is None else min(int(rank1_upper), norm)
+    if rank * upper - (rank - 1) * norm <= to_beat:
+        return None
+    exact = exact_rank1(A, max_enumeration=max_enumeration)
+    if exact is None:
+        return None
+    return max(0, rank * exact[2] - (rank - 1) * norm)
+
+
+def _best_column_error(A: np.ndarray, U: np.ndarray, V: np.ndarray) -> int:
+    """The smallest ``||A - u_k v_kᵀ||²`` over the answer's columns: an upper bound on E₁."""
+    U = np.asarray(U, dtype=np.int64)
+    V = np.asarray(V, dtype=np.int64)
+    hits = np.einsum("ik,ik->k", U, np.asarray(A, dtype=np.int64) @ V)  # u_kᵀ A v_k
+    sizes = U.sum(axis=0) * V.sum(axis=0)
+    return int(np.count_nonzero(A)) + int(np.min(sizes - 2 * hits))
+
+
+def cheap_lower_bound(
+    A: Any,
+    rank: int,
+    *,
+    U: np.ndarray | None = None,
+    V: np.ndarray | None = None,
+    certified_error: int | None = None,
+    max_enumeration: int = DEFAULT_RANK1_ENUMERATION,
+) -> LowerBound:
+    """The best of 0, the spectral bound, the rank-1 bound and a solver's certificate.
+
+    Args:
+        A: the ``m x n`` 0/1 matrix factorized (numpy, scipy sparse, a
+            :class:`~bmfdsl.linalg._matrix.SparseMatrix` or ``dask.array``; the rank-1 search runs
+            only on small matrices, densified when sparse).
+        rank: the rank ``r``.
+        U, V: the answer (optional): its columns give a rank-1 error that decides whether
+            the rank-1 search can help at all.
+        certified_error: the error of a solution a solver proved optimal on this same ``A``
+            (and under the same constraints), if any.
+        max_enumeration: budget of the rank-1 search (row operations).
+
+    >>> import numpy as np
+    >>> A = np.kron(np.eye(3, dtype=int), np.ones((2, 2), dtype=int))
+    >>> cheap_lower_bound(A, 2).to_info()["value"]  # σ² = 4, 4, 4: the tail is 4
+    4
+    """
+    bound = LowerBound(0, "zero")
+    bound = bound.raised(spectral_bound(A, rank), "spectral")
+    if certified_error is not None:
+        bound = bound.raised(int(certified_error), "certificate")
+    if isinstance(A, SparseMatrix):
+        A = A.csr
+    lazy = type(A).__module__.split(".")[0] == "dask"  # np.size would compute it
+    cells = 0 if lazy else int(np.prod(A.shape)) if is_sparse(A) else np.size(A)
+    if not lazy and cells <= _RANK1_MAX_CELLS:
+        A = np.asarray(A.toarray() if is_sparse(A) else A)  # small: at most 256K cells
+        upper = None if U is None or V is None else _best_column_error(A, U, V)
+        rank1 = rank1_bound(
+            A, rank, max_enumeration=max_enumeration, rank1_upper=upper, to_beat=bound.value
+        )
+        if rank1 is not None:
+            bound = bound.raised(rank1, "rank-1")
+    return bound
+
+
+def certificate_error(info: Mapping[str, Any]) -> int | None:
+    """The proven-optimal error a backend reported in ``info`` (``None`` if it proved none)."""
+    backend_info = info.get("backend_info") or {}
+    certificate = backend_info.get("certificate") if isinstance(backend_info, Mapping) else None
+    if isinstance(certificate, Mapping) and certificate.get("optimal") is True:
+        error = info.get("error_before_als")
+        return None if error is None else int(error)
+    return None
+
+
+@dataclass(frozen=True)
+class Proof:
+    """An answer with its lower bound (possibly improved by the exact engine).
+
+    Attributes:
+        U, V, error: the answer (the exact engine's when it found a better one).
+        bound: the best lower bound and its sources.
+        timings: seconds spent: ``"bounds"`` and, with ``certify``, ``"certify"``.
+        info: what the exact engine reported, with ``heuristic_error`` (the error it started
+            from) and ``improved`` (it found a better answer); empty without ``certify``.
+    """
+
+    U: np.ndarray
+    V: np.ndarray
+    error: int
+    bound: LowerBound
+    timings: dict[str, float]
+    info: dict[str, Any]
+
+
+def check_certify(certify: Any, *, in_memory: bool) -> float | None:
+    """Validate ``factorize``'s ``certify`` early (before the solve): seconds or ``None``."""
+    if certify is None:
+        return None
+    from bmfdsl.errors import InvalidParameterError
+    from bmfdsl.solvers import check_seconds, require_ortools
+
+    seconds = check_seconds(certify)
+    if not in_memory:
+        raise InvalidParameterError(
+            "certify needs an in-memory matrix; compute the dask array first (A.compute())"
+        )
+    require_ortools()
+    return seconds
+
+
+def prove(
+    A: Any,
+    rank: int,
+    U: np.ndarray,
+    V: np.ndarray,
+    error: int,
+    *,
+    one_hot: str | None = None,
+    certified_error: int | None = None,
+    certify: float | None = None,
+    seed: int = 0,
+) -> Proof:
+    """Bound the answer ``(U, V)`` of ``A`` at ``rank``: the cheap bounds always, the exact
+    engine (CP-SAT, hinted with the answer) for ``certify`` seconds when asked.
+
+    >>> import numpy as np
+    >>> A = np.kron(np.eye(2, dtype=int), np.ones((2, 2), dtype=int))
+    >>> U = V = np.kron(np.eye(2, dtype=int), np.ones((2, 1), dtype=int))
+    >>> proof = prove(A, 1, U[:, :1], V[:, :1], 4)
+    >>> proof.bound.value, proof.bound.source  # σ² = 4, 4: the answer is optimal
+    (4, 'spectral')
+    """
+    start = time.perf_counter()
+    bound = cheap_lower_bound(A, rank, U=U, V=V, certified_error=certified_error)
+    timings = {"bounds": time.perf_counter() - start}
+    info: dict[str, Any] = {}
+    if certify is not None and bound.value < error:
+        from bmfdsl.solvers import solve_exact
+
+        if isinstance(A, SparseMatrix):
+            A = A.csr
+        if is_sparse(A):  # CP-SAT takes the matrix dense (it is only practical when small)
+            A = A.toarray()
+        start = time.perf_counter()
+        exact = solve_exact(
+            A,
+            rank,
+            seconds=certify,
+            hint=(U, V),
+            one_hot=one_hot,
+            lower_bound=bound.value,
+            seed=seed,
+        )
+        timings["certify"] = time.perf_counter() - start
+        improved = exact.error is not None and exact.error < error
+        info = {**exact.info, "heuristic_error": int(error), "improved": improved}
+        if improved:
+            assert exact.U is not None and exact.V is not None and exact.error is not None
+            U, V, error = exact.U, exact.V, exact.error
+        bound = bound.raised(min(exact.lower_bound, error), "cp-sat")
+    return Proof(U, V, int(error), bound, timings, info)

@@ -1,0 +1,468 @@
+"""The pipeline most users call: orient → sample → core solve → extend by BLS → polish by ALS.
+
+:func:`factorize` is a short sequence of stage functions, each returning its value; the
+:class:`~bmfdsl.timings.StageTimer` records their wall seconds in ``info["timings"]``. The data
+layer (:mod:`bmfdsl.linalg._matrix`) hides whether ``A`` is in memory or a ``dask.array``, and the
+orientation (solving on ``Aᵀ`` when ``A`` is wide and sampled) is decided once and undone once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from bmfdsl import progress
+from bmfdsl.errors import InvalidMatrixError, InvalidParameterError, UnknownNameError
+from bmfdsl.linalg import (
+    DaskMatrix,
+    InMemoryMatrix,
+    Orientation,
+    SparseMatrix,
+    as_matrix,
+    is_dask_array,
+    relative_error,
+    squared_error,
+)
+from bmfdsl.pipeline._bounds import certificate_error, check_certify, prove
+from bmfdsl.result import Factorization, to_jsonable
+from bmfdsl.timings import StageTimer
+from bmfdsl.validation import (
+    check_backend,
+    check_binary_matrix,
+    check_flag,
+    check_one_hot,
+    check_random_state,
+    check_rank,
+    is_sparse,
+)
+
+Data = InMemoryMatrix | SparseMatrix | DaskMatrix
+
+__all__ = ["DEFAULT_BACKEND", "METHOD_NAMES", "factorize"]
+
+#: The best local solver: structure-aware, no account needed.
+DEFAULT_BACKEND = "native"
+#: ``method`` values: the QUBO pipeline and the paper's comparison methods.
+METHOD_NAMES = ("qubo", "baseline", "thresholded", "penalized")
+
+
+def factorize(
+    A: Any,
+    rank: int,
+    *,
+    method: str = "qubo",
+    model: Any = "formulation1",
+    backend: Any = None,
+    one_hot: str | None = None,
+    weights: Mapping[str, float | str] | None = None,
+    mask: Any = None,
+    sample_rows: int | str | None = None,
+    als: bool = True,
+    random_state: Any = None,
+    certify: float | None = None,
+    **backend_params: Any,
+) -> Factorization:
+    """Factorize a 0/1 matrix ``A ≈ U Vᵀ`` with binary ``U`` (m x r) and ``V`` (n x r).
+
+    Args:
+        A: the 0/1 data matrix: array-like, scipy sparse (kept sparse when sampled), or a
+            ``dask.array`` (see below).
+        rank: the target rank ``r``, ``1 <= r <= min(m, n)``.
+        method: ``"qubo"`` (compile ``model`` and solve it on ``backend``), or one of the
+            paper's comparison methods ``"baseline"``, ``"thresholded"``, ``"penalized"``.
+        model: the QUBO model (registered name or script path; ``method="qubo"`` only).
+        backend: a registered backend name or a ``dimod.Sampler``; ``None`` picks the best
+            local solver (``"native"``).
+        one_hot: ``"V"`` to put every column of A in exactly one cluster (``"U"``: rows).
+        weights: penalty weights for the model, by the names it declares (default: the
+            model's own defaults, e.g. the paper's λ = 1 for ``lam``); ``"sufficient"``
+            for a value proved to make every minimum feasible.
+        mask: 0/1 array of A's shape, 1 = observed: missing data (a numpy masked array's
+            mask is used the same way). Only observed entries count in the error; the default
+            model becomes ``"masked-bmf"`` (a custom model reads the mask as
+            ``model.data["mask"]``) and ALS is the masked one. ``method="qubo"`` only, on an
+            in-memory matrix without ``sample_rows`` (a sparse one is densified).
+        sample_rows: ``None`` (use all rows), an int ``s`` (the paper's leverage-score
+            sampling of ``s`` rows, then BLS for the full ``U``) or ``"auto"`` (sample
+            ``s = max(30, r)`` rows when the long side has at least 2,000 rows, else use all).
+            For a ``dask.array`` input ``None`` means ``"auto"``.
+        als: polish with alternating BLS (at most 20 solves, stop after 2 without gain).
+        random_state: seed for every random choice (sampling, solver seeds, restarts): the
+            same seed gives bit-identical results in any process under any load, unless a
+            wall-clock ``time_limit`` is passed to the backend.
+        certify: seconds for the exact engine (OR-Tools CP-SAT, ``bmfdsl[exact]``), started
+            from the answer: it proves the answer optimal, raises the lower bound, or finds a
+            better answer (then returned). Deterministic: see :mod:`bmfdsl.solvers._cpsat`.
+        **backend_params: passed to the backend's ``sample`` (``num_reads``, ``time_limit``...).
+
+    Returns:
+        A :class:`~bmfdsl.result.Factorization` with per-stage timings in ``info["timings"]``
+        and a proven ``lower_bound`` (cheap bounds always, see ``pipeline/_bounds.py``; a masked
+        factorization reports 0).
+
+    Memory: with sampling, every pass over ``A`` (leverage scores, BLS, ALS, errors) works in
+    row chunks, so beyond ``A`` itself only ``O(m r)`` results and fixed-size chunk buffers are
+    held. A ``dask.array`` ``A`` (any scheduler, including a distributed cluster) is never
+    loaded whole: its row blocks are widened to span all columns (``n`` must be small, or
+    ``m`` when ``A`` is wide), leverage scores come from ``AᵀA`` summed over the blocks, only
+    the ``s`` sampled rows are gathered for the core solve, and BLS and ALS run blockwise; the
+    factors come back as numpy arrays. A dask input is always sampled (``"auto"`` unless
+    ``sample_rows`` says otherwise), except one whose long side has fewer than 2,000 rows:
+    that one is small and is loaded and factorized in memory. A wide input that is sampled is
+    solved, extended and polished as ``Aᵀ ≈ V Uᵀ`` (its first ALS solve is then for ``U``).
+
+    A scipy sparse ``A`` (e.g. recommender data: 200,000 x 5,000 at 1% density is 1 GB as
+    dense ``int8``, about 50 MB as this CSR) stays sparse through a sampled run: it is checked
+    without densifying, leverage scores come from the sparse ``AᵀA``, only the ``s`` sampled
+    rows are made dense for the core solve, BLS and ALS use ``A V`` and ``Aᵀ U`` (``O(nnz r)``
+    passes) and the error is ``||A||² - 2 Σ(A ∘ UVᵀ) + ||UVᵀ||²``; the lower bounds use sparse
+    Gram products. Without sampling (``sample_rows=None``, the default) the core solve takes
+    all of ``A``, which the solvers need dense: the input is then densified once (refused
+    with :class:`~bmfdsl.errors.ModelTooLargeError` beyond 2 GiB dense), so pass
+    ``sample_rows="auto"`` (or a number) for a large sparse matrix. Either way the result is
+    the one the same matrix gives as a dense array (same seed, same ``U``, ``V``, error and
+    bound). ``certify`` and ``mask`` densify (both are for small matrices).
+
+    >>> import numpy as np
+    >>> A = np.array([[1, 1, 0], [1, 1, 0], [0, 1, 1]])
+    >>> result = factorize(A, 2, random_state=0)
+    >>> result.error, result.relative_error
+    (0, 0.0)
+    """
+    timer = StageTimer()
+    als = check_flag(als, "als")
+    check_backend(backend)
+    A, mask = _split_masked_array(A, mask)
+    if mask is not None:
+        if certify is not None:
+            raise InvalidParameterError("certify= is not available with a mask (missing data)")
+        return _factorize_masked(
+            A,
+            rank,
+            mask,
+            model=model,
+            backend=backend,
+            one_hot=one_hot,
+            weights=weights,
+            method=method,
+            sample_rows=sample_rows,
+            als=als,
+            random_state=random_state,
+            backend_params=backend_params,
+            timer=timer,
+        )
+    data, s = _load(A, rank, sample_rows)
+    rank = check_rank(rank, data.shape)
+    one_hot = check_one_hot(one_hot)
+    method_key = _check_method(method, one_hot, weights, backend_params)
+    rng = check_random_state(random_state)
+    certify = check_certify(certify, in_memory=not isinstance(data, DaskMatrix))
+    info: dict[str, Any] = {"method": method_key, "rank": rank, "shape": list(data.shape)}
+    whole = _unwrapped(data)  # before orienting
+
+    # Sampling works on the long side: a wide A is solved as Aᵀ ≈ V Uᵀ.
+    orientation = Orientation(transposed=s is not None and data.shape[1] > data.shape[0])
+    data = orientation.matrix(data)
+    side = orientation.side(one_hot)
+    if isinstance(data, DaskMatrix):
+        info["dask_blocks"] = data.num_blocks
+    if s is not None:
+        core = timer.run("sampling", _sample, data, s, rng)
+        info.update(sampled_rows=s, transposed=orientation.transposed)
+    else:
+        core = _whole(data)
+    rank_core = check_rank(rank, core.shape)
+
+    progress.stage(f"{method_key} solve on {core.shape[0]}x{core.shape[1]}")
+    if method_key == "qubo":
+        compiled = timer.run("compile", _compile, model, core, rank_core, side, weights, {})
+        solution = timer.run("solve", _solve_compiled, compiled, backend, rng, backend_params)
+    else:
+        solution = timer.run("solve", _solve_by_method, method_key, core, rank_core, rng)
+    info.update(solution.info)
+    U, V = solution.U, solution.V
+
+    # Errors come from the BLS/ALS solves themselves (exact integer statistics): no m x n
+    # temporaries on the hot path.
+    if s is not None:
+        U, error = timer.run("bls", _extend, data, V, side)
+    else:
+        error = squared_error(core, U, V)  # the core is all of A
+    info["error_before_als"] = error
+    if als:
+        progress.stage("ALS polish")
+        U, V, error, info["als_solves"] = timer.run("als", _polish, data, U, V, side)
+    U, V = orientation.factors(U, V)
+    proof = prove(
+        whole,
+        rank,
+        U,
+        V,
+        int(error),
+        one_hot=one_hot,
+        certified_error=certificate_error(info) if s is None else None,  # native's, on A
+        certify=certify,
+        seed=_seed_from(rng),
+    )
+    U, V, error = proof.U, proof.V, proof.error
+    info.update(lower_bound=proof.bound.to_info(), **({"certify": proof.info} if certify else {}))
+    info["timings"] = {**proof.timings, **timer.timings()}  # "total" includes the proof
+    return Factorization(
+        U=U,
+        V=V,
+        error=int(error),
+        relative_error=relative_error(int(error), data.total),
+        broken_constraints=solution.broken,
+        info=info,
+        lower_bound=proof.bound.value,
+    )
+
+
+@dataclass(frozen=True)
+class _CoreSolution:
+    """The factors of the core matrix, the constraints they break and what to report."""
+
+    U: np.ndarray
+    V: np.ndarray
+    broken: dict[str, int] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def _load(A: Any, rank: Any, sample_rows: Any) -> tuple[Data, int | None]:
+    """The validated data and the number of rows to sample (``None``: use all rows).
+
+    A dask input samples with ``"auto"`` by default; one too small to sample is loaded. A
+    sparse input stays sparse when sampled; without sampling the core solve takes all of
+    ``A`` dense, so it is densified here, once.
+    """
+    if not is_dask_array(A):
+        data: Data = SparseMatrix(A) if is_sparse(A) else InMemoryMatrix(A)
+        m, n = data.shape
+        s = _sample_size(sample_rows, max(m, n), min(m, n), check_rank(rank, (m, n)))
+        if s is None and isinstance(data, SparseMatrix):
+            data = InMemoryMatrix(data.dense())
+        return data, s
+    if A.ndim != 2 or 0 in A.shape:
+        raise InvalidMatrixError(f"A must be a non-empty 2-D array; got shape {A.shape}")
+    m, n = (int(size) for size in A.shape)
+    wanted = "auto" if sample_rows is None else sample_rows
+    s = _sample_size(wanted, max(m, n), min(m, n), check_rank(rank, (m, n)))
+    if s is None:
+        # Fewer than 2,000 rows on the long side: at most 4M entries, cheap to hold in memory.
+        return InMemoryMatrix(check_binary_matrix(np.asarray(A.compute()))), None
+    return as_matrix(A), s  # validated once; every later pass reuses it
+
+
+def _sample_size(sample_rows: Any, m: int, n: int, rank: int) -> int | None:
+    """The number of rows to sample, or ``None`` to work on the full matrix."""
+    from bmfdsl.pipeline._sampling import choose_sample_size
+
+    if sample_rows is None:
+        return None
+    if sample_rows == "auto":
+        s = choose_sample_size(m, n, rank)
+        return None if s >= m else s
+    if isinstance(sample_rows, bool) or not isinstance(sample_rows, int | np.integer):
+        raise InvalidParameterError(
+            f"sample_rows must be None, 'auto' or a positive integer; got {sample_rows!r}"
+        )
+    if not rank <= sample_rows:
+        raise InvalidParameterError(
+            f"sample_rows={sample_rows} is smaller than the rank {rank}; sample at least r rows"
+        )
+    return int(sample_rows)
+
+
+def _check_method(
+    method: Any,
+    one_hot: str | None,
+    weights: Mapping[str, float | str] | None,
+    backend_params: Mapping[str, Any],
+) -> str:
+    method_key = str(method).strip().lower()
+    if method_key not in METHOD_NAMES:
+        raise UnknownNameError("method", method, METHOD_NAMES)
+    if method_key != "qubo" and (backend_params or weights):
+        raise InvalidParameterError(
+            f"method {method_key!r} takes no backend parameters or weights; got "
+            f"{sorted({*backend_params, *(weights or {})})}"
+        )
+    if method_key != "qubo" and one_hot is not None:
+        raise InvalidParameterError(
+            f"method {method_key!r} has no one-hot constraint; use method='qubo' with one_hot"
+        )
+    return method_key
+
+
+def _seed_from(rng: np.random.Generator) -> int:
+    return int(rng.integers(2**31 - 1))
+
+
+def _unwrapped(data: Data) -> Any:
+    """What :func:`bmfdsl.pipeline._bounds.prove` takes: the array, or the sparse matrix wrapped."""
+    if isinstance(data, InMemoryMatrix):
+        return data.A
+    if isinstance(data, DaskMatrix):
+        return data.array
+    return data
+
+
+def _sample(data: Data, s: int, rng: np.random.Generator) -> np.ndarray:
+    """The core: ``s`` rows drawn by leverage score (the paper's sampling)."""
+    from bmfdsl.pipeline._sampling import sample_rows as draw_rows
+
+    rows, _ = draw_rows(data, s, random_state=rng)
+    return data.take_rows(rows)
+
+
+def _whole(data: Data) -> np.ndarray:
+    """All of ``A`` in memory (a dask input is loaded only when it is small; see _load)."""
+    if isinstance(data, InMemoryMatrix):
+        return data.A
+    return data.take_rows(np.arange(data.shape[0]))
+
+
+def _solve_by_method(
+    method: str, core: np.ndarray, rank: int, rng: np.random.Generator
+) -> _CoreSolution:
+    """One of the paper's comparison methods on the core."""
+    from bmfdsl.solvers.methods import get_method
+
+    U, V = get_method(method)(core, rank, random_state=rng)
+    return _CoreSolution(U=np.asarray(U, dtype=np.int8), V=np.asarray(V, dtype=np.int8))
+
+
+def _compile(
+    model: Any,
+    core: np.ndarray,
+    rank: int,
+    one_hot: str | None,
+    weights: Mapping[str, float | str] | None,
+    data: Mapping[str, Any],
+) -> tuple[Any, dict[str, Any]]:
+    """The compiled model on the core and the weights to solve it with (defaults: the
+    model's own)."""
+    from bmfdsl.modeling import compile_model
+
+    compiled = compile_model(model, core, rank, one_hot=one_hot, data=data)
+    chosen = dict(weights or {})
+    unknown = set(chosen) - set(compiled.weight_names)
+    if unknown:
+        raise UnknownNameError("weight", sorted(unknown)[0], compiled.weight_names)
+    return compiled, chosen
+
+
+def _solve_compiled(
+    compiled_and_weights: tuple[Any, dict[str, Any]],
+    backend: Any,
+    rng: np.random.Generator,
+    backend_params: Mapping[str, Any],
+) -> _CoreSolution:
+    """Solve the compiled model on the backend; the best decoded sample."""
+    from bmfdsl.modeling import StructuredSampler
+    from bmfdsl.pipeline._solve import solve
+    from bmfdsl.solvers import get_backend
+
+    compiled, weights = compiled_and_weights
+    name = DEFAULT_BACKEND if backend is None else backend
+    sampler = get_backend(name) if isinstance(name, str) else name
+    params = dict(backend_params)
+    if "seed" in sampler.parameters and "seed" not in params:
+        params["seed"] = _seed_from(rng)
+    decoded = solve(compiled, sampler, **weights, **params)
+    best = decoded[0]
+    info = {
+        "model": compiled.model_name,
+        "backend": name if isinstance(name, str) else type(name).__name__,
+        "weights": decoded.info.get("weights"),
+        "energy": best.energy,
+        "backend_info": to_jsonable(decoded.info.get("backend_info", {})),
+        "structure_aware": isinstance(sampler, StructuredSampler),
+    }
+    U = np.asarray(best.U, dtype=np.int8)
+    V = np.asarray(best.V, dtype=np.int8)
+    return _CoreSolution(U=U, V=V, broken=dict(best.broken), info=info)
+
+
+def _extend(data: Data, V: np.ndarray, side: str | None) -> tuple[np.ndarray, int]:
+    """The full ``U`` for the core's ``V`` by exact BLS, and its error."""
+    from bmfdsl.solvers import solve_bls_with_error
+
+    return solve_bls_with_error(data, V, one_hot=side == "U")
+
+
+def _polish(
+    data: Data, U: np.ndarray, V: np.ndarray, side: str | None
+) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """ALS from ``(U, V)``: the best pair seen, its error and the number of solves."""
+    from bmfdsl.solvers import als as alternating
+
+    polished = alternating(data, U, V, one_hot=side)
+    return polished.U, polished.V, polished.error, polished.solves
+
+
+def _split_masked_array(A: Any, mask: Any) -> tuple[Any, Any]:
+    """A numpy masked array's mask marks missing entries: data filled with 0, and the mask."""
+    if not isinstance(A, np.ma.MaskedArray):
+        return A, mask
+    missing = np.ma.getmaskarray(A)
+    if mask is None and missing.any():
+        mask = (~missing).astype(np.int8)
+    return A.filled(0), mask
+
+
+def _factorize_masked(
+    A: Any,
+    rank: int,
+    mask: Any,
+    *,
+    model: Any,
+    backend: Any,
+    one_hot: str | None,
+    weights: Mapping[str, float | str] | None,
+    method: Any,
+    sample_rows: Any,
+    als: bool,
+    random_state: Any,
+    backend_params: dict[str, Any],
+    timer: StageTimer,
+) -> Factorization:
+    """Missing data: the model sees the mask; the error and ALS count observed entries only."""
+    from bmfdsl.solvers.native import weighted_als, weighted_error
+    from bmfdsl.validation import check_mask
+
+    one_hot = check_one_hot(one_hot)
+    method_key = _check_method(method, one_hot, weights, backend_params)
+    if is_dask_array(A) or sample_rows is not None or method_key != "qubo":
+        raise InvalidParameterError(
+            "mask= works with method='qubo' on an in-memory matrix without sample_rows"
+        )
+    A = check_binary_matrix(A)
+    rank = check_rank(rank, A.shape)
+    observed = check_mask(mask, A.shape)
+    rng = check_random_state(random_state)
+    A = A * observed  # unobserved entries carry no information
+    info: dict[str, Any] = {"method": "qubo", "rank": rank, "shape": list(A.shape)}
+    info["observed"] = int(observed.sum())
+    model = "masked-bmf" if model == "formulation1" else model
+    compiled = timer.run("compile", _compile, model, A, rank, one_hot, weights, {"mask": observed})
+    solution = timer.run("solve", _solve_compiled, compiled, backend, rng, backend_params)
+    info.update(solution.info)
+    C = observed.astype(np.float64)
+    U, V = solution.U, solution.V
+    error = weighted_error(A, C, U, V)
+    info["error_before_als"] = round(error)
+    if als:
+        U, V, error = timer.run("als", weighted_als, A, C, U, V, one_hot)
+    info["timings"] = timer.timings()
+    return Factorization(
+        U=np.asarray(U, dtype=np.int8),
+        V=np.asarray(V, dtype=np.int8),
+        error=round(error),
+        relative_error=relative_error(round(error), int(A.sum())),
+        broken_constraints=solution.broken,
+        info=info,
+    )

@@ -1,0 +1,38 @@
+"""Solvers: the backend registry, exact binary least squares, ALS and exact CP-SAT.
+
+* :func:`list_backends`, :func:`get_backend`, :func:`register_backend`: samplers by name
+  (adapters in :mod:`bmfdsl.backends`, third parties by entry point);
+* :func:`solve_bls` and :func:`als`: the best factor for a fixed other factor, and alternating
+  BLS;
+* :func:`solve_exact`: OR-Tools CP-SAT proofs and bounds;
+* subpackages :mod:`bmfdsl.solvers.native` (the structure-aware BMF portfolio),
+  :mod:`bmfdsl.solvers.da` (the Digital Annealer's algorithm) and
+  :mod:`bmfdsl.solvers.methods` (the paper's classical comparison methods).
+
+Imports ``modeling``, ``linalg`` and the shared leaves.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bmfdsl._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from bmfdsl.solvers._als import ALSResult, als
+    from bmfdsl.solvers._bls import solve_bls, solve_bls_with_error
+    from bmfdsl.solvers._cpsat import (
+        DEFAULT_NUM_WORKERS,
+        check_seconds,
+        require_ortools,
+        solve_exact,
+    )
+    from bmfdsl.solvers._registry import (
+        BackendInfo,
+        get_backend,
+        list_backends,
+        normalize_name,
+        register_backend,
+    )
+
+__getattr__, __dir__, __all__ = lazy_exports(globals())

@@ -1,0 +1,370 @@
+"""Binary least squares (BLS): the best 0/1 factor for a fixed other factor.
+
+For fixed ``V`` (``n x r``), ``min_U ||A - U Vᵀ||²_F`` splits into one problem per row of ``A``:
+``min_c ||a - V c||²`` over ``c ∈ {0,1}^r``. Expanding the square,
+
+    ``||a - V c||² = ||a||² - 2 (a V)·c + cᵀ (VᵀV) c``,
+
+so every row only needs its ``r`` numbers ``a V`` ("cross") and the shared ``r x r`` Gram matrix
+``VᵀV``. Up to ``r = 16`` the exact answer comes from scoring all ``2^r`` codes at once (one
+matrix product per chunk of rows, so memory stays bounded for any ``m``; small problems run one
+compiled numba loop instead, which avoids per-call overhead). Beyond that, or when a
+``backend`` is named, each distinct row becomes the paper's QUBO ``VᵀV - 2 diag(a V)`` solved on a
+dimod sampler. The same statistics serve the transposed problem (solving ``V`` for fixed ``U``),
+which is what lets ALS run blockwise on a dask array.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
+from bmfdsl.linalg import DaskMatrix, SparseMatrix, as_matrix, code_table, solve_rows_exact
+from bmfdsl.validation import check_binary_matrix
+
+__all__ = [
+    "MAX_ENUMERATION_RANK",
+    "enumerate_codes",
+    "fits_compiled_kernel",
+    "solve_bls",
+    "solve_bls_from_stats",
+    "solve_bls_with_error",
+]
+
+#: Largest rank solved by enumerating all ``2^r`` codes when no backend is given.
+MAX_ENUMERATION_RANK = 16
+
+# Scores of one chunk take at most about this many bytes (bounded memory for any m).
+_CHUNK_BYTES = 32 * 2**20
+_FLOAT32_EXACT = 2**24  # integers below this are exact in float32
+
+# Small problems (ALS restarts on paper-sized matrices) go through one compiled loop instead of
+# the chunked BLAS route, whose fixed per-call cost dominates there.
+_KERNEL_MAX_RANK = 8
+_KERNEL_MAX_ENTRIES = 2**18
+
+
+def fits_compiled_kernel(rank: int, entries: int) -> bool:
+    """True when a problem of this rank and ``m * n`` goes through the compiled kernels.
+
+    >>> fits_compiled_kernel(3, 30 * 30), fits_compiled_kernel(12, 30 * 30)
+    (True, False)
+    """
+    return rank <= _KERNEL_MAX_RANK and entries <= _KERNEL_MAX_ENTRIES
+
+
+def enumerate_codes(rank: int, *, one_hot: bool = False) -> np.ndarray:
+    """All candidate rows of a 0/1 factor, in code-index order (ties go to the lowest index).
+
+    Code ``c`` has bit ``k`` (``(c >> k) & 1``) in column ``k``; with ``one_hot`` the codes are
+    the rows of the identity.
+
+    Args:
+        rank: number of columns ``r`` (at most 30 without ``one_hot``).
+        one_hot: only the ``r`` codes with exactly one 1.
+
+    Returns:
+        ``int8`` array of shape ``(2^r, r)`` or ``(r, r)``.
+
+    >>> enumerate_codes(2).tolist()
+    [[0, 0], [1, 0], [0, 1], [1, 1]]
+    >>> enumerate_codes(2, one_hot=True).tolist()
+    [[1, 0], [0, 1]]
+    """
+    if rank < 1:
+        raise InvalidParameterError(f"rank must be at least 1; got {rank}")
+    if not one_hot and rank > 30:
+        raise InvalidParameterError(
+            f"cannot enumerate 2^{rank} codes; use a QUBO backend for rank > {MAX_ENUMERATION_RANK}"
+        )
+    return code_table(int(rank), bool(one_hot)).copy()
+
+
+def solve_bls(
+    A: Any,
+    V: Any,
+    *,
+    one_hot: bool = False,
+    chunk_rows: int | None = None,
+    backend: Any = None,
+    backend_params: Mapping[str, Any] | None = None,
+) -> np.ndarray:
+    """The 0/1 ``U`` minimising ``||A - U Vᵀ||²_F`` for fixed ``V``, row by row.
+
+    Exact by enumeration up to rank 16 (only the ``r`` one-hot codes with ``one_hot``), with
+    ties broken towards the lowest code index (see :func:`enumerate_codes`). Beyond rank 16, or
+    when ``backend`` is given, each distinct row is solved as the QUBO ``VᵀV - 2 diag(a V)`` on
+    that backend (heuristic unless the backend is exact). One-hot problems are always enumerated:
+    there are only ``r`` candidates.
+
+    Args:
+        A: ``m x n`` 0/1 matrix (array-like, scipy sparse: solved from ``A V`` without
+            densifying, or ``dask.array``: solved blockwise over row blocks, the answer
+            gathered as a numpy array).
+        V: ``n x r`` 0/1 matrix.
+        one_hot: every row of ``U`` must hold exactly one 1.
+        chunk_rows: rows scored at a time (default: about 32 MB of scores per chunk).
+        backend: a registered backend name (e.g. ``"neal"``) or a ``dimod.Sampler``.
+        backend_params: keyword arguments for the sampler's ``sample`` (e.g. ``num_reads``).
+
+    Returns:
+        ``U`` as an ``m x r`` ``int8`` array.
+
+    >>> V = np.array([[1, 0], [1, 1], [0, 1]])
+    >>> solve_bls([[1, 1, 0], [0, 1, 1], [1, 1, 1], [0, 0, 0]], V).tolist()
+    [[1, 0], [0, 1], [1, 0], [0, 0]]
+    """
+    return solve_bls_with_error(
+        A,
+        V,
+        one_hot=one_hot,
+        chunk_rows=chunk_rows,
+        backend=backend,
+        backend_params=backend_params,
+    )[0]
+
+
+def solve_bls_with_error(
+    A: Any,
+    V: Any,
+    *,
+    one_hot: bool = False,
+    chunk_rows: int | None = None,
+    backend: Any = None,
+    backend_params: Mapping[str, Any] | None = None,
+) -> tuple[np.ndarray, int]:
+    """Like :func:`solve_bls`, and also return ``||A - U Vᵀ||²_F`` of the answer.
+
+    >>> U, error = solve_bls_with_error([[1, 1], [1, 0]], [[1], [1]])
+    >>> U.tolist(), error
+    ([[1], [0]], 1)
+    """
+    V = check_binary_matrix(V, name="V")
+    data = as_matrix(A)
+    m, n = data.shape
+    if V.shape[0] != n:
+        raise InvalidMatrixError(
+            f"V must have one row per column of A: A is {m}x{n} but V has "
+            f"{V.shape[0]} rows; pass V of shape ({n}, rank)"
+        )
+    options: dict[str, Any] = {
+        "one_hot": one_hot,
+        "chunk_rows": _check_chunk_rows(chunk_rows),
+        "backend": backend,
+        "backend_params": backend_params,
+    }
+    if isinstance(data, DaskMatrix):
+        return _solve_blockwise(data, V, options)
+    if isinstance(data, SparseMatrix):
+        # The statistics route: A V is an O(nnz r) pass, A itself is never densified. Exact
+        # scores with the same tie rule give the same U as the dense routes.
+        gram = V.astype(np.int64).T @ V.astype(np.int64)
+        return solve_bls_from_stats(data.cross(V), gram, data.row_norms, **options)
+    return _solve_checked(data.A, V, **options)
+
+
+def _solve_blockwise(
+    data: DaskMatrix, V: np.ndarray, options: dict[str, Any]
+) -> tuple[np.ndarray, int]:
+    """BLS over the row blocks of a dask ``A``; only the codes and one error are gathered."""
+    rank = V.shape[1]
+    # One int64 block per row block: the codes and, in the last column, the row errors.
+    solved = data.map_rows(_solve_block, V, options, columns=rank + 1, dtype=np.int64)
+    codes, error = data.compute(solved[:, :rank].astype(np.int8), solved[:, rank].sum())
+    return np.ascontiguousarray(codes, dtype=np.int8), int(error)
+
+
+def _solve_block(block: np.ndarray, V: np.ndarray, options: dict[str, Any]) -> np.ndarray:
+    block = check_binary_matrix(block)
+    gram = V.astype(np.int64).T @ V.astype(np.int64)
+    cross = _cross_products(block, V, options.get("chunk_rows"))
+    U, _ = solve_bls_from_stats(cross, gram, **options)
+    row_errors = block.sum(axis=1, dtype=np.int64) + _code_scores(cross, gram, U)
+    return np.concatenate([U.astype(np.int64), row_errors[:, None]], axis=1)
+
+
+def _solve_checked(
+    A: np.ndarray,
+    V: np.ndarray,
+    *,
+    one_hot: bool,
+    chunk_rows: int | None,
+    backend: Any,
+    backend_params: Mapping[str, Any] | None,
+) -> tuple[np.ndarray, int]:
+    """BLS for validated ``A`` and ``V``; enumeration runs chunk by chunk end to end."""
+    m, n = A.shape
+    rank = V.shape[1]
+    gram = V.astype(np.int64).T @ V.astype(np.int64)
+    if not (one_hot or (backend is None and rank <= MAX_ENUMERATION_RANK)):
+        cross = _cross_products(A, V, chunk_rows)
+        row_norms = A.sum(axis=1, dtype=np.int64)  # 0/1: the count, with no m x n temporary
+        return solve_bls_from_stats(
+            cross, gram, row_norms, backend=backend, backend_params=backend_params
+        )
+    codes = code_table(rank, one_hot)
+    if fits_compiled_kernel(rank, m * n):
+        U = np.empty((m, rank), dtype=np.int8)
+        return U, int(solve_rows_exact(A, V, codes, U, False))
+    step = chunk_rows or max(1, min(_CHUNK_BYTES // (4 * len(codes)), _CHUNK_BYTES // (8 * n)))
+    U = np.empty((m, rank), dtype=np.int8)
+    error = 0
+    for start in range(0, m, step):
+        block = A[start : start + step]
+        best, scores = _best_codes(_cross_products(block, V, None), gram, codes, None)
+        U[start : start + step] = codes[best]
+        error += int(np.count_nonzero(block)) + int(scores.sum())
+    return U, error
+
+
+def solve_bls_from_stats(
+    cross: np.ndarray,
+    gram: np.ndarray,
+    row_norms: np.ndarray | None = None,
+    *,
+    one_hot: bool = False,
+    chunk_rows: int | None = None,
+    backend: Any = None,
+    backend_params: Mapping[str, Any] | None = None,
+) -> tuple[np.ndarray, int]:
+    """Solve BLS from its sufficient statistics: ``cross = A M`` and ``gram = MᵀM``.
+
+    Row ``i``'s error for code ``c`` is ``row_norms[i] - 2 cross[i]·c + cᵀ gram c``. This is the
+    form used for the ``V`` step of ALS on huge or distributed ``A`` (``cross = Aᵀ U`` is a
+    blockwise sum).
+
+    Args:
+        cross: ``rows x r`` integer array.
+        gram: ``r x r`` integer array.
+        row_norms: ``||a_i||²`` per row (zeros when omitted: the error is then offset).
+        one_hot, chunk_rows, backend, backend_params: as in :func:`solve_bls`.
+
+    Returns:
+        ``(codes, error)``: the chosen ``rows x r`` ``int8`` codes and the summed error.
+
+    >>> codes, error = solve_bls_from_stats(np.array([[2], [0]]), np.array([[2]]), np.array([2, 1]))
+    >>> codes.ravel().tolist(), error
+    ([1, 0], 1)
+    """
+    cross = np.asarray(cross, dtype=np.int64)
+    gram = np.asarray(gram, dtype=np.int64)
+    rank = int(gram.shape[0])
+    if cross.ndim != 2 or cross.shape[1] != rank or gram.shape != (rank, rank):
+        raise InvalidParameterError(
+            f"cross must be rows x r and gram r x r; got {cross.shape} and {gram.shape}"
+        )
+    if row_norms is None:
+        row_norms = np.zeros(cross.shape[0], dtype=np.int64)
+    chunk_rows = _check_chunk_rows(chunk_rows)
+    if one_hot or (backend is None and rank <= MAX_ENUMERATION_RANK):
+        codes = code_table(rank, one_hot)
+        best, scores = _best_codes(cross, gram, codes, chunk_rows)
+        U = codes[best]
+    else:
+        U = _solve_rows_on_backend(cross, gram, backend, backend_params)
+        scores = _code_scores(cross, gram, U)
+    error = int(np.asarray(row_norms, dtype=np.int64).sum() + scores.sum())
+    return np.ascontiguousarray(U, dtype=np.int8), error
+
+
+def _check_chunk_rows(chunk_rows: int | None) -> int | None:
+    if chunk_rows is None:
+        return None
+    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int | np.integer):
+        raise InvalidParameterError(f"chunk_rows must be a positive integer; got {chunk_rows!r}")
+    if chunk_rows < 1:
+        raise InvalidParameterError(f"chunk_rows must be a positive integer; got {chunk_rows}")
+    return int(chunk_rows)
+
+
+def _score_dtype(cross_bound: int, quad_bound: int) -> type[np.floating]:
+    # float32 halves memory traffic and is exact while every score is a small integer.
+    return np.float32 if 2 * cross_bound + quad_bound < _FLOAT32_EXACT else np.float64
+
+
+def _cross_products(A: np.ndarray, V: np.ndarray, chunk_rows: int | None) -> np.ndarray:
+    """``A @ V`` as int64, in chunks so that the float copy of ``A`` stays small."""
+    m, n = A.shape
+    dtype = _score_dtype(n, 0)
+    V_float = V.astype(dtype)
+    step = chunk_rows or max(1, _CHUNK_BYTES // (8 * max(n, 1)))
+    cross = np.empty((m, V.shape[1]), dtype=np.int64)
+    for start in range(0, m, step):
+        block = A[start : start + step].astype(dtype)
+        cross[start : start + step] = np.rint(block @ V_float)
+    return cross
+
+
+def _best_codes(
+    cross: np.ndarray, gram: np.ndarray, codes: np.ndarray, chunk_rows: int | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Index of the best code per row (first on ties) and its score ``cᵀGc - 2 x·c``."""
+    rows = cross.shape[0]
+    codes_int = codes.astype(np.int64)
+    quad = np.einsum("ck,kl,cl->c", codes_int, gram, codes_int)
+    cross_bound = int(np.abs(cross).sum(axis=1).max(initial=0))
+    dtype = _score_dtype(cross_bound, int(np.abs(quad).max(initial=0)))
+    minus_two_codes_t = (-2 * codes_int.T).astype(dtype)
+    quad_f = quad.astype(dtype)
+    step = chunk_rows or max(1, _CHUNK_BYTES // (4 * len(codes)))
+    best = np.empty(rows, dtype=np.int64)
+    best_scores = np.empty(rows, dtype=np.int64)
+    for start in range(0, rows, step):
+        scores = cross[start : start + step].astype(dtype) @ minus_two_codes_t
+        scores += quad_f
+        chosen = np.argmin(scores, axis=1)  # the first minimum: lowest code index
+        best[start : start + step] = chosen
+        best_scores[start : start + step] = np.rint(
+            np.take_along_axis(scores, chosen[:, None], axis=1)[:, 0]
+        )
+    return best, best_scores
+
+
+def _code_scores(cross: np.ndarray, gram: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Score ``cᵀGc - 2 x·c`` of a given code per row."""
+    codes_int = codes.astype(np.int64)
+    return np.einsum("ik,kl,il->i", codes_int, gram, codes_int) - 2 * np.einsum(
+        "ik,ik->i", cross, codes_int
+    )
+
+
+def _solve_rows_on_backend(
+    cross: np.ndarray, gram: np.ndarray, backend: Any, backend_params: Mapping[str, Any] | None
+) -> np.ndarray:
+    """Solve each distinct row's QUBO ``gram - 2 diag(cross_i)`` on a dimod sampler."""
+    import dimod  # lazy: only this path needs a solver library
+
+    sampler, params = _resolve_sampler(backend, backend_params)
+    rank = gram.shape[0]
+    # cᵀGc counts G[k, l] and G[l, k]: the upper triangle carries both.
+    upper = np.triu(2 * gram, k=1).astype(np.float64)
+    unique_rows, inverse = np.unique(cross, axis=0, return_inverse=True)
+    solutions = np.empty((len(unique_rows), rank), dtype=np.int8)
+    for index, row in enumerate(unique_rows):
+        qubo = upper.copy()
+        qubo[np.diag_indices(rank)] = np.diag(gram) - 2 * row
+        sampleset = sampler.sample(dimod.BinaryQuadraticModel(qubo, "BINARY"), **params)
+        best = sampleset.first.sample
+        solutions[index] = [best[k] for k in range(rank)]
+    return solutions[np.ravel(inverse)]
+
+
+def _resolve_sampler(
+    backend: Any, backend_params: Mapping[str, Any] | None
+) -> tuple[Any, dict[str, Any]]:
+    params = dict(backend_params or {})
+    if backend is None:  # rank > 16 and nothing named: seeded simulated annealing
+        backend = "neal"
+        params = {"num_reads": 10, "seed": 0, **params}
+    if not isinstance(backend, str):
+        if not callable(getattr(backend, "sample", None)):
+            raise InvalidParameterError(
+                f"backend must be a backend name or a dimod.Sampler; got {type(backend).__name__}"
+            )
+        return backend, params
+    from bmfdsl.solvers._registry import get_backend  # lazy: the registry loads plugins
+
+    return get_backend(backend), params

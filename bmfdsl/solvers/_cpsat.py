@@ -1,0 +1,325 @@
+"""Exact BMF with OR-Tools CP-SAT: proven optima, or proven lower bounds, for small matrices.
+
+The all-Boolean model (the one that worked best among CP-SAT, SCIP and HiGHS models tried):
+
+* ``u_ik``, ``v_jk`` and ``w_ijk = u_ik ∧ v_jk``; ``x_ij = Σ_k w_ijk``;
+* threshold literals ``t_ijs = [x_ij >= s]`` (``s = 1..r``, ordered, ``Σ_s t_ijs = x_ij``)
+  weighted so that they sum to ``(a_ij - x_ij)²``: ``2s - 1`` for ``a = 0``, ``2s - 3`` for
+  ``a = 1`` (plus the constant 1);
+* identical rows (columns) of ``A`` share one row of ``U`` (``V``), weighted by their count
+  (some optimum always does); all-zero lines get an all-zero factor row unless that side is
+  one-hot;
+* symmetry breaking: the columns of ``U`` in non-increasing lexicographic order (permuting
+  the columns of U and V together changes nothing, one-hot rows included); the hint is put
+  in that order too, so it stays a feasible hint;
+* the heuristic answer as a solution hint.
+
+Runs are deterministic for a given seed: the budget is CP-SAT's *deterministic* time
+(``max_deterministic_time``), a count of work, and the workers are interleaved
+(``interleave_search``), so machine load does not change the answer. ``seconds`` converts to
+``seconds / 10`` units: on the development machine one unit took about 10-12 s of CPU with
+the default interleaved workers (7-12 s with one worker), so ``seconds`` is about the CPU time
+used. A wall-clock guard of ``5 x seconds + 10`` only stops runaway runs (on a machine so
+loaded that it fires, the answer can depend on load; ``info["status"]`` and the times say).
+
+>>> import numpy as np
+>>> A = np.array([[1, 1, 0], [1, 1, 0], [0, 1, 1]])
+>>> exact = solve_exact(A, 2, seconds=5, seed=0)
+>>> exact.error, exact.lower_bound, exact.optimal
+(0, 0, True)
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from bmfdsl.errors import BackendUnavailableError, InvalidParameterError, SolverError
+
+__all__ = [
+    "CPU_SECONDS_PER_DETERMINISTIC_UNIT",
+    "DEFAULT_NUM_WORKERS",
+    "MAX_MODEL_LITERALS",
+    "ExactResult",
+    "check_seconds",
+    "require_ortools",
+    "solve_exact",
+]
+
+#: CP-SAT workers (interleaved, so results do not depend on the machine).
+DEFAULT_NUM_WORKERS = 4
+#: CPU seconds per unit of CP-SAT deterministic time, measured on the development machine.
+CPU_SECONDS_PER_DETERMINISTIC_UNIT = 10.0
+#: Largest model built: ``u, v, w`` and threshold literals together.
+MAX_MODEL_LITERALS = 2_000_000
+
+
+def require_ortools() -> Any:
+    """The ``ortools.sat.python.cp_model`` module, or a clear error naming the extra."""
+    try:
+        from ortools.sat.python import cp_model
+    except ImportError as exc:
+        raise BackendUnavailableError(
+            "the exact engine needs OR-Tools CP-SAT, which is not installed; "
+            "pip install 'bmfdsl[exact]'"
+        ) from exc
+    return cp_model
+
+
+@dataclass(frozen=True)
+class ExactResult:
+    """What the exact engine proved.
+
+    Attributes:
+        U, V: the best solution it knows (the hint when it found nothing better), or ``None``
+            when it was given no hint and found none.
+        error: that solution's ``||A - UVᵀ||²`` (``None`` without a solution).
+        lower_bound: the proven lower bound on the optimal error (an integer).
+        optimal: the solution is proven optimal.
+        info: status, wall time, deterministic time, model size, reduced shape.
+    """
+
+    U: np.ndarray | None
+    V: np.ndarray | None
+    error: int | None
+    lower_bound: int
+    optimal: bool
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def _groups(lines: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct rows of ``lines``, each row's group index, and each group's count."""
+    distinct, inverse, counts = np.unique(lines, axis=0, return_inverse=True, return_counts=True)
+    return distinct, inverse.ravel(), counts
+
+
+def _lex_sorted(U: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """U's columns (with V's) in non-increasing lexicographic order (row 0 most significant)."""
+    order = sorted(range(U.shape[1]), key=lambda k: tuple(U[:, k].tolist()), reverse=True)
+    return U[:, order], V[:, order]
+
+
+def check_seconds(seconds: Any, name: str = "certify") -> float:
+    """``seconds`` as a positive finite float, or a clear error naming the parameter."""
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or not seconds > 0
+        or not math.isfinite(seconds)
+    ):
+        raise InvalidParameterError(
+            f"{name} must be a positive, finite number of seconds; got {seconds!r}"
+        )
+    return float(seconds)
+
+
+def solve_exact(
+    A: Any,
+    rank: int,
+    *,
+    seconds: float,
+    hint: tuple[np.ndarray, np.ndarray] | None = None,
+    one_hot: str | None = None,
+    lower_bound: int = 0,
+    seed: int = 0,
+    num_workers: int = DEFAULT_NUM_WORKERS,
+) -> ExactResult:
+    """Minimise ``||A - U Vᵀ||²_F`` over 0/1 ``U``, ``V`` with CP-SAT for ``seconds``.
+
+    Args:
+        A: ``m x n`` 0/1 numpy array.
+        rank: ``r``.
+        seconds: the work budget, about CPU seconds (deterministic; see the module docstring).
+        hint: a known solution ``(U, V)`` (e.g. the heuristic's): CP-SAT starts from it,
+            and it is returned when nothing better is found.
+        one_hot: ``"U"`` or ``"V"``: every row of that factor has exactly one 1.
+        lower_bound: a bound already known (e.g. the spectral one), added as a constraint.
+        seed: CP-SAT's random seed.
+        num_workers: CP-SAT workers, interleaved (deterministic).
+
+    Returns:
+        An :class:`ExactResult`; ``lower_bound`` never falls below the one given.
+    """
+    cp_model = require_ortools()
+    seconds = check_seconds(seconds)
+    A = np.asarray(A, dtype=np.int8)
+    row_lines, row_group, row_count = _groups(A)
+    reduced_t, col_group, col_count = _groups(np.ascontiguousarray(row_lines.T))
+    R = np.ascontiguousarray(reduced_t.T).astype(np.int64)  # distinct rows x distinct columns
+    mr, nr = R.shape
+    literals = mr * rank + nr * rank + mr * nr * rank * (2 if rank > 1 else 1)
+    info: dict[str, Any] = {"reduced_shape": [mr, nr], "literals": literals}
+    hint_error = None
+    if hint is not None:
+        hint_U = np.asarray(hint[0], dtype=np.int8)
+        hint_V = np.asarray(hint[1], dtype=np.int8)
+        from bmfdsl.linalg import squared_error
+
+        hint_error = squared_error(A, hint_U, hint_V)
+    if literals > MAX_MODEL_LITERALS:
+        info.update(status="skipped", reason=f"model too large ({literals} literals)")
+        return _unsolved(hint, hint_error, lower_bound, info)
+
+    model = cp_model.CpModel()
+    u = [[model.NewBoolVar(f"u{i}_{k}") for k in range(rank)] for i in range(mr)]
+    v = [[model.NewBoolVar(f"v{j}_{k}") for k in range(rank)] for j in range(nr)]
+    zero_rows = np.logical_not(R.any(axis=1)).tolist()
+    zero_cols = np.logical_not(R.any(axis=0)).tolist()
+    for i in range(mr):
+        if one_hot == "U":
+            model.AddExactlyOne(u[i])
+        elif zero_rows[i]:
+            for k in range(rank):
+                model.Add(u[i][k] == 0)
+    for j in range(nr):
+        if one_hot == "V":
+            model.AddExactlyOne(v[j])
+        elif zero_cols[j]:
+            for k in range(rank):
+                model.Add(v[j][k] == 0)
+    objective: list[tuple[Any, int]] = []
+    constant = 0
+    products: dict[tuple[int, int, int], Any] = {}
+    thresholds: dict[tuple[int, int, int], Any] = {}
+    for i in range(mr):
+        for j in range(nr):
+            weight = int(row_count[i] * col_count[j])
+            a = int(R[i, j])
+            terms = []
+            for k in range(rank):
+                w = model.NewBoolVar(f"w{i}_{j}_{k}")
+                model.AddImplication(w, u[i][k])
+                model.AddImplication(w, v[j][k])
+                model.AddBoolOr([w, u[i][k].Not(), v[j][k].Not()])
+                products[i, j, k] = w
+                terms.append(w)
+            if rank == 1:
+                levels = terms  # x = w itself
+            else:
+                levels = [model.NewBoolVar(f"t{i}_{j}_{s}") for s in range(1, rank + 1)]
+                for s in range(rank - 1):
+                    model.AddImplication(levels[s + 1], levels[s])
+                model.Add(sum(levels) == sum(terms))
+                for s, level in enumerate(levels):
+                    thresholds[i, j, s] = level
+            constant += weight * a
+            for s, level in enumerate(levels, start=1):
+                objective.append((level, weight * (2 * s - 1 - 2 * a)))
+    # lexicographic order of U's columns, k >= k + 1 with row 0 most significant: while the
+    # prefix is equal (literal `prefix`), d_i <= c_i; a row where c_i == d_i keeps it equal
+    for k in range(rank - 1):
+        prefix: Any = None  # None: the empty prefix, always equal
+        for i in range(mr):
+            c, d = u[i][k], u[i][k + 1]
+            guard = [] if prefix is None else [prefix.Not()]
+            model.AddBoolOr([*guard, d.Not(), c])
+            if i == mr - 1:
+                break
+            following = model.NewBoolVar(f"lex{k}_{i}")
+            model.AddBoolOr([*guard, c, following])  # c = d = 0: still equal
+            model.AddBoolOr([*guard, d.Not(), following])  # c = d = 1: still equal
+            prefix = following
+    error_expr = constant + sum(coefficient * level for level, coefficient in objective)
+    if lower_bound > 0:
+        model.Add(error_expr >= int(lower_bound))
+    model.Minimize(error_expr)
+
+    if hint is not None:
+        reduced_hint = _reduce_hint(A, hint_U, hint_V, row_group, col_group, one_hot)
+        if reduced_hint is not None:
+            hu, hv = _lex_sorted(*reduced_hint)
+            for i in range(mr):
+                for k in range(rank):
+                    model.AddHint(u[i][k], int(hu[i, k]))
+            for j in range(nr):
+                for k in range(rank):
+                    model.AddHint(v[j][k], int(hv[j, k]))
+            x = hu.astype(np.int64) @ hv.T.astype(np.int64)
+            for (i, j, k), w in products.items():
+                model.AddHint(w, int(hu[i, k] * hv[j, k]))
+            for (i, j, s), level in thresholds.items():
+                model.AddHint(level, int(x[i, j] >= s + 1))
+
+    solver = cp_model.CpSolver()
+    parameters = solver.parameters
+    parameters.random_seed = int(seed)
+    parameters.num_workers = int(num_workers)
+    parameters.interleave_search = True
+    parameters.max_deterministic_time = seconds / CPU_SECONDS_PER_DETERMINISTIC_UNIT
+    parameters.max_time_in_seconds = 5 * seconds + 10  # a guard only (see the docstring)
+    started = time.perf_counter()
+    status = solver.Solve(model)
+    info.update(
+        status=solver.StatusName(status),
+        wall_time=time.perf_counter() - started,
+        # the response's field: CpSolver.deterministic_time is missing in ortools 9.12
+        deterministic_time=solver.response_proto.deterministic_time,
+        seed=int(seed),
+        num_workers=int(num_workers),
+    )
+    if status in (cp_model.INFEASIBLE, cp_model.MODEL_INVALID):  # never for a valid model
+        raise SolverError(f"CP-SAT found the BMF model {solver.StatusName(status)}; a bug")
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        proven = math.ceil(solver.BestObjectiveBound() - 1e-6)
+        return _unsolved(hint, hint_error, max(lower_bound, int(proven)), info)
+    bound = max(int(lower_bound), math.ceil(solver.BestObjectiveBound() - 1e-6))
+    value = round(solver.ObjectiveValue())
+    found_U = np.array([[solver.Value(u[i][k]) for k in range(rank)] for i in range(mr)], np.int8)
+    found_V = np.array([[solver.Value(v[j][k]) for k in range(rank)] for j in range(nr)], np.int8)
+    U_full, V_full = found_U[row_group], found_V[col_group]
+    from bmfdsl.linalg import squared_error
+
+    error = squared_error(A, U_full, V_full)
+    if error != value:  # the model and the matrix disagree: a bug, never a silent answer
+        raise SolverError(f"CP-SAT objective {value} != recomputed error {error}; a bug")
+    if hint is not None and hint_error is not None and hint_error <= error:
+        U_full, V_full, error = hint_U, hint_V, hint_error
+    bound = min(bound, error)
+    optimal = status == cp_model.OPTIMAL or bound >= error
+    return ExactResult(U_full, V_full, int(error), int(error if optimal else bound), optimal, info)
+
+
+def _unsolved(
+    hint: tuple[np.ndarray, np.ndarray] | None,
+    hint_error: int | None,
+    lower_bound: int,
+    info: dict[str, Any],
+) -> ExactResult:
+    if hint is None or hint_error is None:
+        return ExactResult(None, None, None, int(lower_bound), False, info)
+    bound = min(int(lower_bound), hint_error)
+    U, V = (np.asarray(f, dtype=np.int8) for f in hint)
+    return ExactResult(U, V, hint_error, bound, bound >= hint_error, info)
+
+
+def _reduce_hint(
+    A: np.ndarray,
+    U: np.ndarray,
+    V: np.ndarray,
+    row_group: np.ndarray,
+    col_group: np.ndarray,
+    one_hot: str | None,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The hint on the reduced matrix: V from each column group's first column, then the best
+    U for that V (identical rows get identical rows of U), zero lines off unless one-hot."""
+    from bmfdsl.solvers._bls import solve_bls
+
+    groups = int(col_group.max()) + 1
+    first = np.full(groups, -1, dtype=np.int64)
+    for j in range(col_group.size - 1, -1, -1):
+        first[col_group[j]] = j
+    V_reduced = V[first].astype(np.int8)
+    if one_hot != "V":
+        zero = ~A[:, first].any(axis=0)
+        V_reduced[zero] = 0
+    U_best = solve_bls(A, V_reduced[col_group], one_hot=one_hot == "U")
+    rows = int(row_group.max()) + 1
+    first_row = np.full(rows, -1, dtype=np.int64)
+    for i in range(row_group.size - 1, -1, -1):
+        first_row[row_group[i]] = i
+    U_reduced = np.asarray(U_best, dtype=np.int8)[first_row]
+    return U_reduced, V_reduced

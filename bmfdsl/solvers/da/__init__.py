@@ -1,0 +1,24 @@
+"""The Digital Annealer's algorithm (parallel trials, escape offset) for any BQM.
+
+:mod:`~bmfdsl.solvers.da._kernel` holds the numba kernels, :mod:`~bmfdsl.solvers.da._array`
+runs all reads at once as array code (numpy, or CuPy on a GPU) and
+:mod:`~bmfdsl.solvers.da._cuda` is the fused CUDA kernel. The ``da`` backend adapts it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bmfdsl._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from bmfdsl.solvers.da._array import ArrayRuns, available_array_devices, get_array_module
+    from bmfdsl.solvers.da._kernel import (
+        da_anneal,
+        da_chunk,
+        da_replica_exchange,
+        da_start,
+        seed_generator,
+    )
+
+__getattr__, __dir__, __all__ = lazy_exports(globals())

@@ -1,0 +1,32 @@
+"""The structure-aware BMF solver (numba), behind the ``native`` backend.
+
+* :func:`solve_bmf` with :class:`NativeSettings`: heat-bath row annealing, parallel tempering,
+  restarts, ALS polish and optimality certificates for ``min ||A - U Vᵀ||²_F``;
+* :func:`solve_weighted_bmf`, :func:`weighted_als`: masked and weighted BMF by restarted exact
+  weighted ALS;
+* :func:`exact_rank1`: the provably optimal rank-1 factorization by Gray-code enumeration.
+
+The Digital Annealer's algorithm lives beside it in :mod:`bmfdsl.solvers.da`.
+"""
+
+from bmfdsl.solvers.native._certify import exact_rank1
+from bmfdsl.solvers.native._portfolio import (
+    WORK_PER_SECOND,
+    NativeResult,
+    NativeSettings,
+    compile_kernels,
+    solve_bmf,
+)
+from bmfdsl.solvers.native._weighted import solve_weighted_bmf, weighted_als, weighted_error
+
+__all__ = [
+    "WORK_PER_SECOND",
+    "NativeResult",
+    "NativeSettings",
+    "compile_kernels",
+    "exact_rank1",
+    "solve_bmf",
+    "solve_weighted_bmf",
+    "weighted_als",
+    "weighted_error",
+]
