@@ -115,6 +115,68 @@ def _set_remove(members: np.ndarray, position: np.ndarray, size: int, item: int)
 
 
 @numba.njit(cache=True)
+def _offending_set(bad_count: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """The indices with ``bad_count > 0`` as a swap-remove set: ``(members, position, size)``."""
+    members = np.empty(bad_count.size, dtype=np.int64)
+    position = np.full(bad_count.size, -1, dtype=np.int64)
+    size = 0
+    for index in range(bad_count.size):
+        if bad_count[index] > 0:
+            size = _set_add(members, position, size, index)
+    return members, position, size
+
+
+@numba.njit(cache=True)
+def _count_ones(factor: np.ndarray) -> int:
+    ones = 0
+    for i in range(factor.shape[0]):
+        for k in range(factor.shape[1]):
+            ones += factor[i, k]
+    return ones
+
+
+@numba.njit(cache=True)
+def _drop_one(
+    factor: np.ndarray,
+    other: np.ndarray,
+    overlap: np.ndarray,
+    own_bad: np.ndarray,
+    own_members: np.ndarray,
+    own_position: np.ndarray,
+    own_size: int,
+    other_bad: np.ndarray,
+    other_members: np.ndarray,
+    other_position: np.ndarray,
+    other_size: int,
+    nonzero: np.ndarray,
+) -> tuple[int, int]:  # pragma: no cover
+    """Zero a random one of a random offending row of ``factor``; returns the two set sizes.
+
+    One routine serves both factors: for U, ``overlap`` is UVᵀ and ``other`` is V; for V,
+    ``overlap`` is its transpose and ``other`` is U (rows and columns swap roles).
+    """
+    i = own_members[np.random.randint(own_size)]
+    count = 0
+    for k in range(factor.shape[1]):
+        if factor[i, k] != 0:
+            nonzero[count] = k
+            count += 1
+    k = nonzero[np.random.randint(count)]
+    factor[i, k] = 0
+    for j in range(other.shape[0]):
+        if other[j, k] != 0:
+            overlap[i, j] -= 1
+            if overlap[i, j] == 1:
+                own_bad[i] -= 1
+                other_bad[j] -= 1
+                if other_bad[j] == 0:
+                    other_size = _set_remove(other_members, other_position, other_size, j)
+    if own_bad[i] == 0:
+        own_size = _set_remove(own_members, own_position, own_size, i)
+    return own_size, other_size
+
+
+@numba.njit(cache=True)
 def _eliminate_overlaps(U: np.ndarray, V: np.ndarray, seed: int) -> None:  # pragma: no cover
     """Algorithm 3's while loop, with incremental bookkeeping instead of recomputing UVᵀ.
 
@@ -139,69 +201,29 @@ def _eliminate_overlaps(U: np.ndarray, V: np.ndarray, seed: int) -> None:  # pra
             if overlap[i, j] > 1:
                 bad_in_row[i] += 1
                 bad_in_col[j] += 1
-    row_members = np.empty(m, dtype=np.int64)
-    row_position = np.full(m, -1, dtype=np.int64)
-    row_count = 0
-    for i in range(m):
-        if bad_in_row[i] > 0:
-            row_count = _set_add(row_members, row_position, row_count, i)
-    col_members = np.empty(n, dtype=np.int64)
-    col_position = np.full(n, -1, dtype=np.int64)
-    col_count = 0
-    for j in range(n):
-        if bad_in_col[j] > 0:
-            col_count = _set_add(col_members, col_position, col_count, j)
-    ones_u = 0
-    for i in range(m):
-        for k in range(r):
-            ones_u += U[i, k]
-    ones_v = 0
-    for j in range(n):
-        for k in range(r):
-            ones_v += V[j, k]
+    row_members, row_position, row_size = _offending_set(bad_in_row)
+    col_members, col_position, col_size = _offending_set(bad_in_col)
+    ones_u = _count_ones(U)
+    ones_v = _count_ones(V)
     nonzero = np.empty(r, dtype=np.int64)
-    while row_count > 0:
+    while row_size > 0:
         # ρ(U) >= ρ(V), compared without division: ones_u / (m r) >= ones_v / (n r).
         if ones_u * n >= ones_v * m:
-            i = row_members[np.random.randint(row_count)]
-            count = 0
-            for k in range(r):
-                if U[i, k] != 0:
-                    nonzero[count] = k
-                    count += 1
-            k = nonzero[np.random.randint(count)]
-            U[i, k] = 0
+            row_size, col_size = _drop_one(
+                U, V, overlap,
+                bad_in_row, row_members, row_position, row_size,
+                bad_in_col, col_members, col_position, col_size,
+                nonzero,
+            )  # fmt: skip
             ones_u -= 1
-            for j in range(n):
-                if V[j, k] != 0:
-                    overlap[i, j] -= 1
-                    if overlap[i, j] == 1:
-                        bad_in_row[i] -= 1
-                        bad_in_col[j] -= 1
-                        if bad_in_col[j] == 0:
-                            col_count = _set_remove(col_members, col_position, col_count, j)
-            if bad_in_row[i] == 0:
-                row_count = _set_remove(row_members, row_position, row_count, i)
         else:
-            j = col_members[np.random.randint(col_count)]
-            count = 0
-            for k in range(r):
-                if V[j, k] != 0:
-                    nonzero[count] = k
-                    count += 1
-            k = nonzero[np.random.randint(count)]
-            V[j, k] = 0
+            col_size, row_size = _drop_one(
+                V, U, overlap.T,
+                bad_in_col, col_members, col_position, col_size,
+                bad_in_row, row_members, row_position, row_size,
+                nonzero,
+            )  # fmt: skip
             ones_v -= 1
-            for i in range(m):
-                if U[i, k] != 0:
-                    overlap[i, j] -= 1
-                    if overlap[i, j] == 1:
-                        bad_in_row[i] -= 1
-                        bad_in_col[j] -= 1
-                        if bad_in_row[i] == 0:
-                            row_count = _set_remove(row_members, row_position, row_count, i)
-            if bad_in_col[j] == 0:
-                col_count = _set_remove(col_members, col_position, col_count, j)
 
 
 @overload
