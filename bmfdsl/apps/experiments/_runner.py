@@ -246,16 +246,16 @@ def plan_runs(
 
 @functools.lru_cache(maxsize=4)
 def _mnist(data_dir: str | None, per_digit: int) -> tuple[np.ndarray, np.ndarray]:
-    from bmfdsl.apps._datasets import load_mnist
+    from bmfdsl.apps._datafiles import load_mnist
 
     return load_mnist(data_dir, per_digit=per_digit)
 
 
 @functools.lru_cache(maxsize=4)
 def _gene(name: str, data_dir: str | None) -> Any:
-    from bmfdsl.apps import _datasets as datasets
+    from bmfdsl.apps._datafiles import load_leukemia, load_melanoma
 
-    loader = datasets.load_leukemia if name == "leukemia" else datasets.load_melanoma
+    loader = load_leukemia if name == "leukemia" else load_melanoma
     return loader(data_dir)
 
 
