@@ -22,7 +22,7 @@ __all__ = ["add_subcommands", "main"]
 
 def _experiment(args: argparse.Namespace) -> int:
     from bmfdsl.apps.experiments._report import write_report
-    from bmfdsl.apps.experiments._runner import run_experiment
+    from bmfdsl.apps.experiments._scheduling import run_experiment
 
     names = list(EXPERIMENTS) if args.name == "all" else [args.name]
     if args.sizes and len(names) > 1:
