@@ -347,9 +347,21 @@ class GeneExpressionData:
         return next(iter(self.classes.values()))
 
 
-def _drop_zero_rows(binary: np.ndarray, genes: list[str]) -> tuple[np.ndarray, tuple[str, ...]]:
+def _without_zero_rows(
+    binary: np.ndarray,
+    genes: list[str],
+    samples: list[str],
+    classes: dict[str, tuple[str, ...]],
+) -> GeneExpressionData:
+    """The loaders' result: the binarised matrix without its all-zero rows (genes)."""
     keep = np.asarray(binary.any(axis=1))
-    return np.ascontiguousarray(binary[keep]), tuple(np.asarray(genes)[keep].tolist())
+    return GeneExpressionData(
+        matrix=np.ascontiguousarray(binary[keep]),
+        genes=tuple(np.asarray(genes)[keep].tolist()),
+        samples=tuple(samples),
+        classes=classes,
+        raw_shape=binary.shape,
+    )
 
 
 def _leukemia_folder(path: str | os.PathLike[str] | None) -> Path:
@@ -395,18 +407,11 @@ def load_leukemia(path: str | os.PathLike[str] | None = None) -> GeneExpressionD
             f"{len(samples)} samples"
         )
     binary = binarize_expression(values, 1 / 7, 5)
-    matrix, kept = _drop_zero_rows(binary, genes)
     main = tuple(s.split("_")[0] for s in samples)
     subtype = tuple(
         "AML" if s.startswith("AML") else ("ALL-T" if "T-cell" in s else "ALL-B") for s in samples
     )
-    return GeneExpressionData(
-        matrix=matrix,
-        genes=kept,
-        samples=tuple(samples),
-        classes={"ALL/AML": main, "ALL-B/ALL-T/AML": subtype},
-        raw_shape=values.shape,
-    )
+    return _without_zero_rows(binary, genes, samples, {"ALL/AML": main, "ALL-B/ALL-T/AML": subtype})
 
 
 MELANOMA_CONTROLS = frozenset({"NilC", "UACC-3149", "MCF-10A", "CRL1634", "SRS3", "SRS5", "RMS13"})
@@ -451,12 +456,7 @@ def load_melanoma(path: str | os.PathLike[str] | None = None) -> GeneExpressionD
             f"values {values.shape}; expected a name row, a label row, then one row per gene"
         )
     binary = binarize_expression(values, 0.96, 1.04, normalize_columns=True, shift_nonnegative=True)
-    matrix, kept = _drop_zero_rows(binary, genes)
     kind = tuple("control" if s in MELANOMA_CONTROLS else "melanoma" for s in samples)
-    return GeneExpressionData(
-        matrix=matrix,
-        genes=kept,
-        samples=tuple(samples),
-        classes={"melanoma/control": kind, "ML1/ML2": clusters},
-        raw_shape=values.shape,
+    return _without_zero_rows(
+        binary, genes, samples, {"melanoma/control": kind, "ML1/ML2": clusters}
     )
