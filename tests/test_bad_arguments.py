@@ -10,7 +10,7 @@ import pytest
 
 from bmfdsl import factorize
 from bmfdsl.apps import load_melanoma, load_mnist
-from bmfdsl.apps._datasets import read_idx
+from bmfdsl.apps._datafiles import read_idx
 from bmfdsl.errors import BmfdslError, InvalidMatrixError, InvalidParameterError
 from bmfdsl.solvers import get_backend
 

@@ -1,4 +1,4 @@
-"""Tests of bmfdsl.apps._datasets: generators, IDX/MNIST, the gene-expression discretisation."""
+"""Tests of apps._datasets and _datafiles: generators, IDX/MNIST, gene-expression discretisation."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from bmfdsl.apps import load_leukemia, load_melanoma, load_mnist, make_bernoulli, make_exact_rank
-from bmfdsl.apps._datasets import binarize_expression, make_sparse_planted, read_idx
+from bmfdsl.apps._datafiles import binarize_expression, read_idx
+from bmfdsl.apps._datasets import make_sparse_planted
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
 
 

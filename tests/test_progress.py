@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 
 from bmfdsl.apps import _cli as cli
-from bmfdsl.apps.experiments._runner import CostModel, plan_runs
+from bmfdsl.apps.experiments._run_progress import CostModel
+from bmfdsl.apps.experiments._runner import plan_runs
 from bmfdsl.apps.experiments._tables import get_experiment
 from bmfdsl.progress import activity, stage
 
@@ -43,7 +44,7 @@ def test_interrupt_is_one_line_with_exit_130(monkeypatch, capsys, tmp_path):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt("3 finished runs are saved in out/table1.jsonl")
 
-    monkeypatch.setattr("bmfdsl.apps.experiments._runner.run_experiment", interrupted)
+    monkeypatch.setattr("bmfdsl.apps.experiments._scheduling.run_experiment", interrupted)
     status = cli.main(["experiment", "table1", "--out", str(tmp_path)])
     assert status == cli.EXIT_INTERRUPTED
     err = capsys.readouterr().err.strip().splitlines()

@@ -15,13 +15,8 @@ from bmfdsl._lazy import lazy_exports
 if TYPE_CHECKING:
     from bmfdsl.apps._cli import main
     from bmfdsl.apps._clusters import clusters_from_factor
-    from bmfdsl.apps._datasets import (
-        load_leukemia,
-        load_melanoma,
-        load_mnist,
-        make_bernoulli,
-        make_exact_rank,
-    )
+    from bmfdsl.apps._datafiles import load_leukemia, load_melanoma, load_mnist
+    from bmfdsl.apps._datasets import make_bernoulli, make_exact_rank
     from bmfdsl.apps._estimator import BinaryMatrixFactorization
     from bmfdsl.apps._io import read_data, read_matrix
 

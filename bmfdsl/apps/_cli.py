@@ -239,7 +239,12 @@ def _datasets_check(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``bmfdsl`` command."""
+    """The argument parser of the ``bmfdsl`` command: global options, then one subcommand each.
+
+    >>> args = build_parser().parse_args(["factorize", "data.csv", "--rank", "3"])
+    >>> args.command, args.file, args.rank, args.method
+    ('factorize', 'data.csv', 3, 'qubo')
+    """
     parser = argparse.ArgumentParser(
         prog="bmfdsl",
         description="Binary matrix factorization through QUBO models.",
@@ -251,7 +256,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # the order of these calls is the order of COMMAND in `bmfdsl --help`
+    _add_factorize_command(commands)
+    _add_listing_commands(commands)
+    _add_datasets_command(commands)
 
+    from bmfdsl.apps.experiments import add_subcommands
+
+    add_subcommands(commands)
+    return parser
+
+
+def _add_factorize_command(commands: Any) -> None:
+    """``bmfdsl factorize FILE --rank R ...``; its options in the order ``--help`` lists them."""
     run = commands.add_parser(
         "factorize",
         help="factorize a 0/1 matrix file",
@@ -268,6 +285,21 @@ def build_parser() -> argparse.ArgumentParser:
         "NPZ (dense or scipy sparse) or Matrix Market .mtx; '-' reads stdin (sparse files "
         "stay sparse with --sample-rows). e.g. data.csv",
     )
+    _add_model_options(run)
+    _add_solver_options(run)
+    _add_reading_options(run)
+    run.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="write U.csv, V.csv (labelled when the input is), report.json and with --one-hot "
+        "clusters.csv here, e.g. result/ (default: print a summary, write nothing)",
+    )
+    run.set_defaults(func=_factorize)
+
+
+def _add_model_options(run: argparse.ArgumentParser) -> None:
+    """What to factorize into: the rank, the method, the model, its weights and constraints."""
     run.add_argument(
         "--rank", "-r", type=int, required=True, help="target rank r (required), e.g. 3"
     )
@@ -300,6 +332,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="put every column (V) or row (U) of A in exactly one cluster and write "
         "clusters.csv, e.g. V (default: no constraint)",
     )
+
+
+def _add_solver_options(run: argparse.ArgumentParser) -> None:
+    """How to solve: row sampling, the solver's budget, the ALS polish, the seed, a certificate."""
     run.add_argument(
         "--sample-rows",
         type=_sample_rows,
@@ -331,6 +367,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the exact engine (CP-SAT, bmfdsl[exact]) to prove optimality or raise the "
         "lower bound, e.g. 10 (default: cheap bounds only)",
     )
+
+
+def _add_reading_options(run: argparse.ArgumentParser) -> None:
+    """How to read the file: binarization, header row, label column, delimiter."""
     run.add_argument(
         "--binarize",
         type=_threshold,
@@ -366,18 +406,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--delimiter", default=None, help="field separator, e.g. ';' (default: sniffed)"
     )
-    run.add_argument(
-        "--out",
-        default=None,
-        metavar="DIR",
-        help="write U.csv, V.csv (labelled when the input is), report.json and with --one-hot "
-        "clusters.csv here, e.g. result/ (default: print a summary, write nothing)",
-    )
-    run.set_defaults(func=_factorize)
 
+
+def _add_listing_commands(commands: Any) -> None:
+    """``bmfdsl backends`` and ``bmfdsl models``: what is installed and registered."""
     commands.add_parser("backends", help="list solver backends").set_defaults(func=_backends)
     commands.add_parser("models", help="list registered models").set_defaults(func=_models)
 
+
+def _add_datasets_command(commands: Any) -> None:
+    """``bmfdsl datasets check DIR``: the reference data files and their checksums."""
     datasets = commands.add_parser("datasets", help="check the reference data files")
     datasets_commands = datasets.add_subparsers(dest="datasets_command", required=True)
     check = datasets_commands.add_parser(
@@ -388,11 +426,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("dir", help="folder with mnist/, leukemia/, melanoma/, e.g. data/")
     check.set_defaults(func=_datasets_check)
-
-    from bmfdsl.apps.experiments import add_subcommands
-
-    add_subcommands(commands)
-    return parser
 
 
 def _split_global_flags(argv: Sequence[str]) -> tuple[list[str], set[str]]:

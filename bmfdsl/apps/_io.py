@@ -314,33 +314,68 @@ def _read_delimited(
     index_col: int | str | None,
     sep: str | None,
 ) -> MatrixData:
-    import pandas as pd
-
-    try:
-        text = raw.decode("utf-8-sig")  # a byte-order mark is not part of the first cell
-    except UnicodeDecodeError as exc:
-        raise InvalidMatrixError(
-            f"{name!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8"
-        ) from exc
+    text = _decode_utf8(raw, name)
     lines = [line.rstrip("\r") for line in text.split("\n", 40)[:40] if line.strip()][:20]
     if not lines:
         raise InvalidMatrixError(f"{name!r} is empty")
     delimiter = sep if sep is not None else _sniff_delimiter(lines[0])
     first = [cell.strip() for cell in _split(lines[0], delimiter)]
-
-    if index_col == "auto":
-        labels_below = [_split(line, delimiter)[0].strip() for line in lines[1:]]
-        is_label = [bool(label) and not _is_number(label) for label in labels_below]
-        index = 0 if is_label and all(is_label) else None
-    elif index_col is None or isinstance(index_col, int):
-        index = index_col
-    else:
-        raise InvalidParameterError(f"index_col must be 'auto', None or an int; got {index_col!r}")
+    index = _label_column(index_col, lines, delimiter)
     if header is None:
         header = _detect_header(first, index, name)
 
     if delimiter is not None and '"' not in text:
         _check_rectangular(text, delimiter, name)
+    frame = _parse_numbers(text, name, delimiter=delimiter, header=header, index=index)
+    values = frame.to_numpy(dtype=np.float64)
+    observed = ~np.isnan(values)
+    if observed.all():
+        values = _narrow(values)
+    return MatrixData(
+        values,
+        row_labels=[str(label) for label in frame.index] if index is not None else None,
+        column_labels=[str(label) for label in frame.columns] if header else None,
+        mask=None if observed.all() else observed,
+    )
+
+
+def _decode_utf8(raw: bytes, name: str) -> str:
+    """The text of a file's bytes; a byte-order mark is not part of the first cell.
+
+    >>> _decode_utf8(b"\\xef\\xbb\\xbf1,0", "a.csv")
+    '1,0'
+    """
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidMatrixError(
+            f"{name!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8"
+        ) from exc
+
+
+def _label_column(
+    index_col: int | str | None, lines: list[str], delimiter: str | None
+) -> int | None:
+    """The column of row labels: ``"auto"`` takes the first when no cell below row 1 is a number.
+
+    >>> _label_column("auto", ["g,a,b", "x,1,0", "y,0,1"], ","), _label_column(None, [], ",")
+    (0, None)
+    """
+    if index_col == "auto":
+        labels_below = [_split(line, delimiter)[0].strip() for line in lines[1:]]
+        is_label = [bool(label) and not _is_number(label) for label in labels_below]
+        return 0 if is_label and all(is_label) else None
+    if index_col is None or isinstance(index_col, int):
+        return index_col
+    raise InvalidParameterError(f"index_col must be 'auto', None or an int; got {index_col!r}")
+
+
+def _parse_numbers(
+    text: str, name: str, *, delimiter: str | None, header: bool, index: int | None
+) -> Any:
+    """The pandas frame of ``text``; every cell outside the labels must be a number (or empty)."""
+    import pandas as pd
+
     try:
         frame = pd.read_csv(
             io.StringIO(text),
@@ -368,16 +403,7 @@ def _read_delimited(
                 f"{str(frame[column].iloc[row])[:40]!r} is not a number. Row labels belong in "
                 "the first column (index_col / --index-col); a header only in the first row"
             )
-    values = frame.to_numpy(dtype=np.float64)
-    observed = ~np.isnan(values)
-    if observed.all():
-        values = _narrow(values)
-    return MatrixData(
-        values,
-        row_labels=[str(label) for label in frame.index] if index is not None else None,
-        column_labels=[str(label) for label in frame.columns] if header else None,
-        mask=None if observed.all() else observed,
-    )
+    return frame
 
 
 def _detect_header(first: list[str], index: int | None, name: str) -> bool:

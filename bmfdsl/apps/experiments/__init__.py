@@ -8,6 +8,6 @@ from bmfdsl._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from bmfdsl.apps.experiments._cli import add_subcommands
-    from bmfdsl.apps.experiments._runner import run_experiment
+    from bmfdsl.apps.experiments._scheduling import run_experiment
 
 __getattr__, __dir__, __all__ = lazy_exports(globals())

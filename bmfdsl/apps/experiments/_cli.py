@@ -22,7 +22,7 @@ __all__ = ["add_subcommands", "main"]
 
 def _experiment(args: argparse.Namespace) -> int:
     from bmfdsl.apps.experiments._report import write_report
-    from bmfdsl.apps.experiments._runner import run_experiment
+    from bmfdsl.apps.experiments._scheduling import run_experiment
 
     names = list(EXPERIMENTS) if args.name == "all" else [args.name]
     if args.sizes and len(names) > 1:
@@ -82,7 +82,23 @@ def _figures(args: argparse.Namespace) -> int:
 
 
 def add_subcommands(subparsers: Any) -> None:
-    """Add ``experiment``, ``report`` and ``figures`` to an argparse subparsers object."""
+    """Add ``experiment``, ``report`` and ``figures`` to an argparse subparsers object.
+
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="bmfdsl")
+    >>> add_subcommands(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["report", "runs/", "-o", "-"])
+    >>> args.command, args.dir, args.output
+    ('report', 'runs/', '-')
+    """
+    # the order of these calls is the order of the commands in `bmfdsl --help`
+    _add_experiment_command(subparsers)
+    _add_report_command(subparsers)
+    _add_figures_command(subparsers)
+
+
+def _add_experiment_command(subparsers: Any) -> None:
+    """``bmfdsl experiment NAME ... --out DIR``."""
     experiment = subparsers.add_parser(
         "experiment",
         help="run one of the paper's experiments (resumable)",
@@ -132,6 +148,9 @@ def add_subcommands(subparsers: Any) -> None:
     experiment.add_argument("--out", required=True, help="results folder (required), e.g. runs/t1")
     experiment.set_defaults(func=_experiment)
 
+
+def _add_report_command(subparsers: Any) -> None:
+    """``bmfdsl report DIR [-o FILE]``."""
     report = subparsers.add_parser(
         "report", help="markdown tables of results beside the paper's values"
     )
@@ -143,6 +162,9 @@ def add_subcommands(subparsers: Any) -> None:
     )
     report.set_defaults(func=_report)
 
+
+def _add_figures_command(subparsers: Any) -> None:
+    """``bmfdsl figures DIR [--data-dir DIR]``."""
     figures = subparsers.add_parser(
         "figures", help="the paper's figures and error-vs-rank plots (needs matplotlib)"
     )

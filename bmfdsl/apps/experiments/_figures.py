@@ -61,7 +61,7 @@ def mnist_reconstruction_figure(
     """Fig. 1: a binary digit and its rank-r reconstructions ``U Vᵀ`` (black = 1).
 
     Args:
-        image: a 0/1 image, e.g. from :func:`bmfdsl.apps._datasets.load_mnist`.
+        image: a 0/1 image, e.g. from :func:`bmfdsl.apps._datafiles.load_mnist`.
         method: ``(A, rank, settings) -> Factorization``.
         ranks: ranks to show.
         random_state: seed of the method.
@@ -173,17 +173,17 @@ def make_figures(
             written += _save(figure, out / f"{name}_error_vs_rank", formats)
     run: Callable[..., Any]
     run = method if callable(method) else resolve_methods([method])[method]
-    from bmfdsl.apps import _datasets as datasets
+    from bmfdsl.apps._datafiles import load_leukemia, load_mnist
 
     try:
-        images, labels = datasets.load_mnist(data_dir, per_digit=1)
+        images, labels = load_mnist(data_dir, per_digit=1)
     except (FileNotFoundError, ValueError) as exc:
         print(f"skipping Fig. 1 (MNIST): {exc}", file=sys.stderr)
     else:
         three = images[int(np.flatnonzero(labels == 3)[0])]
         written += _save(mnist_reconstruction_figure(three, run), out / "fig1_mnist", formats)
     try:
-        leukemia = datasets.load_leukemia(data_dir)
+        leukemia = load_leukemia(data_dir)
     except (FileNotFoundError, ValueError) as exc:
         print(f"skipping Fig. 2 (leukemia): {exc}", file=sys.stderr)
     else:

@@ -131,6 +131,16 @@ def _best(values: Sequence[float | None]) -> float:
     return min((v for v in values if v is not None), default=float("inf"))
 
 
+def _ranks_in(keys: Iterable[tuple[int, str, str, int]], table: int, group: str) -> list[int]:
+    """The ranks of ``keys`` (``(table, group, method, rank)``) in one table's group.
+
+    >>> _ranks_in([(1, "m=30", "bmfdsl", 2), (1, "m=30", "baseline", 1), (2, "m=30", "x", 5)],
+    ...           1, "m=30")
+    [1, 2]
+    """
+    return sorted({k[3] for k in keys if k[0] == table and k[1] == group})
+
+
 def _render_group(
     table: int,
     group: str,
@@ -138,11 +148,27 @@ def _render_group(
     paper: Mapping[tuple[int, str, str, int], float],
     methods: Sequence[str],
 ) -> list[str]:
-    ranks = sorted({k[3] for k in summary if k[0] == table and k[1] == group})
-    paper_ranks = sorted({k[3] for k in paper if k[0] == table and k[1] == group})
-    ranks = ranks or paper_ranks
+    ranks = _ranks_in(summary, table, group) or _ranks_in(paper, table, group)
     header = "| Method | compared with | " + " | ".join(f"r = {r}" for r in ranks) + " | time (s) |"
     lines = [header, "|" + "---|" * (len(ranks) + 3)]
+    paper_best = {r: _best([paper.get((table, group, m, r)) for m in PAPER_METHODS]) for r in ranks}
+    lines += _measured_rows(table, group, summary, paper, methods, ranks)
+    lines += _paper_rows(table, group, paper, ranks, paper_best)
+    lines += _verdict_lines(table, group, summary, methods, ranks, paper_best)
+    lines += _certified_lines(table, group, summary, methods, ranks)
+    lines += _same_instance_lines(table, group, summary, paper, methods, ranks)
+    return lines
+
+
+def _measured_rows(
+    table: int,
+    group: str,
+    summary: Mapping[tuple[int, str, str, int], dict],
+    paper: Mapping[tuple[int, str, str, int], float],
+    methods: Sequence[str],
+    ranks: Sequence[int],
+) -> list[str]:
+    """A row per method run here: mean ± std (bold where best of ours), the paper's value."""
     ours_best = {
         r: _best(
             [
@@ -153,7 +179,7 @@ def _render_group(
         )
         for r in ranks
     }
-    paper_best = {r: _best([paper.get((table, group, m, r)) for m in PAPER_METHODS]) for r in ranks}
+    lines = []
     for method in methods:
         reference = paper_method_for(method)
         cells, times = [], []
@@ -175,6 +201,18 @@ def _render_group(
         lines.append(
             f"| {method} | {reference or '—'} | " + " | ".join(cells) + f" | {mean_time} |"
         )
+    return lines
+
+
+def _paper_rows(
+    table: int,
+    group: str,
+    paper: Mapping[tuple[int, str, str, int], float],
+    ranks: Sequence[int],
+    paper_best: Mapping[int, float],
+) -> list[str]:
+    """A row per published method, its best values of each column in italics."""
+    lines = []
     for method in PAPER_METHODS:
         cells = []
         for rank in ranks:
@@ -186,6 +224,18 @@ def _render_group(
             else:
                 cells.append(f"{value:.4f}")
         lines.append(f"| {method} (paper) | | " + " | ".join(cells) + " | |")
+    return lines
+
+
+def _verdict_lines(
+    table: int,
+    group: str,
+    summary: Mapping[tuple[int, str, str, int], dict],
+    methods: Sequence[str],
+    ranks: Sequence[int],
+    paper_best: Mapping[int, float],
+) -> list[str]:
+    """How many columns each method is at or below the paper's best value in."""
     verdicts = []
     for method in methods:
         columns = [
@@ -196,14 +246,9 @@ def _render_group(
                 summary[(table, group, method, r)]["mean"] <= paper_best[r] + _TIE for r in columns
             )
             verdicts.append(f"{method} {wins}/{len(columns)}")
-    if verdicts:
-        lines.append("")
-        lines.append(
-            "At or below the paper's best value of the column: " + ", ".join(verdicts) + "."
-        )
-    lines += _certified_lines(table, group, summary, methods, ranks)
-    lines += _same_instance_lines(table, group, summary, paper, methods, ranks)
-    return lines
+    if not verdicts:
+        return []
+    return ["", "At or below the paper's best value of the column: " + ", ".join(verdicts) + "."]
 
 
 def _markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
@@ -233,7 +278,7 @@ def _lead_view(
     the difference, marked ▲ where ours is worse. The detailed table follows it.
     """
     ours = [m for m in methods if m == "bmfdsl" or m.startswith("bmfdsl-")]
-    ranks = sorted({k[3] for k in summary if k[0] == table and k[1] == group})
+    ranks = _ranks_in(summary, table, group)
     if not ours or not ranks:
         return []
     rows = []
