@@ -82,20 +82,7 @@ class CpSatBackend(BackendSampler, Initialized):
         model, x, scale, exact = _cp_model(cp_model, binary, labels)
         if initial_states is not None:
             _add_hint(model, x, bqm, self.given_states(bqm, initial_states))
-
-        solver = cp_model.CpSolver()
-        solver.parameters.random_seed = seed
-        solver.parameters.num_workers = num_workers
-        solver.parameters.interleave_search = True
-        solver.parameters.max_deterministic_time = deterministic_time
-        if time_limit is not None:
-            solver.parameters.max_time_in_seconds = check_time_limit(time_limit)
-        status = solver.Solve(model)
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            raise SolverError(
-                f"CP-SAT found no solution ({solver.StatusName(status)}) within its limit; "
-                "raise deterministic_time or time_limit"
-            )
+        solver, status = _solve(cp_model, model, seed, num_workers, deterministic_time, time_limit)
         chosen = np.array([[solver.Value(literal) for literal in x]], dtype=np.int8)
         if bqm.vartype is dimod.SPIN:
             chosen = 2 * chosen - 1
@@ -140,6 +127,32 @@ def _cp_model(
         terms.append((y, round(bias * scale)))
     model.Minimize(sum(coefficient * literal for literal, coefficient in terms))
     return model, x, scale, exact
+
+
+def _solve(
+    cp_model: Any,
+    model: Any,
+    seed: int,
+    num_workers: int,
+    deterministic_time: float,
+    time_limit: float | None,
+) -> tuple[Any, Any]:
+    """CP-SAT on ``model`` within its limits: the solver and its status, which has a
+    solution (else a :class:`SolverError` saying which limit to raise)."""
+    solver = cp_model.CpSolver()
+    solver.parameters.random_seed = seed
+    solver.parameters.num_workers = num_workers
+    solver.parameters.interleave_search = True
+    solver.parameters.max_deterministic_time = deterministic_time
+    if time_limit is not None:
+        solver.parameters.max_time_in_seconds = check_time_limit(time_limit)
+    status = solver.Solve(model)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        raise SolverError(
+            f"CP-SAT found no solution ({solver.StatusName(status)}) within its limit; "
+            "raise deterministic_time or time_limit"
+        )
+    return solver, status
 
 
 def _add_hint(

@@ -32,15 +32,14 @@ from bmfdsl.errors import BackendUnavailableError, BmfdslError, MissingCredentia
 __all__ = ["DWaveHybridBackend", "DWaveQPUBackend"]
 
 TOKEN_VARIABLE = "DWAVE_API_TOKEN"
+_NEEDS_DWAVE_SYSTEM = "D-Wave backends need dwave-system: pip install 'bmfdsl[dwave]'"
 
 
 def _import_dwave_system() -> Any:
     try:
         import dwave.system
     except ImportError as exc:
-        raise BackendUnavailableError(
-            "D-Wave backends need dwave-system: pip install 'bmfdsl[dwave]'"
-        ) from exc
+        raise BackendUnavailableError(_NEEDS_DWAVE_SYSTEM) from exc
     return dwave.system
 
 
@@ -53,9 +52,7 @@ def _check_credentials(token: str | None) -> None:
 
         configured = load_config().get("token")
     except ImportError as exc:
-        raise BackendUnavailableError(
-            "D-Wave backends need dwave-system: pip install 'bmfdsl[dwave]'"
-        ) from exc
+        raise BackendUnavailableError(_NEEDS_DWAVE_SYSTEM) from exc
     except Exception:  # an unreadable config file counts as no token
         configured = None
     if not configured:

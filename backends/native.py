@@ -12,6 +12,7 @@ without a verified structure go to a generic backend (``da``, ``neal``, ...).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import dimod
@@ -116,13 +117,7 @@ class NativeSampler(StructuredSampler):
                 f"{type(structure).__name__}"
             )
         seed = check_seed(seed)
-        if num_reads is not None and (
-            isinstance(num_reads, bool)
-            or not isinstance(num_reads, int | np.integer)
-            or num_reads < 0
-        ):
-            raise InvalidParameterError(f"num_reads must be an integer >= 0; got {num_reads!r}")
-        weights = structure.entry_weights
+        _check_num_reads(num_reads)
         plain_only = {
             "time_limit": time_limit,
             "work_limit": work_limit,
@@ -135,52 +130,103 @@ class NativeSampler(StructuredSampler):
             "max_enumeration": max_enumeration,
             "patience": patience,
         }
-        if weights is not None and any(v is not None for v in plain_only.values()):
-            given = sorted(k for k, v in plain_only.items() if v is not None)
-            raise InvalidParameterError(
-                f"{given} apply to plain BMF only; a masked or weighted model takes num_reads, "
-                "seed, initial_factors and num_solutions"
-            )
+        weights = structure.entry_weights
         if weights is not None:
-            result = solve_weighted_bmf(
-                structure.A,
-                weights,
-                structure.rank,
-                one_hot=structure.one_hot,
-                num_reads=_WEIGHTED_READS if num_reads is None else int(num_reads),
-                seed=seed,
-                initial_factors=initial_factors,
-                num_solutions=1 if num_solutions is None else int(num_solutions),
+            _refuse_plain_only(plain_only)
+            answer = _solve_weighted(
+                structure, weights, num_reads, seed, initial_factors, num_solutions
             )
-            solutions = [(U, V) for U, V, _ in result.solutions]
-            errors = [float(error) for _, _, error in result.solutions]
-            info = dict(result.info)
         else:
-            requested = time_limit
-            if time_limit is not None:  # the limit covers building the answer's SampleSet too
-                time_limit = max(
-                    0.0, time_limit - _ANSWER_SECONDS_PER_LABEL * len(structure.labels())
-                )
-                plain_only["time_limit"] = time_limit
-            options: dict[str, Any] = {**plain_only, "num_solutions": num_solutions}
-            chosen = {key: value for key, value in options.items() if value is not None}
-            if patience == math.inf:  # no early stop: the settings spell that None
-                chosen["patience"] = None
-            settings = NativeSettings(
-                num_reads=None if num_reads is None else int(num_reads), **chosen
-            )
-            plain = solve_bmf(
-                structure.A,
-                structure.rank,
-                one_hot=structure.one_hot,
-                initial_factors=initial_factors,
-                seed=seed,
-                settings=settings,
-            )
-            solutions = [(U, V) for U, V, _ in plain.solutions]
-            errors = [float(error) for _, _, error in plain.solutions]
-            info = dict(plain.info)
-            if requested is not None:
-                info["time_limit"] = requested
+            settings = _plain_settings(structure, plain_only, num_reads, num_solutions)
+            answer = _solve_plain(structure, settings, seed, initial_factors, time_limit)
+        solutions, errors, info = answer
         info["backend"] = self.name
         return structure.sampleset(solutions, errors, **info)
+
+
+#: Solutions best first as ``(U, V)``, their errors and the solver's info.
+_Answer = tuple[list[tuple[np.ndarray, np.ndarray]], list[float], dict[str, Any]]
+
+
+def _check_num_reads(num_reads: Any) -> None:
+    if num_reads is not None and (
+        isinstance(num_reads, bool) or not isinstance(num_reads, int | np.integer) or num_reads < 0
+    ):
+        raise InvalidParameterError(f"num_reads must be an integer >= 0; got {num_reads!r}")
+
+
+def _refuse_plain_only(plain_only: dict[str, Any]) -> None:
+    """A masked or weighted model takes none of the portfolio's keywords."""
+    given = sorted(k for k, v in plain_only.items() if v is not None)
+    if given:
+        raise InvalidParameterError(
+            f"{given} apply to plain BMF only; a masked or weighted model takes num_reads, "
+            "seed, initial_factors and num_solutions"
+        )
+
+
+def _plain_settings(
+    structure: BMFStructure,
+    plain_only: dict[str, Any],
+    num_reads: int | None,
+    num_solutions: int | None,
+) -> NativeSettings:
+    """The portfolio's settings from the keywords given (None: the settings' default); a time
+    limit leaves room for building the answer's SampleSet."""
+    options: dict[str, Any] = {**plain_only, "num_solutions": num_solutions}
+    if options["time_limit"] is not None:
+        building = _ANSWER_SECONDS_PER_LABEL * len(structure.labels())
+        options["time_limit"] = max(0.0, options["time_limit"] - building)
+    chosen = {key: value for key, value in options.items() if value is not None}
+    if options["patience"] == math.inf:  # no early stop: the settings spell that None
+        chosen["patience"] = None
+    return NativeSettings(num_reads=None if num_reads is None else int(num_reads), **chosen)
+
+
+def _solve_plain(
+    structure: BMFStructure,
+    settings: NativeSettings,
+    seed: int | None,
+    initial_factors: Any,
+    requested_time_limit: float | None,
+) -> _Answer:
+    """Plain BMF by the portfolio; ``info`` quotes the time limit as the caller gave it."""
+    result = solve_bmf(
+        structure.A,
+        structure.rank,
+        one_hot=structure.one_hot,
+        initial_factors=initial_factors,
+        seed=seed,
+        settings=settings,
+    )
+    solutions, errors, info = _answer(result.solutions, result.info)
+    if requested_time_limit is not None:
+        info["time_limit"] = requested_time_limit
+    return solutions, errors, info
+
+
+def _solve_weighted(
+    structure: BMFStructure,
+    weights: np.ndarray,
+    num_reads: int | None,
+    seed: int | None,
+    initial_factors: Any,
+    num_solutions: int | None,
+) -> _Answer:
+    """Masked or weighted BMF (``weights``, the structure's own) by restarted weighted ALS."""
+    result = solve_weighted_bmf(
+        structure.A,
+        weights,
+        structure.rank,
+        one_hot=structure.one_hot,
+        num_reads=_WEIGHTED_READS if num_reads is None else int(num_reads),
+        seed=seed,
+        initial_factors=initial_factors,
+        num_solutions=1 if num_solutions is None else int(num_solutions),
+    )
+    return _answer(result.solutions, result.info)
+
+
+def _answer(found: Sequence[tuple[np.ndarray, np.ndarray, float]], info: dict[str, Any]) -> _Answer:
+    """``(U, V, error)`` triples as the SampleSet takes them, and a copy of ``info``."""
+    return [(U, V) for U, V, _ in found], [float(error) for _, _, error in found], dict(info)

@@ -48,6 +48,14 @@ def _simulated_annealing_sampler() -> dimod.Sampler:
     return SimulatedAnnealingSampler()
 
 
+def _count_warm_starts(
+    sampler: Initialized, bqm: dimod.BinaryQuadraticModel, initial_states: Any
+) -> int:
+    """How many warm starts ``initial_states`` holds (0 for None), checked with bmfdsl's
+    errors before dwave-samplers sees them."""
+    return 0 if initial_states is None else len(sampler.given_states(bqm, initial_states))
+
+
 class NealBackend(BackendSampler, Initialized):
     """Simulated annealing (``dwave.samplers.SimulatedAnnealingSampler``).
 
@@ -96,7 +104,7 @@ class NealBackend(BackendSampler, Initialized):
         sampler = _simulated_annealing_sampler()
         # num_reads None lets dwave-samplers default to one read per initial state (or 1)
         num_reads, seed, time_limit = check_run_options(num_reads, seed, time_limit)
-        given = 0 if initial_states is None else len(self.given_states(bqm, initial_states))
+        given = _count_warm_starts(self, bqm, initial_states)
         # the rest go to dwave-samplers as given; its own defaults stand for the others
         options = given_options(
             initial_states=initial_states,
@@ -187,7 +195,7 @@ class TabuBackend(BackendSampler, Initialized):
         from dwave.samplers import TabuSampler
 
         num_reads, seed, time_limit = check_run_options(num_reads, seed, time_limit)
-        given = 0 if initial_states is None else len(self.given_states(bqm, initial_states))
+        given = _count_warm_starts(self, bqm, initial_states)
         timeout = None
         if time_limit is not None:
             timeout = max(1, round(time_limit * 1000 / (num_reads or given or 1)))
@@ -232,8 +240,7 @@ class SteepestBackend(BackendSampler, Initialized):
         from dwave.samplers import SteepestDescentSolver
 
         num_reads, seed, _ = check_run_options(num_reads, seed, None)
-        if initial_states is not None:
-            self.given_states(bqm, initial_states)  # bmfdsl's error for a state it cannot take
+        _count_warm_starts(self, bqm, initial_states)  # bmfdsl's error for a state it cannot take
         options = given_options(
             initial_states=initial_states,
             initial_states_generator=initial_states_generator,

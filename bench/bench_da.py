@@ -31,11 +31,11 @@ import numpy as np
 import scipy.sparse
 
 from bmfdsl.apps import make_bernoulli, make_exact_rank
-from bmfdsl.backends.da import DASampler, default_temperatures, prepare_bqm
+from bmfdsl.backends.da import DASampler
 from bmfdsl.backends.neal import NealBackend
 from bmfdsl.errors import BackendUnavailableError
 from bmfdsl.modeling import compile_model
-from bmfdsl.solvers.da import ArrayRuns, get_array_module
+from bmfdsl.solvers.da import ArrayRuns, default_temperatures, get_array_module, prepare_bqm
 from bmfdsl.solvers.da._array import dense_couplings
 
 

@@ -10,10 +10,11 @@ import dimod.testing
 import numpy as np
 import pytest
 
-from bmfdsl.backends import da as da_backend
-from bmfdsl.backends.da import DASampler, default_temperatures, prepare_bqm
+from bmfdsl.backends._common import round_seeds
+from bmfdsl.backends.da import DASampler
 from bmfdsl.errors import InvalidParameterError, UnknownNameError
-from bmfdsl.solvers.da import da_anneal
+from bmfdsl.solvers.da import DASettings, da_anneal, default_temperatures, prepare_bqm, run_da
+from bmfdsl.solvers.da import _driver as da_driver
 from bmfdsl.solvers.da._kernel import local_fields
 from bmfdsl.testing import random_integer_bqm
 
@@ -121,8 +122,8 @@ def test_time_limited_reads_restart_and_keep_their_best(device):
 
 def test_rounds_start_only_while_one_fits(monkeypatch):
     clock = [0.0]
-    monkeypatch.setattr(da_backend.time, "perf_counter", lambda: clock[0])
-    rounds = da_backend._Rounds(limit=1.0, round_sweeps=1000)
+    monkeypatch.setattr(da_driver.time, "perf_counter", lambda: clock[0])
+    rounds = da_driver._Rounds(limit=1.0, round_sweeps=1000)
     assert rounds.another()
     rounds.done(500)
     assert rounds.progress() == 0.5  # by iterations
@@ -136,7 +137,7 @@ def test_rounds_start_only_while_one_fits(monkeypatch):
     assert not rounds.another()  # 0.3 s left, under half the last round's 0.7 s
     assert rounds.count == 1 and rounds.sweeps_per_anneal() == 1000
     clock[0] = 0.0
-    quick = da_backend._Rounds(limit=1.0, round_sweeps=10)
+    quick = da_driver._Rounds(limit=1.0, round_sweeps=10)
     started = 0
     while quick.another():
         started += 1
@@ -144,13 +145,43 @@ def test_rounds_start_only_while_one_fits(monkeypatch):
         clock[0] += 0.3  # rounds of 0.3 s start at 0, 0.3, 0.6 and (0.1 s left) not at 0.9 s
     assert started == 3
     clock[0] = 0.0
-    squeezed = da_backend._Rounds(limit=1.0, round_sweeps=10)
+    squeezed = da_driver._Rounds(limit=1.0, round_sweeps=10)
     assert squeezed.another()
     clock[0] = 0.6
     assert squeezed.another()  # 0.4 s left of a 0.6 s round: a last round on the clock
     assert squeezed.progress() == 0.0
     clock[0] = 0.8
     assert squeezed.progress() == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("mode", ["anneal", "replica-exchange"])
+def test_the_backend_answers_what_the_driver_runs(mode):
+    bqm = random_integer_bqm(12, 4)
+    h, indptr, indices, data, labels = prepare_bqm(bqm)
+    hot, cold = default_temperatures(h, indptr, data)
+    settings = DASettings(
+        num_reads=3,
+        seed=5,
+        mode=mode,
+        device="cpu",
+        num_sweeps=300,
+        time_limit=None,
+        hot=hot,
+        cold=cold,
+        interval=1,
+        increase=cold,
+        replicas=4,
+        swap_interval=10,
+    )
+    starts = np.random.default_rng(5).integers(0, 2, size=(3, len(labels)), dtype=np.int8)
+    run = run_da(settings, (h, indptr, indices, data), starts, round_seeds(5, 3))
+    assert run.states.shape == (3, len(labels)) and run.sweeps_per_anneal == 300
+    assert run.anneals_per_read == 1.0 and run.anneal_seconds > 0
+    sampleset = DASampler().sample(
+        bqm, num_reads=3, num_sweeps=300, seed=5, mode=mode, num_replicas=4
+    )
+    columns = [sampleset.variables.index(v) for v in labels]  # the SampleSet sorts labels
+    np.testing.assert_array_equal(sampleset.record.sample[:, columns], run.states)
 
 
 def test_bad_parameters_are_rejected():

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import scipy.sparse
 
-from bmfdsl.backends.da import DASampler, prepare_bqm
+from bmfdsl.backends.da import DASampler
 from bmfdsl.errors import BackendUnavailableError, InvalidParameterError
-from bmfdsl.solvers.da import ArrayRuns, get_array_module
+from bmfdsl.solvers.da import ArrayRuns, get_array_module, prepare_bqm
 from bmfdsl.solvers.da import _array as da_array
 from bmfdsl.solvers.da._array import da_anneal_array, dense_couplings
 from bmfdsl.solvers.da._cuda import FUSED_KERNEL_SOURCE, fused_iterate

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from bmfdsl.errors import BackendUnavailableError, InvalidParameterError, SolverError
+from bmfdsl.linalg import squared_error
 
 __all__ = [
     "CPU_SECONDS_PER_DETERMINISTIC_UNIT",
@@ -147,55 +148,132 @@ def solve_exact(
     cp_model = require_ortools()
     seconds = check_seconds(seconds)
     A = np.asarray(A, dtype=np.int8)
-    row_lines, row_group, row_count = _groups(A)
-    reduced_t, col_group, col_count = _groups(np.ascontiguousarray(row_lines.T))
-    R = np.ascontiguousarray(reduced_t.T).astype(np.int64)  # distinct rows x distinct columns
-    mr, nr = R.shape
+    reduced = _Reduced.of(A)
+    mr, nr = reduced.R.shape
     literals = mr * rank + nr * rank + mr * nr * rank * (2 if rank > 1 else 1)
     info: dict[str, Any] = {"reduced_shape": [mr, nr], "literals": literals}
-    hint_error = None
-    if hint is not None:
-        hint_U = np.asarray(hint[0], dtype=np.int8)
-        hint_V = np.asarray(hint[1], dtype=np.int8)
-        from bmfdsl.linalg import squared_error
-
-        hint_error = squared_error(A, hint_U, hint_V)
+    known = None if hint is None else _Known.of(A, hint)
     if literals > MAX_MODEL_LITERALS:
         info.update(status="skipped", reason=f"model too large ({literals} literals)")
-        return _unsolved(hint, hint_error, lower_bound, info)
+        return _unsolved(known, lower_bound, info)
+    bmf = _build_model(cp_model, reduced, rank, one_hot, lower_bound)
+    if known is not None:
+        _add_known_hint(bmf, A, known, reduced, one_hot)
+    solver, status = _solve_model(cp_model, bmf.model, seconds, seed, num_workers, info)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        proven = math.ceil(solver.BestObjectiveBound() - 1e-6)
+        return _unsolved(known, max(lower_bound, int(proven)), info)
+    return _read_answer(
+        solver, status == cp_model.OPTIMAL, bmf, A, reduced, known, lower_bound, info
+    )
 
+
+@dataclass(frozen=True)
+class _Reduced:
+    """``A`` with identical rows and identical columns merged.
+
+    Attributes:
+        R: distinct rows x distinct columns (int64).
+        row_group, col_group: each row's (column's) index among the distinct ones.
+        row_count, col_count: how many rows (columns) each distinct one stands for.
+    """
+
+    R: np.ndarray
+    row_group: np.ndarray
+    row_count: np.ndarray
+    col_group: np.ndarray
+    col_count: np.ndarray
+
+    @classmethod
+    def of(cls, A: np.ndarray) -> _Reduced:
+        row_lines, row_group, row_count = _groups(A)
+        reduced_t, col_group, col_count = _groups(np.ascontiguousarray(row_lines.T))
+        R = np.ascontiguousarray(reduced_t.T).astype(np.int64)
+        return cls(R, row_group, row_count, col_group, col_count)
+
+
+@dataclass(frozen=True)
+class _Known:
+    """A given solution (the hint) as int8 factors, and its error on ``A``."""
+
+    U: np.ndarray
+    V: np.ndarray
+    error: int
+
+    @classmethod
+    def of(cls, A: np.ndarray, hint: tuple[np.ndarray, np.ndarray]) -> _Known:
+        U = np.asarray(hint[0], dtype=np.int8)
+        V = np.asarray(hint[1], dtype=np.int8)
+        return cls(U, V, squared_error(A, U, V))
+
+
+@dataclass
+class _BMFModel:
+    """The CP-SAT model of a reduced BMF and its literals: ``u[i][k]``, ``v[j][k]``, the
+    products ``w[i, j, k] = u_ik ∧ v_jk`` and the thresholds ``t[i, j, s] = [x_ij >= s + 1]``
+    (none at rank 1, where ``x_ij = w_ij0``)."""
+
+    model: Any
+    u: list[list[Any]]
+    v: list[list[Any]]
+    products: dict[tuple[int, int, int], Any] = field(default_factory=dict)
+    thresholds: dict[tuple[int, int, int], Any] = field(default_factory=dict)
+
+
+def _build_model(
+    cp_model: Any, reduced: _Reduced, rank: int, one_hot: str | None, lower_bound: int
+) -> _BMFModel:
+    """The all-Boolean model of the module docstring, minimising the error (at least
+    ``lower_bound``). The order of variables and constraints is fixed: it is CP-SAT's input,
+    so it decides the answer for a seed."""
+    mr, nr = reduced.R.shape
     model = cp_model.CpModel()
     u = [[model.NewBoolVar(f"u{i}_{k}") for k in range(rank)] for i in range(mr)]
     v = [[model.NewBoolVar(f"v{j}_{k}") for k in range(rank)] for j in range(nr)]
-    zero_rows = np.logical_not(R.any(axis=1)).tolist()
-    zero_cols = np.logical_not(R.any(axis=0)).tolist()
-    for i in range(mr):
-        if one_hot == "U":
-            model.AddExactlyOne(u[i])
-        elif zero_rows[i]:
-            for k in range(rank):
-                model.Add(u[i][k] == 0)
-    for j in range(nr):
-        if one_hot == "V":
-            model.AddExactlyOne(v[j])
-        elif zero_cols[j]:
-            for k in range(rank):
-                model.Add(v[j][k] == 0)
+    bmf = _BMFModel(model, u, v)
+    _constrain_factor_rows(model, u, np.logical_not(reduced.R.any(axis=1)), one_hot == "U")
+    _constrain_factor_rows(model, v, np.logical_not(reduced.R.any(axis=0)), one_hot == "V")
+    constant, objective = _add_error_terms(bmf, reduced, rank)
+    _order_columns_of_u(model, u, rank)
+    error_expr = constant + sum(coefficient * level for level, coefficient in objective)
+    if lower_bound > 0:
+        model.Add(error_expr >= int(lower_bound))
+    model.Minimize(error_expr)
+    return bmf
+
+
+def _constrain_factor_rows(
+    model: Any, rows: list[list[Any]], zero_lines: np.ndarray, one_hot: bool
+) -> None:
+    """Each factor row has exactly one 1 (one-hot side), else is all zero for a zero line."""
+    for row, zero in zip(rows, zero_lines.tolist(), strict=True):
+        if one_hot:
+            model.AddExactlyOne(row)
+        elif zero:
+            for literal in row:
+                model.Add(literal == 0)
+
+
+def _add_error_terms(
+    bmf: _BMFModel, reduced: _Reduced, rank: int
+) -> tuple[int, list[tuple[Any, int]]]:
+    """Products and thresholds for every reduced entry; the error as a constant plus
+    ``(literal, coefficient)`` terms, each entry weighted by the lines it stands for."""
+    model, u, v = bmf.model, bmf.u, bmf.v
+    mr, nr = reduced.R.shape
     objective: list[tuple[Any, int]] = []
     constant = 0
-    products: dict[tuple[int, int, int], Any] = {}
-    thresholds: dict[tuple[int, int, int], Any] = {}
     for i in range(mr):
         for j in range(nr):
-            weight = int(row_count[i] * col_count[j])
-            a = int(R[i, j])
+            weight = int(reduced.row_count[i] * reduced.col_count[j])
+            a = int(reduced.R[i, j])
             terms = []
             for k in range(rank):
                 w = model.NewBoolVar(f"w{i}_{j}_{k}")
                 model.AddImplication(w, u[i][k])
                 model.AddImplication(w, v[j][k])
                 model.AddBoolOr([w, u[i][k].Not(), v[j][k].Not()])
-                products[i, j, k] = w
+                bmf.products[i, j, k] = w
                 terms.append(w)
             if rank == 1:
                 levels = terms  # x = w itself
@@ -205,12 +283,18 @@ def solve_exact(
                     model.AddImplication(levels[s + 1], levels[s])
                 model.Add(sum(levels) == sum(terms))
                 for s, level in enumerate(levels):
-                    thresholds[i, j, s] = level
+                    bmf.thresholds[i, j, s] = level
             constant += weight * a
             for s, level in enumerate(levels, start=1):
                 objective.append((level, weight * (2 * s - 1 - 2 * a)))
-    # lexicographic order of U's columns, k >= k + 1 with row 0 most significant: while the
-    # prefix is equal (literal `prefix`), d_i <= c_i; a row where c_i == d_i keeps it equal
+    return constant, objective
+
+
+def _order_columns_of_u(model: Any, u: list[list[Any]], rank: int) -> None:
+    """Symmetry breaking: U's columns in non-increasing lexicographic order, row 0 most
+    significant. While the prefix is equal (literal ``prefix``), ``d_i <= c_i``; a row where
+    ``c_i == d_i`` keeps it equal."""
+    mr = len(u)
     for k in range(rank - 1):
         prefix: Any = None  # None: the empty prefix, always equal
         for i in range(mr):
@@ -223,27 +307,34 @@ def solve_exact(
             model.AddBoolOr([*guard, c, following])  # c = d = 0: still equal
             model.AddBoolOr([*guard, d.Not(), following])  # c = d = 1: still equal
             prefix = following
-    error_expr = constant + sum(coefficient * level for level, coefficient in objective)
-    if lower_bound > 0:
-        model.Add(error_expr >= int(lower_bound))
-    model.Minimize(error_expr)
 
-    if hint is not None:
-        reduced_hint = _reduce_hint(A, hint_U, hint_V, row_group, col_group, one_hot)
-        if reduced_hint is not None:
-            hu, hv = _lex_sorted(*reduced_hint)
-            for i in range(mr):
-                for k in range(rank):
-                    model.AddHint(u[i][k], int(hu[i, k]))
-            for j in range(nr):
-                for k in range(rank):
-                    model.AddHint(v[j][k], int(hv[j, k]))
-            x = hu.astype(np.int64) @ hv.T.astype(np.int64)
-            for (i, j, k), w in products.items():
-                model.AddHint(w, int(hu[i, k] * hv[j, k]))
-            for (i, j, s), level in thresholds.items():
-                model.AddHint(level, int(x[i, j] >= s + 1))
 
+def _add_known_hint(
+    bmf: _BMFModel, A: np.ndarray, known: _Known, reduced: _Reduced, one_hot: str | None
+) -> None:
+    """The known solution, reduced and in lexicographic column order, as a hint for every
+    literal (so it stays a feasible hint)."""
+    reduced_hint = _reduce_hint(A, known.U, known.V, reduced.row_group, reduced.col_group, one_hot)
+    if reduced_hint is None:
+        return
+    hu, hv = _lex_sorted(*reduced_hint)
+    model = bmf.model
+    for literals, values in ((bmf.u, hu), (bmf.v, hv)):
+        for row, row_values in zip(literals, values.tolist(), strict=True):
+            for literal, value in zip(row, row_values, strict=True):
+                model.AddHint(literal, int(value))
+    x = hu.astype(np.int64) @ hv.T.astype(np.int64)
+    for (i, j, k), w in bmf.products.items():
+        model.AddHint(w, int(hu[i, k] * hv[j, k]))
+    for (i, j, s), level in bmf.thresholds.items():
+        model.AddHint(level, int(x[i, j] >= s + 1))
+
+
+def _solve_model(
+    cp_model: Any, model: Any, seconds: float, seed: int, num_workers: int, info: dict[str, Any]
+) -> tuple[Any, Any]:
+    """CP-SAT on ``model`` within the deterministic budget of ``seconds``: the solver and
+    its status; ``info`` gets the status, times, seed and workers."""
     solver = cp_model.CpSolver()
     parameters = solver.parameters
     parameters.random_seed = int(seed)
@@ -263,37 +354,42 @@ def solve_exact(
     )
     if status in (cp_model.INFEASIBLE, cp_model.MODEL_INVALID):  # never for a valid model
         raise SolverError(f"CP-SAT found the BMF model {solver.StatusName(status)}; a bug")
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        proven = math.ceil(solver.BestObjectiveBound() - 1e-6)
-        return _unsolved(hint, hint_error, max(lower_bound, int(proven)), info)
-    bound = max(int(lower_bound), math.ceil(solver.BestObjectiveBound() - 1e-6))
-    value = round(solver.ObjectiveValue())
-    found_U = np.array([[solver.Value(u[i][k]) for k in range(rank)] for i in range(mr)], np.int8)
-    found_V = np.array([[solver.Value(v[j][k]) for k in range(rank)] for j in range(nr)], np.int8)
-    U_full, V_full = found_U[row_group], found_V[col_group]
-    from bmfdsl.linalg import squared_error
-
-    error = squared_error(A, U_full, V_full)
-    if error != value:  # the model and the matrix disagree: a bug, never a silent answer
-        raise SolverError(f"CP-SAT objective {value} != recomputed error {error}; a bug")
-    if hint is not None and hint_error is not None and hint_error <= error:
-        U_full, V_full, error = hint_U, hint_V, hint_error
-    bound = min(bound, error)
-    optimal = status == cp_model.OPTIMAL or bound >= error
-    return ExactResult(U_full, V_full, int(error), int(error if optimal else bound), optimal, info)
+    return solver, status
 
 
-def _unsolved(
-    hint: tuple[np.ndarray, np.ndarray] | None,
-    hint_error: int | None,
+def _read_answer(
+    solver: Any,
+    proven_optimal: bool,
+    bmf: _BMFModel,
+    A: np.ndarray,
+    reduced: _Reduced,
+    known: _Known | None,
     lower_bound: int,
     info: dict[str, Any],
 ) -> ExactResult:
-    if hint is None or hint_error is None:
+    """The solution CP-SAT found, expanded to ``A``'s shape and checked against its
+    objective; the known solution instead when it is no worse; the bound it proved."""
+    bound = max(int(lower_bound), math.ceil(solver.BestObjectiveBound() - 1e-6))
+    value = round(solver.ObjectiveValue())
+    found_U = np.array([[solver.Value(literal) for literal in row] for row in bmf.u], np.int8)
+    found_V = np.array([[solver.Value(literal) for literal in row] for row in bmf.v], np.int8)
+    U_full, V_full = found_U[reduced.row_group], found_V[reduced.col_group]
+    error = squared_error(A, U_full, V_full)
+    if error != value:  # the model and the matrix disagree: a bug, never a silent answer
+        raise SolverError(f"CP-SAT objective {value} != recomputed error {error}; a bug")
+    if known is not None and known.error <= error:
+        U_full, V_full, error = known.U, known.V, known.error
+    bound = min(bound, error)
+    optimal = proven_optimal or bound >= error
+    return ExactResult(U_full, V_full, int(error), int(error if optimal else bound), optimal, info)
+
+
+def _unsolved(known: _Known | None, lower_bound: int, info: dict[str, Any]) -> ExactResult:
+    """No solution from CP-SAT: the known one (if any) with the bound proved."""
+    if known is None:
         return ExactResult(None, None, None, int(lower_bound), False, info)
-    bound = min(int(lower_bound), hint_error)
-    U, V = (np.asarray(f, dtype=np.int8) for f in hint)
-    return ExactResult(U, V, hint_error, bound, bound >= hint_error, info)
+    bound = min(int(lower_bound), known.error)
+    return ExactResult(known.U, known.V, known.error, bound, bound >= known.error, info)
 
 
 def _reduce_hint(
