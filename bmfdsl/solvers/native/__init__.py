@@ -17,7 +17,7 @@ from bmfdsl.solvers.native._portfolio import (
     compile_kernels,
     solve_bmf,
 )
-from bmfdsl.solvers.native._weighted import solve_weighted_bmf, weighted_als, weighted_error
+from bmfdsl.solvers.native._weighted import solve_weighted_bmf, weighted_als
 
 __all__ = [
     "WORK_PER_SECOND",
@@ -28,5 +28,4 @@ __all__ = [
     "solve_bmf",
     "solve_weighted_bmf",
     "weighted_als",
-    "weighted_error",
 ]
