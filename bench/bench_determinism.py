@@ -31,8 +31,7 @@ import numpy as np
 from bmfdsl.apps import load_mnist, make_bernoulli, make_exact_rank
 from bmfdsl.linalg import relative_error, squared_error
 from bmfdsl.solvers.methods import baseline
-from bmfdsl.solvers.native import NativeSettings, solve_bmf
-from bmfdsl.solvers.native._portfolio import auto_work_limit, compile_kernels
+from bmfdsl.solvers.native import NativeSettings, auto_work_limit, compile_kernels, solve_bmf
 
 TABLES = {1: "exact", 2: "bernoulli0.2", 3: "bernoulli0.5", 4: "bernoulli0.8"}
 ROOT = Path(__file__).resolve().parent.parent

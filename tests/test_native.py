@@ -17,12 +17,13 @@ import bmfdsl
 from bmfdsl.apps import make_bernoulli, make_exact_rank
 from bmfdsl.backends.native import NativeSampler
 from bmfdsl.errors import InvalidParameterError
-from bmfdsl.linalg import squared_error
+from bmfdsl.linalg import _scoring, code_table, squared_error, weighted_squared_error
 from bmfdsl.modeling import BMFStructure
-from bmfdsl.solvers.native import NativeSettings, exact_rank1, solve_bmf
+from bmfdsl.solvers.native import NativeSettings, exact_rank1, solve_bmf, solve_weighted_bmf
 from bmfdsl.solvers.native._anneal import als_polish, anneal_replicas, row_codes, total_error
 from bmfdsl.solvers.native._portfolio import compile_kernels
 from bmfdsl.testing import check_structured_sampler
+from bmfdsl.timings import WorkBudget
 
 
 def _all_factors(rows: int, rank: int, one_hot: bool = False):
@@ -45,13 +46,86 @@ def _brute_force(A: np.ndarray, rank: int, one_hot: str | None = None) -> int:
 
 @pytest.mark.parametrize("rank", [1, 2, 3, 5])
 def test_row_codes_are_a_gray_sequence_of_every_code(rank):
-    codes, flips = row_codes(rank, one_hot=False)
+    codes, flips = row_codes(rank, exactly_one=False)
     assert len({tuple(c) for c in codes.tolist()}) == 2**rank
     for t in range(1, 2**rank):
         differ = np.flatnonzero(codes[t] != codes[t - 1])
         assert differ.tolist() == [flips[t]]
-    one_hot, _ = row_codes(rank, one_hot=True)
+    one_hot, _ = row_codes(rank, exactly_one=True)
     assert (one_hot.sum(axis=1) == 1).all() and len(one_hot) == rank
+
+
+@pytest.mark.parametrize("rank", [1, 3, 6])
+def test_code_table_orders_are_permutations_that_break_ties_as_documented(rank):
+    index = code_table(rank, False)
+    as_codes = {order: code_table(rank, False, order) for order in ("gray", "lexicographic")}
+    for table in (index, *as_codes.values()):
+        assert sorted(map(tuple, table.tolist())) == sorted(map(tuple, index.tolist()))
+        assert not table.flags.writeable  # shared by every caller
+    code_of_row = index @ (1 << np.arange(rank))
+    assert code_of_row.tolist() == list(range(2**rank))  # row c is code c
+    lexicographic = np.array(list(itertools.product((0, 1), repeat=rank)), dtype=np.int8)
+    assert np.array_equal(as_codes["lexicographic"], lexicographic)
+    steps = np.abs(np.diff(as_codes["gray"].astype(int), axis=0)).sum(axis=1)
+    assert (steps == 1).all()  # one bit per step: the annealing kernels' incremental scores
+    for order in ("index", "gray", "lexicographic"):
+        assert np.array_equal(code_table(rank, True, order), np.eye(rank, dtype=np.int8))
+
+
+def test_code_table_rejects_an_unknown_order():
+    with pytest.raises(InvalidParameterError, match="order must be"):
+        code_table(2, False, "binary")
+
+
+def test_weighted_squared_error_is_the_weighted_residual_in_every_chunking(monkeypatch):
+    rng = np.random.default_rng(5)
+    A = (rng.random((37, 11)) < 0.5).astype(np.int8)
+    U = (rng.random((37, 3)) < 0.5).astype(np.int8)
+    V = (rng.random((11, 3)) < 0.5).astype(np.int8)
+    weights = rng.integers(0, 4, size=A.shape).astype(np.float64)  # integers: exact sums
+    expected = float((weights * (A - U.astype(int) @ V.T) ** 2).sum())
+    assert weighted_squared_error(A, U, V, weights) == expected
+    assert BMFStructure(A, 3, weights=weights).error(U, V) == expected
+    assert weighted_squared_error(A, U, V, np.ones(A.shape)) == squared_error(A, U, V)
+    monkeypatch.setattr(_scoring, "_ERROR_CHUNK_ENTRIES", 50)  # chunks of 4 rows
+    assert weighted_squared_error(A, U, V, weights) == expected
+
+
+def test_work_budget_counts_work_and_watches_an_opt_in_deadline():
+    budget = WorkBudget(work_limit=10.0, seconds_per_unit=0.5)
+    assert budget.deadline is None and budget.affords(10.0) and not budget.affords(10.5)
+    budget.spend(4.0, seconds=1.0)
+    assert budget.work == 4.0 and budget.seconds_per_unit == 0.25
+    assert budget.remaining() == 6.0 and not budget.fits_work(7.0)
+    budget.spend(7.0)  # a step may overrun: the budget only says what it can afford
+    assert budget.remaining() == 0.0 and budget.seconds_per_unit == 0.25
+    unbounded = WorkBudget()
+    assert unbounded.affords(1e300) and unbounded.remaining() == math.inf
+    started = time.perf_counter()
+    timed = WorkBudget(time_limit=60.0, seconds_per_unit=1e-3, started=started)
+    assert timed.deadline == started + 60.0
+    assert timed.affords(1e3) and not timed.affords(1e6)  # 1 s fits, 1,000 s does not
+    assert not timed.fits_time(61.0) and 0 < timed.remaining() <= 60_000
+    assert WorkBudget(time_limit=0.0, started=started - 1).remaining() == 0.0
+
+
+@pytest.mark.parametrize("one_hot", [None, "V"])
+def test_weighted_solver_restarts_num_reads_times_whatever_the_seeds(one_hot):
+    rng = np.random.default_rng(2)
+    A = (rng.random((9, 6)) < 0.5).astype(np.int8)
+    C = (rng.random((9, 6)) < 0.8).astype(np.float64)
+    U0 = np.zeros((9, 2), np.int8)
+    V0 = np.eye(2, dtype=np.int8)[np.arange(6) % 2]
+    for reads, warm in ((0, ()), (5, ()), (5, [(U0, V0)])):
+        result = solve_weighted_bmf(A, C, 2, one_hot=one_hot, num_reads=reads, initial_factors=warm)
+        assert result.info["starts"] == reads + 1 + len(warm)
+        U, V, error = result.solutions[0]
+        assert error == pytest.approx(weighted_squared_error(A, U, V, C))
+        if one_hot == "V":
+            assert (V.sum(axis=1) == 1).all()
+    again = solve_weighted_bmf(A, C, 2, one_hot=one_hot, num_reads=7, seed=4)
+    once = solve_weighted_bmf(A, C, 2, one_hot=one_hot, num_reads=7, seed=4)
+    assert np.array_equal(again.solutions[0][0], once.solutions[0][0])
 
 
 def _bls_reference(A, V, one_hot=False):

@@ -33,6 +33,6 @@ if TYPE_CHECKING:
         exact_gram,
         is_dask_array,
     )
-    from bmfdsl.linalg._scoring import relative_error, squared_error
+    from bmfdsl.linalg._scoring import relative_error, squared_error, weighted_squared_error
 
 __getattr__, __dir__, __all__ = lazy_exports(globals())

@@ -14,11 +14,15 @@ once per process, on first use. Errors are exact integers.
 from __future__ import annotations
 
 import functools
+from typing import Literal
 
 import numba
 import numpy as np
 
+from bmfdsl.errors import InvalidParameterError
+
 __all__ = [
+    "CodeOrder",
     "als_loop",
     "code_table",
     "dense_cross",
@@ -31,21 +35,45 @@ __all__ = [
 ]
 
 
-@functools.lru_cache(maxsize=64)
-def code_table(rank: int, one_hot: bool) -> np.ndarray:
-    """All candidate rows of a 0/1 factor in code-index order, built once per argument pair.
+#: The orders :func:`code_table` lists codes in (see there).
+CodeOrder = Literal["index", "gray", "lexicographic"]
 
-    Code ``c`` has bit ``k`` (``(c >> k) & 1``) in column ``k``; with ``one_hot`` the codes are
-    the rows of the identity. The table is read-only (it is shared).
+
+@functools.lru_cache(maxsize=64)
+def code_table(rank: int, exactly_one: bool, order: CodeOrder = "index") -> np.ndarray:
+    """All candidate rows of a 0/1 factor, built once per argument triple.
+
+    With ``exactly_one`` the codes are the ``rank`` rows of the identity (a one-hot factor), in
+    every order. Otherwise all ``2**rank`` codes, where code ``c`` has bit ``k``
+    (``(c >> k) & 1``) in column ``k``, listed in one of three orders; an exact solver takes the
+    first of equally good codes, so the order is how it breaks ties:
+
+    * ``"index"``: row ``c`` is code ``c`` (the BLS/ALS kernels: ties go to the lowest code);
+    * ``"gray"``: row ``t`` is code ``t ^ (t >> 1)``, the reflected Gray code: consecutive rows
+      differ in one bit, which the annealing kernels score incrementally;
+    * ``"lexicographic"``: rows sorted by column 0, then column 1, ... (as
+      ``itertools.product((0, 1), repeat=rank)``): row ``t`` is code ``t`` with its ``rank``
+      bits reversed (the weighted BLS).
+
+    The table is read-only (it is shared).
 
     >>> code_table(2, False).tolist(), code_table(2, True).tolist()
     ([[0, 0], [1, 0], [0, 1], [1, 1]], [[1, 0], [0, 1]])
+    >>> code_table(2, False, "gray").tolist(), code_table(2, False, "lexicographic").tolist()
+    ([[0, 0], [1, 0], [1, 1], [0, 1]], [[0, 0], [0, 1], [1, 0], [1, 1]])
     """
-    if one_hot:
+    if order not in ("index", "gray", "lexicographic"):
+        raise InvalidParameterError(
+            f"order must be 'index', 'gray' or 'lexicographic'; got {order!r}"
+        )
+    if exactly_one:
         codes = np.eye(rank, dtype=np.int8)
     else:
-        indices = np.arange(2**rank, dtype=np.int64)[:, None]
-        codes = ((indices >> np.arange(rank)) & 1).astype(np.int8)
+        rows = np.arange(2**rank, dtype=np.int64)
+        if order == "gray":
+            rows ^= rows >> 1
+        bits = np.arange(rank)[::-1] if order == "lexicographic" else np.arange(rank)
+        codes = ((rows[:, None] >> bits) & 1).astype(np.int8)
     codes.flags.writeable = False
     return codes
 
@@ -179,7 +207,7 @@ def solve_rows_exact(
     rank = factor.shape[1]
     factor_gram = gram(factor)
     quad = _code_quadratics(codes, factor_gram)
-    one_hot = codes.shape[0] == rank  # 2^r codes otherwise (never equal to r)
+    exactly_one = codes.shape[0] == rank  # 2^r codes otherwise (never equal to r)
     cross = np.zeros(rank, dtype=np.int64)
     total = 0
     for i in range(rows):
@@ -209,7 +237,7 @@ def solve_rows_exact(
                     current -= 2 * cross[k]
                     for l in range(rank):
                         current += factor_gram[k, l] * out[i, l]
-            if current <= best_score and (ones == 1 or not one_hot):
+            if current <= best_score and (ones == 1 or not exactly_one):
                 total += norm + current
                 continue
         for k in range(rank):

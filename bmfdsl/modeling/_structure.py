@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Literal
 import dimod
 import numpy as np
 
-from bmfdsl.linalg import squared_error
+from bmfdsl.linalg import squared_error, weighted_squared_error
 
 __all__ = ["BMFStructure", "OneHotSide", "StructuredSampler"]
 
@@ -69,14 +69,7 @@ class BMFStructure:
             return float(squared_error(self.A, U, V))
         weights = self.entry_weights
         assert weights is not None
-        step = max(1, _CHUNK_ENTRIES // max(self.shape[1], 1))
-        Vt = V.astype(np.float64).T
-        total = 0.0
-        for start in range(0, self.shape[0], step):
-            rows = slice(start, start + step)
-            residual = self.A[rows].astype(np.float64) - U[rows].astype(np.float64) @ Vt
-            total += float((weights[rows] * residual * residual).sum())
-        return total
+        return weighted_squared_error(self.A, U, V, weights)
 
     def errors(self, U: np.ndarray, V: np.ndarray) -> np.ndarray:
         """The objective for stacked ``U`` (S, m, r) and ``V`` (S, n, r): shape (S,)."""
@@ -96,10 +89,6 @@ class BMFStructure:
         return dimod.SampleSet.from_samples(
             (samples, self.labels()), dimod.BINARY, energy=energies, info=info, sort_labels=False
         )
-
-
-#: entries per chunk of the weighted residual
-_CHUNK_ENTRIES = 2**20
 
 
 @functools.lru_cache(maxsize=8)

@@ -431,7 +431,8 @@ def _factorize_masked(
     timer: StageTimer,
 ) -> Factorization:
     """Missing data: the model sees the mask; the error and ALS count observed entries only."""
-    from bmfdsl.solvers.native import weighted_als, weighted_error
+    from bmfdsl.linalg import weighted_squared_error
+    from bmfdsl.solvers.native import weighted_als
     from bmfdsl.validation import check_mask
 
     one_hot = check_one_hot(one_hot)
@@ -453,7 +454,7 @@ def _factorize_masked(
     info.update(solution.info)
     C = observed.astype(np.float64)
     U, V = solution.U, solution.V
-    error = weighted_error(A, C, U, V)
+    error = weighted_squared_error(A, U, V, C)
     info["error_before_als"] = round(error)
     if als:
         U, V, error = timer.run("als", weighted_als, A, C, U, V, one_hot)

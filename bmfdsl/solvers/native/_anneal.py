@@ -17,7 +17,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from bmfdsl.linalg import als_loop, dense_cross, gram, solve_rows_exact
+from bmfdsl.linalg import als_loop, code_table, dense_cross, gram, solve_rows_exact
 
 __all__ = [
     "als_polish",
@@ -32,31 +32,27 @@ __all__ = [
 _CUTOFF = 30.0
 
 
-def row_codes(rank: int, one_hot: bool) -> tuple[np.ndarray, np.ndarray]:
+def row_codes(rank: int, exactly_one: bool) -> tuple[np.ndarray, np.ndarray]:
     """The candidate rows of a factor and the Gray-code bit flipped to reach each.
 
-    Returns ``(codes, flip_bit)``: ``codes`` is ``K x rank`` int8 (all ``2**rank`` codes in
-    Gray order, or the ``rank`` one-hot codes); ``flip_bit[t]`` is the bit that differs between
+    Returns ``(codes, flip_bit)``: ``codes`` is ``K x rank`` int8, a writable copy of
+    :func:`bmfdsl.linalg.code_table` in ``"gray"`` order (all ``2**rank`` codes, or the ``rank``
+    one-hot codes with ``exactly_one``); ``flip_bit[t]`` is the bit that differs between
     ``codes[t - 1]`` and ``codes[t]`` (``-1`` for the first code, and everywhere for one-hot).
 
-    >>> codes, flips = row_codes(2, one_hot=False)
+    >>> codes, flips = row_codes(2, exactly_one=False)
     >>> codes.tolist(), flips.tolist()
     ([[0, 0], [1, 0], [1, 1], [0, 1]], [-1, 0, 1, 0])
-    >>> row_codes(2, one_hot=True)[0].tolist()
+    >>> row_codes(2, exactly_one=True)[0].tolist()
     [[1, 0], [0, 1]]
     """
-    if one_hot:
-        return np.eye(rank, dtype=np.int8), np.full(rank, -1, dtype=np.int64)
-    count = 1 << rank
-    codes = np.zeros((count, rank), dtype=np.int8)
-    flip_bit = np.full(count, -1, dtype=np.int64)
-    for t in range(count):
-        gray = t ^ (t >> 1)
-        for k in range(rank):
-            codes[t, k] = (gray >> k) & 1
-        if t:
-            flip_bit[t] = (t & -t).bit_length() - 1
-    return codes, flip_bit
+    # a writable copy: the kernels were compiled for (and cached with) writable arrays
+    codes = code_table(rank, exactly_one, "gray").copy()
+    if exactly_one:
+        return codes, np.full(rank, -1, dtype=np.int64)
+    # Gray step t flips the lowest set bit of t
+    flip_bit = [-1] + [(t & -t).bit_length() - 1 for t in range(1, len(codes))]
+    return codes, np.array(flip_bit, dtype=np.int64)
 
 
 @numba.njit(cache=True)
@@ -91,7 +87,7 @@ def _resample_rows(
     matrix.
     """
     K, r = codes.shape
-    one_hot = flip_bit[K - 1] < 0
+    exactly_one = flip_bit[K - 1] < 0
     quad = np.zeros(K, dtype=np.int64)
     for t in range(K):
         q = 0
@@ -105,7 +101,7 @@ def _resample_rows(
     total = np.int64(0)
     for i in range(X.shape[0]):
         # energies of every code for this row
-        if one_hot:
+        if exactly_one:
             for t in range(K):
                 lin = 0
                 for k in range(r):

@@ -1,0 +1,189 @@
+"""The native solver's settings, its work cost model and its default budget.
+
+Budgets count work, never time, so equal seeds give bit-identical answers under any machine
+load: the solver counts annealing sweeps and exact BLS solves and weighs each by a cost model of
+its kernels (:func:`sweep_work`, :func:`solve_work`, :func:`rank1_sweep_work`; about 3e9 units a
+second on an idle 2-core x86 machine, the one the defaults were calibrated on, hence
+:data:`WORK_PER_SECOND`). :func:`solve_budget` turns :class:`NativeSettings` into the
+:class:`~bmfdsl.timings.WorkBudget` of one solve: :func:`auto_work_limit` by default, plus the
+opt-in wall-clock deadline of ``time_limit``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bmfdsl.errors import InvalidParameterError
+from bmfdsl.solvers.native._certify import DEFAULT_MAX_ENUMERATION
+from bmfdsl.timings import WorkBudget
+
+__all__ = [
+    "MIN_SWEEPS",
+    "WORK_PER_SECOND",
+    "NativeSettings",
+    "auto_time_limit",
+    "auto_work_limit",
+    "rank1_sweep_work",
+    "solve_budget",
+    "solve_work",
+    "sweep_work",
+]
+
+# Work units per elementary step of the kernels in ``_anneal.py``, in thirds of a
+# nanosecond on the idle calibration machine (2 x86 cores; measured per sweep and per BLS
+# solve from 30 x 30 to 20,000 x 2,000 and ranks 2 to 10, and matched to the restarts the old
+# one-second time budget ran in bench/results/native.md).
+_CELL_WORK = 4.0  # one matrix cell of a half sweep (data times the other factor)
+_HOT_CODE_WORK = 25.0  # one candidate row code scored and weighed (exp) at T > 0
+_COLD_CODE_WORK = 24.0  # one candidate row code scored at T = 0 (an exact BLS solve)
+# one matrix cell of an ALS polish on the full matrix (tall data: cache misses, mispredicted
+# branches and the error recount make it slower than a cell of the small annealing core)
+_SOLVE_CELL_WORK = 24.0
+#: Work units per second of the default budget (on the idle calibration machine).
+WORK_PER_SECOND = 3e9
+#: The fewest sweeps worth an annealing restart; below that a restart is skipped.
+MIN_SWEEPS = 50
+
+
+@dataclass(frozen=True)
+class NativeSettings:
+    """Settings of :func:`solve_bmf`; the defaults are used for every table of the paper.
+
+    Attributes:
+        work_limit: work units for the whole solve (seeds, restarts), counted by the cost
+            model of :func:`sweep_work` and :func:`solve_work`, so that the same seed gives
+            the same answer on any machine under any load. ``None``: :func:`auto_work_limit`
+            (about 1 s up to 300,000 matrix cells, growing linearly to at most 4.8 s), unless
+            ``time_limit`` is set (then the clock alone bounds the run). A restart starts only
+            while one like the last of its kind still fits; the certificate and the seeds
+            always run. The solver stops early once the error is 0 or the search stalls
+            (``patience``).
+        time_limit: opt-in wall-clock limit in seconds (JIT compilation excluded). The answer
+            then depends on machine speed and load: **not reproducible**. Restarts and ALS
+            polishes check the clock inside, so the solve ends within about 10% of it.
+        num_reads: maximum number of annealing restarts (``None``: as many as the budget
+            allows).
+        sweeps: maximum sweeps per annealing run (fewer on big inputs so a run takes at most a
+            quarter of the remaining budget).
+        replicas: chains per run (independent for annealing, a temperature ladder for
+            parallel tempering).
+        t_hot, t_cold: temperature range in units of squared error per row.
+        core_rows: tall matrices are annealed on row samples of this size (every other run)
+            and of ``n`` rows (the others).
+        max_solves: cap on exact BLS solves per ALS polish.
+        max_enumeration: work cap of the rank-1 certificate (``2**lines * rows`` row
+            operations for the enumeration, an eighth of it for the branch and bound).
+        num_solutions: how many distinct solutions to return (best first).
+        patience: stop before the budget once this many restarts in a row brought no
+            improvement and at least as many as it took to find the best so far (``None``:
+            always use the whole budget). Small inputs, where hundreds of restarts fit in
+            the budget, usually settle within a few dozen.
+    """
+
+    time_limit: float | None = None
+    num_reads: int | None = None
+    work_limit: float | None = None
+    sweeps: int = 500
+    replicas: int = 4
+    t_hot: float = 3.0
+    t_cold: float = 0.05
+    core_rows: int = 120
+    max_solves: int = 100
+    max_enumeration: int = DEFAULT_MAX_ENUMERATION
+    num_solutions: int = 1
+    patience: int | None = 24
+
+    def __post_init__(self) -> None:
+        checks = {
+            "time_limit": self.time_limit is None or self.time_limit >= 0,
+            "work_limit": self.work_limit is None or self.work_limit >= 0,
+            "sweeps": self.sweeps >= 1,
+            "replicas": self.replicas >= 1,
+            "t_hot": self.t_hot > 0,
+            "t_cold": 0 < self.t_cold <= self.t_hot,
+            "core_rows": self.core_rows >= 1,
+            "max_solves": self.max_solves >= 1,
+            "max_enumeration": self.max_enumeration >= 0,
+            "num_solutions": self.num_solutions >= 1,
+        }
+        if self.num_reads is not None:
+            checks["num_reads"] = self.num_reads >= 0
+        if self.patience is not None:
+            checks["patience"] = self.patience >= 1
+        bad = [name for name, ok in checks.items() if not ok]
+        if bad:
+            values = ", ".join(f"{name}={getattr(self, name)!r}" for name in bad)
+            raise InvalidParameterError(
+                f"invalid native solver setting(s): {values}; time_limit, work_limit, "
+                "max_enumeration and num_reads must be >= 0, 0 < t_cold <= t_hot, the rest >= 1"
+            )
+
+
+def sweep_work(rows: int, cols: int, codes_u: int, codes_v: int) -> float:
+    """Work units of one annealing sweep of one replica on a ``rows x cols`` matrix.
+
+    Both half sweeps pass over every cell and score ``codes_u`` candidate codes per row and
+    ``codes_v`` per column, weighing each (an ``exp``).
+
+    >>> sweep_work(30, 30, 32, 32)
+    55200.0
+    """
+    return 2 * _CELL_WORK * rows * cols + _HOT_CODE_WORK * (rows * codes_u + cols * codes_v)
+
+
+def solve_work(rows: int, cols: int, codes_u: int, codes_v: int) -> float:
+    """Work units of one exact BLS solve (half an ALS round, the mean of its two halves).
+
+    >>> solve_work(30, 30, 32, 32)
+    44640.0
+    """
+    return _SOLVE_CELL_WORK * rows * cols + _COLD_CODE_WORK * (rows * codes_u + cols * codes_v) / 2
+
+
+def rank1_sweep_work(cells: int) -> float:
+    """Work units of one sweep of the rank-1 annealer over a matrix of ``cells`` cells
+    (``n`` flip trials of ``O(m)`` each).
+
+    >>> rank1_sweep_work(30 * 30)
+    7200.0
+    """
+    return 2 * _CELL_WORK * cells
+
+
+def auto_time_limit(shape: tuple[int, int]) -> float:
+    """The default budget in (reference) seconds: 1 s up to 300,000 cells, then linear, at most
+    4.8 s; :func:`auto_work_limit` turns it into work units.
+
+    >>> auto_time_limit((30, 30)), auto_time_limit((2000, 30)), auto_time_limit((50000, 30))
+    (1.0, 1.0, 4.8)
+    """
+    return float(min(4.8, max(1.0, shape[0] * shape[1] / 300_000)))
+
+
+def auto_work_limit(shape: tuple[int, int]) -> float:
+    """The default work budget: :func:`auto_time_limit` seconds of the calibration machine.
+
+    >>> auto_work_limit((30, 30))
+    3000000000.0
+    """
+    return auto_time_limit(shape) * WORK_PER_SECOND
+
+
+def solve_budget(settings: NativeSettings, shape: tuple[int, int], started: float) -> WorkBudget:
+    """The budget of one solve of a matrix of ``shape`` begun at ``started`` (a
+    ``time.perf_counter()`` reading): the work limit (by default :func:`auto_work_limit`,
+    unless only the clock should bound the run) and the opt-in deadline of ``time_limit``;
+    the clock is read at :data:`WORK_PER_SECOND` until the solver measures its speed.
+
+    >>> budget = solve_budget(NativeSettings(), (30, 30), started=0.0)
+    >>> budget.work_limit, budget.deadline
+    (3000000000.0, None)
+    >>> solve_budget(NativeSettings(time_limit=2.0), (30, 30), started=5.0).work_limit is None
+    True
+    """
+    work_limit = settings.work_limit
+    if work_limit is None and settings.time_limit is None:
+        work_limit = auto_work_limit(shape)
+    return WorkBudget(
+        work_limit, settings.time_limit, seconds_per_unit=1.0 / WORK_PER_SECOND, started=started
+    )
