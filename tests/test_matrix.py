@@ -129,3 +129,27 @@ def test_stage_timer_adds_up_repeated_blocks():
     with pytest.raises(ZeroDivisionError), timer("b"):
         _ = 1 / 0
     assert "b" in timer.timings()  # a failed stage is still timed
+
+
+def test_every_matrix_kind_implements_the_binary_matrix_protocol_alike():
+    import scipy.sparse
+
+    da = pytest.importorskip("dask.array")
+    A = _random((23, 6), seed=8)
+    U, V = _random((23, 3), seed=9), _random((6, 3), seed=10)
+    kinds = [
+        as_matrix(A),
+        as_matrix(scipy.sparse.csr_array(A)),
+        as_matrix(da.from_array(A, chunks=(5, 6))),
+    ]
+    expected_error = int(((A.astype(int) - U.astype(int) @ V.T) ** 2).sum())
+    for data in kinds:
+        assert data.shape == (23, 6) and data.total == int(A.sum())
+        assert data.column_norms.tolist() == A.sum(axis=0).tolist()
+        assert data.dense().tolist() == A.tolist()
+        assert data.take_rows([4, 0, 4]).tolist() == A[[4, 0, 4]].tolist()
+        assert data.transposed_cross(U).tolist() == (A.T.astype(int) @ U).tolist()
+        assert data.squared_error(U, V) == squared_error(data, U, V) == expected_error
+        assert data.T.shape == (6, 23) and data.T.dense().tolist() == A.T.tolist()
+    assert [data.in_memory for data in kinds] == [True, True, False]
+    assert [data.layout() for data in kinds] == [{}, {}, {"dask_blocks": 5}]
