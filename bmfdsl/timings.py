@@ -6,34 +6,36 @@ name and unit; :class:`StageTimer` is the one helper that measures it.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Iterator
 
 __all__ = ["StageTimer", "WorkBudget"]
-
-T = TypeVar("T")
 
 
 class StageTimer:
     """Wall seconds per named stage, from the moment the timer is created.
 
+    A stage is a block: ``with timer("solve"): ...`` adds the block's wall time to
+    ``"solve"`` (repeated blocks add up; a block that raises is still timed).
+
     >>> timer = StageTimer()
-    >>> timer.run("square", pow, 3, 2)
-    9
-    >>> sorted(timer.timings())
-    ['square', 'total']
+    >>> with timer("square"):
+    ...     squared = pow(3, 2)
+    >>> squared, sorted(timer.timings())
+    (9, ['square', 'total'])
     """
 
     def __init__(self) -> None:
         self._started = time.perf_counter()
         self._seconds: dict[str, float] = {}
 
-    def run(self, stage: str, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Call ``func(*args, **kwargs)``, add its wall time to ``stage``, return its value."""
+    @contextlib.contextmanager
+    def __call__(self, stage: str) -> Iterator[None]:
+        """Time the ``with`` block under ``stage``."""
         started = time.perf_counter()
         try:
-            return func(*args, **kwargs)
+            yield
         finally:
             elapsed = time.perf_counter() - started
             self._seconds[stage] = self._seconds.get(stage, 0.0) + elapsed

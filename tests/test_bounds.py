@@ -20,6 +20,7 @@ from bmfdsl.pipeline._bounds import (
     LowerBound,
     cheap_lower_bound,
     gap,
+    observed_blocks_bound,
     prove,
     rank1_bound,
     spectral_bound,
@@ -33,9 +34,13 @@ needs_ortools = pytest.mark.skipif(
 )
 
 
-def brute_force_optimum(A: np.ndarray, rank: int, one_hot: str | None = None) -> int:
-    """The exact optimum by enumerating every V and the best U for it, row by row."""
+def brute_force_optimum(
+    A: np.ndarray, rank: int, one_hot: str | None = None, mask: np.ndarray | None = None
+) -> int:
+    """The exact optimum by enumerating every V and the best U for it, row by row (with a
+    ``mask``: counting observed entries only)."""
     n = A.shape[1]
+    weights = np.ones_like(A) if mask is None else mask
     codes = np.array(list(itertools.product([0, 1], repeat=rank)), dtype=np.int64)
     one_hot_codes = codes[codes.sum(axis=1) == 1]
     u_codes = one_hot_codes if one_hot == "U" else codes
@@ -44,7 +49,7 @@ def brute_force_optimum(A: np.ndarray, rank: int, one_hot: str | None = None) ->
     for choice in itertools.product(range(len(v_codes)), repeat=n):
         V = v_codes[list(choice)]
         products = u_codes @ V.T  # every candidate row of U Vᵀ
-        errors = ((A[:, None, :] - products[None, :, :]) ** 2).sum(axis=2)
+        errors = ((A[:, None, :] - products[None, :, :]) ** 2 * weights[:, None, :]).sum(axis=2)
         total = int(errors.min(axis=1).sum())
         best = total if best is None else min(best, total)
     assert best is not None
@@ -73,6 +78,37 @@ def test_cheap_bounds_never_exceed_the_brute_force_optimum(rank):
         assert bound.value <= optimum
         tight += bound.value == optimum
     assert tight > 0  # the bounds are not trivially 0 either
+
+
+@pytest.mark.parametrize("rank", [1, 2])
+def test_observed_blocks_bound_never_exceeds_the_masked_optimum(rank):
+    rng = np.random.default_rng(11)
+    positive = tight = 0
+    for _ in range(16):
+        m, n = int(rng.integers(3, 7)), int(rng.integers(3, 6))
+        A = (rng.random((m, n)) < 0.5).astype(np.int8)
+        mask = (rng.random((m, n)) < 0.85).astype(np.int8)
+        optimum = brute_force_optimum(A, rank, mask=mask)
+        bound = observed_blocks_bound(A, mask, rank)
+        assert 0 <= bound <= optimum
+        assert bound <= observed_blocks_bound(A, np.ones_like(A), rank)  # less seen, less proven
+        positive += bound > 0
+        tight += bound == optimum > 0
+    assert positive >= 4 and tight >= 1  # the bound is not trivially 0
+
+
+def test_a_masked_factorization_is_bounded_and_reports_like_an_unmasked_one():
+    A = make_bernoulli(12, 10, 0.5, random_state=3)
+    mask = (np.random.default_rng(5).random(A.shape) < 0.8).astype(np.int8)
+    masked = factorize(A, 2, mask=mask, random_state=0)
+    plain = factorize(A, 2, random_state=0)
+    assert set(masked.info) == set(plain.info) | {"observed"}
+    assert set(masked.info["timings"]) == set(plain.info["timings"])
+    assert masked.info["lower_bound"]["source"] in ("zero", "observed-blocks")
+    assert masked.lower_bound == observed_blocks_bound(A, mask, 2) > 0
+    assert masked.lower_bound <= masked.error
+    with pytest.raises(InvalidParameterError, match="mask"):
+        prove(A, 2, masked.U, masked.V, masked.error, mask=mask, certify=1.0)
 
 
 def test_bounds_are_valid_under_one_hot_constraints():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 
 import numpy as np
 import pytest
@@ -19,7 +20,6 @@ from bmfdsl.linalg import (
     solve_rows_exact,
     squared_error,
 )
-from bmfdsl.linalg._matrix import transpose
 from bmfdsl.timings import StageTimer
 
 
@@ -80,7 +80,7 @@ def test_in_memory_matrix_statistics():
     U = _random((13, 2), seed=5)
     assert data.transposed_cross(U).tolist() == (A.T.astype(int) @ U).tolist()
     assert data.take_rows([3, 0, 3]).tolist() == A[[3, 0, 3]].tolist()
-    assert transpose(data).A.tolist() == A.T.tolist()
+    assert data.T.A.tolist() == A.T.tolist()
     assert not is_dask_array(A)
 
 
@@ -99,7 +99,7 @@ def test_dask_matrix_agrees_with_memory():
     assert sums.tolist() == A.sum(axis=0).tolist()
     rows = data.map_rows(lambda block: block.sum(axis=1), columns=None, dtype=np.int64)
     assert rows.compute().tolist() == A.sum(axis=1).tolist()
-    assert transpose(data).shape == (6, 40)
+    assert data.T.shape == (6, 40)
     with pytest.raises(InvalidMatrixError, match="only 0 and 1"):
         as_matrix(da.from_array(A * 2, chunks=(7, 3)))
 
@@ -116,13 +116,40 @@ def test_orientation_round_trips():
     assert same.matrix(A) is A and same.side("U") == "U" and same.factors(U, V) == (U, V)
 
 
-def test_stage_timer_adds_up_repeated_stages_and_returns_values():
+def test_stage_timer_adds_up_repeated_blocks():
     timer = StageTimer()
-    assert timer.run("a", sum, [1, 2]) == 3
+    with timer("a"):
+        summed = sum([1, 2])
+    assert summed == 3
     first = timer.timings()["a"]
-    timer.run("a", sorted, range(1000))
+    with timer("a"):
+        time.sleep(0.01)
     timings = timer.timings()
-    assert timings["a"] >= first >= 0 and timings["total"] >= timings["a"]
-    with pytest.raises(ZeroDivisionError):
-        timer.run("b", lambda: 1 / 0)
+    assert timings["a"] >= first + 0.01 and timings["total"] >= timings["a"]
+    with pytest.raises(ZeroDivisionError), timer("b"):
+        _ = 1 / 0
     assert "b" in timer.timings()  # a failed stage is still timed
+
+
+def test_every_matrix_kind_implements_the_binary_matrix_protocol_alike():
+    import scipy.sparse
+
+    da = pytest.importorskip("dask.array")
+    A = _random((23, 6), seed=8)
+    U, V = _random((23, 3), seed=9), _random((6, 3), seed=10)
+    kinds = [
+        as_matrix(A),
+        as_matrix(scipy.sparse.csr_array(A)),
+        as_matrix(da.from_array(A, chunks=(5, 6))),
+    ]
+    expected_error = int(((A.astype(int) - U.astype(int) @ V.T) ** 2).sum())
+    for data in kinds:
+        assert data.shape == (23, 6) and data.total == int(A.sum())
+        assert data.column_norms.tolist() == A.sum(axis=0).tolist()
+        assert data.dense().tolist() == A.tolist()
+        assert data.take_rows([4, 0, 4]).tolist() == A[[4, 0, 4]].tolist()
+        assert data.transposed_cross(U).tolist() == (A.T.astype(int) @ U).tolist()
+        assert data.squared_error(U, V) == squared_error(data, U, V) == expected_error
+        assert data.T.shape == (6, 23) and data.T.dense().tolist() == A.T.tolist()
+    assert [data.in_memory for data in kinds] == [True, True, False]
+    assert [data.layout() for data in kinds] == [{}, {}, {"dask_blocks": 5}]

@@ -144,7 +144,7 @@ def test_blockwise_leverage_scores_and_draws_match_numpy():
 
 
 def test_chunked_squared_error_matches_the_direct_formula(monkeypatch):
-    from bmfdsl.linalg import _scoring as scoring_module
+    from bmfdsl.linalg import _matrix as matrix_module
 
     rng = np.random.default_rng(0)
     A = (rng.random((101, 7)) < 0.5).astype(np.int8)
@@ -152,7 +152,7 @@ def test_chunked_squared_error_matches_the_direct_formula(monkeypatch):
     V = (rng.random((7, 3)) < 0.5).astype(np.int8)
     expected = direct_error(A, U, V)
     assert squared_error(A, U, V) == expected
-    monkeypatch.setattr(scoring_module, "_ERROR_CHUNK_ENTRIES", 20)  # chunks of 2 rows
+    monkeypatch.setattr(matrix_module, "_ERROR_CHUNK_ENTRIES", 20)  # chunks of 2 rows
     assert squared_error(A, U, V) == expected
     with dask.config.set(scheduler="synchronous"):
         assert squared_error(da.from_array(A, chunks=(30, 4)), U, V) == expected

@@ -19,7 +19,6 @@ from bmfdsl.apps import main
 from bmfdsl.apps._datasets import make_sparse_planted
 from bmfdsl.errors import InvalidMatrixError, ModelTooLargeError
 from bmfdsl.linalg import SparseMatrix, as_matrix, relative_error, squared_error
-from bmfdsl.linalg._matrix import transpose
 from bmfdsl.pipeline import leverage_scores
 from bmfdsl.pipeline._bounds import spectral_bound
 from bmfdsl.solvers import solve_bls_with_error
@@ -134,8 +133,8 @@ def test_sparse_data_layer_matches_dense_statistics():
     assert np.array_equal(data.cross(V), A.astype(np.int64) @ V)
     assert np.array_equal(data.transposed_cross(U), A.T.astype(np.int64) @ U)
     assert np.array_equal(data.take_rows([5, 5, 0]), A[[5, 5, 0]])
-    assert np.array_equal(transpose(data).csr.toarray(), A.T)
-    assert transpose(transpose(data)) is data  # one transposed copy, built once
+    assert np.array_equal(data.T.csr.toarray(), A.T)
+    assert data.T.T is data  # one transposed copy, built once
     error = int(((A.astype(np.int64) - U.astype(np.int64) @ V.T) ** 2).sum())
     assert data.squared_error(U, V) == squared_error(data.csr, U, V) == error
     assert relative_error(error, data.csr) == relative_error(error, A)

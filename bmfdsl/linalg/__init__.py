@@ -1,7 +1,8 @@
 """Binary matrices and their exact integer arithmetic: the data layer under everything else.
 
-* one interface over in-memory, scipy sparse and dask matrices (:func:`as_matrix`,
-  :class:`InMemoryMatrix`, :class:`SparseMatrix`, :class:`DaskMatrix`, :class:`Orientation`);
+* one interface over in-memory, scipy sparse and dask matrices (the :class:`BinaryMatrix`
+  protocol, :func:`as_matrix`, :class:`InMemoryMatrix`, :class:`SparseMatrix`,
+  :class:`DaskMatrix`, :class:`Orientation`);
 * the numba kernels behind exact binary least squares and ALS (:func:`solve_rows_exact`,
   :func:`als_loop`, :func:`code_table`, Gram and cross products);
 * how good an answer is: :func:`squared_error` and the paper's :func:`relative_error`.
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
         solve_rows_exact,
     )
     from bmfdsl.linalg._matrix import (
+        BinaryMatrix,
         DaskMatrix,
         InMemoryMatrix,
         Orientation,

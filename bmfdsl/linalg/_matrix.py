@@ -1,8 +1,8 @@
 """The data layer: one 0/1 matrix, held in memory or as a ``dask.array``.
 
-Every pass of the pipeline over ``A`` (leverage scores, BLS, ALS, errors) goes through the two
-classes here, so the rest of the package never asks which kind of array it holds beyond one
-``isinstance`` check:
+Every pass of the pipeline over ``A`` (leverage scores, BLS, ALS, errors) goes through the
+:class:`BinaryMatrix` protocol, which three classes implement; :func:`as_matrix` picks the class
+once, at the entrance, and the numeric code calls methods instead of asking which kind it holds:
 
 * :class:`InMemoryMatrix`: a validated ``int8`` numpy array.
 * :class:`SparseMatrix`: a validated scipy sparse matrix, held as CSR (its pattern: every
@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -30,6 +30,7 @@ from bmfdsl.validation import check_binary_matrix, check_sparse_binary_matrix, i
 
 __all__ = [
     "DENSIFY_LIMIT_BYTES",
+    "BinaryMatrix",
     "DaskMatrix",
     "InMemoryMatrix",
     "Orientation",
@@ -37,11 +38,13 @@ __all__ = [
     "as_matrix",
     "exact_gram",
     "is_dask_array",
-    "transpose",
 ]
 
 # Rows of A converted to float at a time when accumulating Aᵀ U (bounded memory).
 _CHUNK_ELEMENTS = 4 * 2**20
+# Entries of A handled per chunk by the dense squared error: its temporaries stay a few MB.
+_ERROR_CHUNK_ENTRIES = 2**20
+_FLOAT64_EXACT = 2**53  # integers below this are exact in float64
 
 #: The most a sparse input may take once densified whole (one byte per entry), for the
 #: routes that need all of it dense.
@@ -61,22 +64,47 @@ def is_dask_array(A: Any) -> bool:
     return bool(dask.is_dask_collection(A)) and hasattr(A, "map_blocks")
 
 
-def transpose(A: Any) -> Any:
-    """``Aᵀ`` of a raw matrix (numpy, scipy sparse or dask) or of a wrapped one.
+class BinaryMatrix(Protocol):
+    """A validated 0/1 matrix, whatever holds it: what every pass of the pipeline needs.
 
-    >>> transpose(np.array([[1, 0, 1]])).shape
-    (3, 1)
+    Products and errors are exact integers; a dense copy is made only of gathered rows
+    (:meth:`take_rows`) or, on request, of the whole (:meth:`dense`).
     """
-    if isinstance(A, InMemoryMatrix):
-        return InMemoryMatrix(A.A.T)
-    if isinstance(A, SparseMatrix):
-        return A.T
-    if isinstance(A, DaskMatrix):
-        return DaskMatrix(A.array.T)
-    return A.T
+
+    #: ``(m, n)``.
+    shape: tuple[int, int]
+    #: ``False`` for a matrix that is never loaded whole (a ``dask.array``).
+    in_memory: bool
+
+    @property
+    def total(self) -> int:
+        """``||A||²_F``: the number of ones."""
+
+    @property
+    def column_norms(self) -> np.ndarray:
+        """``||A_:j||²`` per column (int64)."""
+
+    @property
+    def T(self) -> BinaryMatrix:
+        """``Aᵀ``, of the same kind."""
+
+    def layout(self) -> dict[str, Any]:
+        """What a result reports about how the matrix is held (e.g. ``dask_blocks``)."""
+
+    def take_rows(self, indices: Any) -> np.ndarray:
+        """Rows ``indices`` (repeats allowed, any order) as a dense contiguous ``int8`` array."""
+
+    def dense(self) -> np.ndarray:
+        """All of ``A`` as a dense ``int8`` array (for the routes that need it whole)."""
+
+    def transposed_cross(self, U: np.ndarray) -> np.ndarray:
+        """``Aᵀ U`` as exact int64 (``U`` has one row per row of ``A``)."""
+
+    def squared_error(self, U: np.ndarray, V: np.ndarray) -> int:
+        """``||A - U Vᵀ||²_F``, exact, without an ``m x n`` temporary."""
 
 
-def as_matrix(A: Any, chunk_rows: int | None = None) -> InMemoryMatrix | SparseMatrix | DaskMatrix:
+def as_matrix(A: Any, chunk_rows: int | None = None) -> BinaryMatrix:
     """Wrap ``A`` (validated once); an already wrapped matrix is returned as it is.
 
     >>> as_matrix([[1, 0], [1, 1]]).total
@@ -114,12 +142,41 @@ def exact_gram(csr: Any, *, rows: bool = False) -> np.ndarray:
 
 
 class InMemoryMatrix:
-    """A validated in-memory ``A`` (``int8``) with the statistics the solvers need."""
+    """A validated in-memory ``A`` (``int8``) with the statistics the solvers need.
+
+    >>> data = InMemoryMatrix([[1, 0, 1], [0, 1, 1]])
+    >>> data.total, data.T.shape, data.squared_error(np.ones((2, 1)), np.ones((3, 1)))
+    (4, (3, 2), 2)
+    """
+
+    in_memory = True
 
     def __init__(self, A: Any, chunk_rows: int | None = None) -> None:
         self.A = check_binary_matrix(A)
         self.shape: tuple[int, int] = (int(self.A.shape[0]), int(self.A.shape[1]))
         self.chunk_rows = chunk_rows
+
+    @property
+    def array(self) -> np.ndarray:
+        """The validated ``int8`` array."""
+        return self.A
+
+    @functools.cached_property
+    def T(self) -> InMemoryMatrix:
+        """``Aᵀ`` (a contiguous copy)."""
+        return InMemoryMatrix(self.A.T)
+
+    def layout(self) -> dict[str, Any]:
+        """Nothing to report: the array is held whole."""
+        return {}
+
+    def dense(self) -> np.ndarray:
+        """The array itself (no copy)."""
+        return self.A
+
+    def squared_error(self, U: np.ndarray, V: np.ndarray) -> int:
+        """``||A - U Vᵀ||²_F`` in row chunks (see :func:`dense_squared_error`)."""
+        return dense_squared_error(self.A, U, V)
 
     @functools.cached_property
     def column_norms(self) -> np.ndarray:
@@ -158,6 +215,8 @@ class SparseMatrix:
     (4, [1, 1, 2], [[1, 0], [0, 1]])
     """
 
+    in_memory = True
+
     def __init__(self, A: Any, chunk_rows: int | None = None) -> None:
         self.csr = check_sparse_binary_matrix(A)
         self.shape: tuple[int, int] = (int(self.csr.shape[0]), int(self.csr.shape[1]))
@@ -184,6 +243,10 @@ class SparseMatrix:
         flipped = SparseMatrix(self.csr.T.tocsr(), self.chunk_rows)
         flipped.__dict__["T"] = self  # what cached_property would store
         return flipped
+
+    def layout(self) -> dict[str, Any]:
+        """Nothing to report: a CSR pattern is held whole."""
+        return {}
 
     def take_rows(self, indices: Any) -> np.ndarray:
         """Rows ``indices`` (repeats allowed, any order) as a dense contiguous ``int8`` array."""
@@ -243,6 +306,8 @@ class SparseMatrix:
 class DaskMatrix:
     """A validated ``dask.array`` ``A`` whose row blocks each span all columns."""
 
+    in_memory = False
+
     def __init__(self, A: Any) -> None:
         if A.ndim != 2 or 0 in A.shape:
             raise InvalidMatrixError(f"A must be a non-empty 2-D array; got shape {A.shape}")
@@ -263,6 +328,19 @@ class DaskMatrix:
     def num_blocks(self) -> int:
         """The number of row blocks."""
         return len(self.array.chunks[0])
+
+    @functools.cached_property
+    def T(self) -> DaskMatrix:
+        """``Aᵀ`` (lazy; its row blocks are widened in turn)."""
+        return DaskMatrix(self.array.T)
+
+    def layout(self) -> dict[str, Any]:
+        """The number of row blocks the passes map over."""
+        return {"dask_blocks": self.num_blocks}
+
+    def dense(self) -> np.ndarray:
+        """All rows gathered (only for a matrix known to be small)."""
+        return self.take_rows(np.arange(self.shape[0]))
 
     @staticmethod
     def compute(*collections: Any) -> tuple[Any, ...]:
@@ -322,6 +400,48 @@ class DaskMatrix:
             dtype=np.int64,
         )
 
+    def squared_error(self, U: np.ndarray, V: np.ndarray) -> int:
+        """``||A - U Vᵀ||²_F`` summed block by block (only one number per block travels)."""
+        per_block = self.sum_blocks(
+            _block_squared_error,
+            self.row_aligned(np.asarray(U)),
+            np.asarray(V),
+            shape=(1,),
+            dtype=np.int64,
+        )
+        return int(per_block[0])
+
+
+def dense_squared_error(A: np.ndarray, U: Any, V: Any) -> int:
+    """``||A - U Vᵀ||²_F`` of a dense array in row chunks (no ``m x n`` integer copy).
+
+    Exact in float64 (BLAS speed) while every chunk's sum of squares stays below 2^53, in
+    int64 beyond.
+
+    >>> dense_squared_error(np.array([[1, 1], [0, 1]]), np.array([[1], [1]]), np.array([[1], [0]]))
+    3
+    """
+    U = np.asarray(U)
+    V = np.asarray(V)
+    m, n = A.shape
+    step = max(1, _ERROR_CHUNK_ENTRIES // max(n, 1))
+    largest = float(np.abs(A).max(initial=0)) + U.shape[1] * float(
+        np.abs(U).max(initial=0)
+    ) * float(np.abs(V).max(initial=0))
+    dtype = np.float64 if largest**2 * min(m, step) * n < _FLOAT64_EXACT else np.int64
+    V_t = V.astype(dtype).T
+    total = 0
+    for start in range(0, m, step):
+        residual = (
+            A[start : start + step].astype(dtype) - U[start : start + step].astype(dtype) @ V_t
+        )
+        total += int(np.rint(np.einsum("ij,ij->", residual, residual)))
+    return total
+
+
+def _block_squared_error(block: np.ndarray, U: np.ndarray, V: np.ndarray) -> np.ndarray:
+    return np.array([dense_squared_error(np.asarray(block), U, V)], dtype=np.int64)
+
 
 def _flattened(func: Callable[..., Any], size: int, block: Any, *args: Any) -> np.ndarray:
     return np.asarray(func(block, *args)).reshape(1, size)
@@ -347,7 +467,7 @@ class Orientation:
 
     def matrix(self, A: Any) -> Any:
         """``A`` as the solver sees it."""
-        return transpose(A) if self.transposed else A
+        return A.T if self.transposed else A
 
     def side(self, one_hot: str | None) -> str | None:
         """The one-hot side as the solver sees it (``None`` stays ``None``)."""

@@ -8,14 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from bmfdsl.linalg._matrix import DaskMatrix, InMemoryMatrix, SparseMatrix, is_dask_array
+from bmfdsl.linalg._matrix import as_matrix, dense_squared_error
 from bmfdsl.validation import is_sparse
 
 __all__ = ["relative_error", "squared_error", "weighted_squared_error"]
-
-# Entries of A handled per chunk by squared_error: its temporaries stay a few MB for any m.
-_ERROR_CHUNK_ENTRIES = 2**20
-_FLOAT64_EXACT = 2**53  # integers below this are exact in float64
 
 
 def squared_error(A: Any, U: np.ndarray, V: np.ndarray) -> int:
@@ -24,7 +20,8 @@ def squared_error(A: Any, U: np.ndarray, V: np.ndarray) -> int:
     Computed in row chunks, so the temporaries stay small whatever the size of ``A`` (no
     ``m x n`` integer copy is made); a ``dask.array`` ``A`` is summed block by block, and a
     scipy sparse one as ``||A||² - 2 Σ(A ∘ UVᵀ) + Σ((UᵀU) ∘ (VᵀV))`` (integer ``U``, ``V``;
-    see :meth:`bmfdsl.linalg._matrix.SparseMatrix.squared_error`).
+    see :meth:`bmfdsl.linalg._matrix.SparseMatrix.squared_error`). A wrapped matrix
+    (:class:`~bmfdsl.linalg._matrix.BinaryMatrix`) scores itself.
 
     >>> squared_error(np.eye(2, dtype=int), np.eye(2, dtype=int), np.eye(2, dtype=int))
     0
@@ -33,34 +30,9 @@ def squared_error(A: Any, U: np.ndarray, V: np.ndarray) -> int:
     """
     U = np.asarray(U)
     V = np.asarray(V)
-    if is_dask_array(A) or isinstance(A, DaskMatrix):
-        data = A if isinstance(A, DaskMatrix) else DaskMatrix(A)
-        per_block = data.sum_blocks(
-            _block_squared_error, data.row_aligned(U), V, shape=(1,), dtype=np.int64
-        )
-        return int(per_block[0])
-    if isinstance(A, SparseMatrix) or is_sparse(A):
-        return (A if isinstance(A, SparseMatrix) else SparseMatrix(A)).squared_error(U, V)
-    A = A.A if isinstance(A, InMemoryMatrix) else np.asarray(A)
-    m, n = A.shape
-    step = max(1, _ERROR_CHUNK_ENTRIES // max(n, 1))
-    # Exact in float64 (BLAS speed) while every chunk's sum of squares stays below 2^53.
-    largest = float(np.abs(A).max(initial=0)) + U.shape[1] * float(
-        np.abs(U).max(initial=0)
-    ) * float(np.abs(V).max(initial=0))
-    dtype = np.float64 if largest**2 * min(m, step) * n < _FLOAT64_EXACT else np.int64
-    V_t = V.astype(dtype).T
-    total = 0
-    for start in range(0, m, step):
-        residual = (
-            A[start : start + step].astype(dtype) - U[start : start + step].astype(dtype) @ V_t
-        )
-        total += int(np.rint(np.einsum("ij,ij->", residual, residual)))
-    return total
-
-
-def _block_squared_error(block: np.ndarray, U: np.ndarray, V: np.ndarray) -> np.ndarray:
-    return np.array([squared_error(block, U, V)], dtype=np.int64)
+    if isinstance(A, np.ndarray | list | tuple):  # raw dense data: scored without a checked copy
+        return dense_squared_error(np.asarray(A), U, V)
+    return as_matrix(A).squared_error(U, V)
 
 
 def relative_error(error: float, A: Any) -> float:

@@ -13,6 +13,11 @@ version of it (one-hot rows shrink the feasible set, so its optimum can only be 
   ``||A - X||² >= Σ_k ||A - u_k v_kᵀ||² - (r-1)||A||² >= r·E₁ - (r-1)||A||²`` where ``E₁`` is
   the optimal rank-1 error, used when :func:`bmfdsl.solvers.native._certify.exact_rank1` proves it
   within a small budget. For ``r = 1`` it is ``E₁`` itself.
+* **observed blocks** (missing data): the error counts observed entries only, so the bounds
+  above do not apply to ``A`` itself; but every fully observed block (rows ``R`` x columns
+  ``C``) of ``A`` still holds a rank-``r`` product, so its spectral bound counts, and blocks on
+  disjoint cells add up. Consecutive groups of ``k`` rows (or columns) each give the block of
+  the columns (rows) they all observe; the best sum over a few ``k`` is the bound.
 * **certificate**: a solver that proved its answer optimal on the same matrix.
 * **exact engine**: the proven bound of :mod:`bmfdsl.certify` (``certify=`` seconds).
 
@@ -37,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from bmfdsl.linalg import SparseMatrix, exact_gram
+from bmfdsl.linalg import DaskMatrix, InMemoryMatrix, SparseMatrix, exact_gram
 from bmfdsl.result import gap
 from bmfdsl.validation import is_sparse
 
@@ -49,6 +54,7 @@ __all__ = [
     "cheap_lower_bound",
     "check_certify",
     "gap",
+    "observed_blocks_bound",
     "prove",
     "rank1_bound",
     "spectral_bound",
@@ -64,6 +70,9 @@ _RANK1_MAX_CELLS = 2**18
 _SPECTRAL_MIN_FLOPS = 10**8
 _SPECTRAL_WORK_PER_CELL = 15
 _ROW_CHUNK_ENTRIES = 2**22  # entries converted to float32 at a time (so < 2**22 rows)
+# Group sizes tried by the observed-blocks bound: rank + 1 ... rank + this. Larger groups
+# share fewer observed lines (a random 80% mask: 0.8^k of them), so their blocks shrink.
+_OBSERVED_GROUP_SIZES = 8
 
 
 @dataclass(frozen=True)
@@ -72,7 +81,8 @@ class LowerBound:
 
     Attributes:
         value: the bound (an integer; ``0`` when nothing better is known).
-        source: ``"zero"``, ``"spectral"``, ``"rank-1"``, ``"certificate"`` or ``"cp-sat"``.
+        source: ``"zero"``, ``"spectral"``, ``"rank-1"``, ``"observed-blocks"``,
+            ``"certificate"`` or ``"cp-sat"``.
         parts: every bound computed, by source (``None``: tried, not proven in budget).
     """
 
@@ -279,6 +289,45 @@ def cheap_lower_bound(
     return bound
 
 
+def observed_blocks_bound(A: Any, mask: Any, rank: int) -> int:
+    """A lower bound on ``min Σ_observed (a_ij - (U Vᵀ)_ij)²`` over rank-``r`` products.
+
+    Rows are cut into consecutive groups of ``k`` (``k = r+1 ... r+8``); each group and the
+    columns it observes in full form a fully observed block, whose error is at least its
+    spectral bound; the groups' cells are disjoint, so their bounds add up. The same runs on
+    columns, and the best sum is returned (``0`` when no block is larger than ``r`` both ways).
+
+    Args:
+        A: ``m x n`` 0/1 array (unobserved entries may hold anything: they are ignored).
+        mask: ``m x n`` 0/1 array, 1 = observed.
+        rank: the rank ``r``.
+
+    >>> import numpy as np
+    >>> A = np.kron(np.eye(3, dtype=int), np.ones((2, 2), dtype=int))
+    >>> mask = np.ones_like(A); mask[0, 5] = 0
+    >>> observed_blocks_bound(A, mask, 1), spectral_bound(A, 1)  # one entry less to count
+    (6, 8)
+    """
+    A = np.asarray(A)
+    observed = np.asarray(mask) != 0
+    sizes = range(rank + 1, rank + 1 + _OBSERVED_GROUP_SIZES)
+    return max(
+        [0]
+        + [_grouped_blocks_bound(A, observed, rank, size) for size in sizes]
+        + [_grouped_blocks_bound(A.T, observed.T, rank, size) for size in sizes]
+    )
+
+
+def _grouped_blocks_bound(A: np.ndarray, observed: np.ndarray, rank: int, size: int) -> int:
+    """The summed spectral bounds of groups of ``size`` rows x the columns each fully observes."""
+    total = 0
+    for start in range(0, A.shape[0], size):
+        columns = observed[start : start + size].all(axis=0)
+        if min(len(observed[start : start + size]), int(columns.sum())) > rank:
+            total += spectral_bound(A[start : start + size][:, columns], rank)
+    return total
+
+
 def certificate_error(info: Mapping[str, Any]) -> int | None:
     """The proven-optimal error a backend reported in ``info`` (``None`` if it proved none)."""
     backend_info = info.get("backend_info") or {}
@@ -336,9 +385,14 @@ def prove(
     certified_error: int | None = None,
     certify: float | None = None,
     seed: int = 0,
+    mask: np.ndarray | None = None,
 ) -> Proof:
     """Bound the answer ``(U, V)`` of ``A`` at ``rank``: the cheap bounds always, the exact
     engine (CP-SAT, hinted with the answer) for ``certify`` seconds when asked.
+
+    ``A`` may be a wrapped matrix (:class:`~bmfdsl.linalg.BinaryMatrix`). With a ``mask``
+    (1 = observed) the error counts observed entries only: the bound is then
+    :func:`observed_blocks_bound` (the exact engine does not take a mask).
 
     >>> import numpy as np
     >>> A = np.kron(np.eye(2, dtype=int), np.ones((2, 2), dtype=int))
@@ -347,8 +401,19 @@ def prove(
     >>> proof.bound.value, proof.bound.source  # σ² = 4, 4: the answer is optimal
     (4, 'spectral')
     """
+    if certify is not None and mask is not None:
+        from bmfdsl.errors import InvalidParameterError
+
+        raise InvalidParameterError("certify= is not available with a mask (missing data)")
+    if isinstance(A, InMemoryMatrix | DaskMatrix):  # the bounds read the array itself
+        A = A.array
     start = time.perf_counter()
-    bound = cheap_lower_bound(A, rank, U=U, V=V, certified_error=certified_error)
+    if mask is None:
+        bound = cheap_lower_bound(A, rank, U=U, V=V, certified_error=certified_error)
+    else:
+        bound = LowerBound(0, "zero").raised(
+            observed_blocks_bound(A, mask, rank), "observed-blocks"
+        )
     timings = {"bounds": time.perf_counter() - start}
     info: dict[str, Any] = {}
     if certify is not None and bound.value < error:

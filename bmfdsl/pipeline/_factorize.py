@@ -1,9 +1,14 @@
-"""The pipeline most users call: orient → sample → core solve → extend by BLS → polish by ALS.
+"""The pipeline most users call: orient → sample → core solve → extend by BLS → polish by ALS
+→ bound.
 
-:func:`factorize` is a short sequence of stage functions, each returning its value; the
-:class:`~bmfdsl.timings.StageTimer` records their wall seconds in ``info["timings"]``. The data
-layer (:mod:`bmfdsl.linalg._matrix`) hides whether ``A`` is in memory or a ``dask.array``, and the
-orientation (solving on ``Aᵀ`` when ``A`` is wide and sampled) is decided once and undone once.
+:func:`factorize` is one flow of stage functions, each returning its value, each timed as a
+``with timer(stage):`` block (wall seconds in ``info["timings"]``). ``A`` is wrapped once at
+the entrance (:func:`~bmfdsl.linalg.as_matrix`) and the wrapper, a
+:class:`~bmfdsl.linalg.BinaryMatrix`, is what every stage takes: in memory, scipy sparse or a
+``dask.array``, none of them asks which. The orientation (solving on ``Aᵀ`` when ``A`` is wide
+and sampled) is decided once and undone once. Missing data is data too: the mask picks the
+model's default, the error, the ALS and the lower bound (:class:`_Objective`), not a second
+pipeline.
 """
 
 from __future__ import annotations
@@ -17,14 +22,13 @@ import numpy as np
 from bmfdsl import progress
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError, UnknownNameError
 from bmfdsl.linalg import (
-    DaskMatrix,
+    BinaryMatrix,
     InMemoryMatrix,
     Orientation,
     SparseMatrix,
     as_matrix,
     is_dask_array,
     relative_error,
-    squared_error,
 )
 from bmfdsl.pipeline._bounds import certificate_error, check_certify, prove
 from bmfdsl.result import Factorization, to_jsonable
@@ -33,13 +37,11 @@ from bmfdsl.validation import (
     check_backend,
     check_binary_matrix,
     check_flag,
+    check_mask,
     check_one_hot,
     check_random_state,
     check_rank,
-    is_sparse,
 )
-
-Data = InMemoryMatrix | SparseMatrix | DaskMatrix
 
 __all__ = ["DEFAULT_BACKEND", "METHOD_NAMES", "factorize"]
 
@@ -83,8 +85,9 @@ def factorize(
         mask: 0/1 array of A's shape, 1 = observed: missing data (a numpy masked array's
             mask is used the same way). Only observed entries count in the error; the default
             model becomes ``"masked-bmf"`` (a custom model reads the mask as
-            ``model.data["mask"]``) and ALS is the masked one. ``method="qubo"`` only, on an
-            in-memory matrix without ``sample_rows`` (a sparse one is densified).
+            ``model.data["mask"]``), ALS is the masked one and the lower bound comes from
+            fully observed blocks. ``method="qubo"`` only, on an in-memory matrix without
+            ``sample_rows`` (a sparse one is densified).
         sample_rows: ``None`` (use all rows), an int ``s`` (the paper's leverage-score
             sampling of ``s`` rows, then BLS for the full ``U``) or ``"auto"`` (sample
             ``s = max(30, r)`` rows when the long side has at least 2,000 rows, else use all).
@@ -101,7 +104,8 @@ def factorize(
     Returns:
         A :class:`~bmfdsl.result.Factorization` with per-stage timings in ``info["timings"]``
         and a proven ``lower_bound`` (cheap bounds always, see ``pipeline/_bounds.py``; a masked
-        factorization reports 0).
+        factorization's counts observed entries only). A masked factorization's
+        ``info["als_solves"]`` is ``None`` (the masked ALS does not count its solves).
 
     Memory: with sampling, every pass over ``A`` (leverage scores, BLS, ALS, errors) works in
     row chunks, so beyond ``A`` itself only ``O(m r)`` results and fixed-size chunk buffers are
@@ -137,88 +141,153 @@ def factorize(
     check_backend(backend)
     A, mask = _split_masked_array(A, mask)
     if mask is not None:
-        if certify is not None:
-            raise InvalidParameterError("certify= is not available with a mask (missing data)")
-        return _factorize_masked(
-            A,
-            rank,
-            mask,
-            model=model,
-            backend=backend,
-            one_hot=one_hot,
-            weights=weights,
-            method=method,
-            sample_rows=sample_rows,
-            als=als,
-            random_state=random_state,
-            backend_params=backend_params,
-            timer=timer,
-        )
+        _check_mask_options(A, method, one_hot, weights, sample_rows, certify, backend_params)
     data, s = _load(A, rank, sample_rows)
     rank = check_rank(rank, data.shape)
     one_hot = check_one_hot(one_hot)
     method_key = _check_method(method, one_hot, weights, backend_params)
+    objective = _Objective(None if mask is None else check_mask(mask, data.shape))
     rng = check_random_state(random_state)
-    certify = check_certify(certify, in_memory=not isinstance(data, DaskMatrix))
+    certify = check_certify(certify, in_memory=data.in_memory)
+    data = objective.observed_part(data)
     info: dict[str, Any] = {"method": method_key, "rank": rank, "shape": list(data.shape)}
-    whole = _unwrapped(data)  # before orienting
+    info.update(objective.describe())
+    whole = data  # before orienting
 
     # Sampling works on the long side: a wide A is solved as Aᵀ ≈ V Uᵀ.
     orientation = Orientation(transposed=s is not None and data.shape[1] > data.shape[0])
     data = orientation.matrix(data)
     side = orientation.side(one_hot)
-    if isinstance(data, DaskMatrix):
-        info["dask_blocks"] = data.num_blocks
+    info.update(data.layout())
     if s is not None:
-        core = timer.run("sampling", _sample, data, s, rng)
+        with timer("sampling"):
+            core = _sample(data, s, rng)
         info.update(sampled_rows=s, transposed=orientation.transposed)
     else:
-        core = _whole(data)
+        core = data.dense()
     rank_core = check_rank(rank, core.shape)
 
     progress.stage(f"{method_key} solve on {core.shape[0]}x{core.shape[1]}")
     if method_key == "qubo":
-        compiled = timer.run("compile", _compile, model, core, rank_core, side, weights, {})
-        solution = timer.run("solve", _solve_compiled, compiled, backend, rng, backend_params)
+        model = objective.default_model(model)
+        with timer("compile"):
+            compiled = _compile(model, core, rank_core, side, weights, objective.model_data())
+        with timer("solve"):
+            solution = _solve_compiled(compiled, backend, rng, backend_params)
     else:
-        solution = timer.run("solve", _solve_by_method, method_key, core, rank_core, rng)
+        with timer("solve"):
+            solution = _solve_by_method(method_key, core, rank_core, rng)
     info.update(solution.info)
-    U, V = solution.U, solution.V
-
-    # Errors come from the BLS/ALS solves themselves (exact integer statistics): no m x n
-    # temporaries on the hot path.
-    if s is not None:
-        U, error = timer.run("bls", _extend, data, V, side)
-    else:
-        error = squared_error(core, U, V)  # the core is all of A
-    info["error_before_als"] = error
-    if als:
-        progress.stage("ALS polish")
-        U, V, error, info["als_solves"] = timer.run("als", _polish, data, U, V, side)
+    U, V, error = _extend_and_polish(data, solution, objective, s, side, als, timer, info)
     U, V = orientation.factors(U, V)
     proof = prove(
         whole,
         rank,
         U,
         V,
-        int(error),
+        error,
         one_hot=one_hot,
-        certified_error=certificate_error(info) if s is None else None,  # native's, on A
+        certified_error=objective.certified_error(info) if s is None else None,  # native's, on A
         certify=certify,
         seed=_seed_from(rng),
+        mask=objective.observed,
     )
-    U, V, error = proof.U, proof.V, proof.error
     info.update(lower_bound=proof.bound.to_info(), **({"certify": proof.info} if certify else {}))
     info["timings"] = {**proof.timings, **timer.timings()}  # "total" includes the proof
     return Factorization(
-        U=U,
-        V=V,
-        error=int(error),
-        relative_error=relative_error(int(error), data.total),
+        U=proof.U,
+        V=proof.V,
+        error=int(proof.error),
+        relative_error=relative_error(int(proof.error), data.total),
         broken_constraints=solution.broken,
         info=info,
         lower_bound=proof.bound.value,
     )
+
+
+def _extend_and_polish(
+    data: BinaryMatrix,
+    solution: _CoreSolution,
+    objective: _Objective,
+    s: int | None,
+    side: str | None,
+    als: bool,
+    timer: StageTimer,
+    info: dict[str, Any],
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """The core's answer on all of ``A``: ``U`` extended by BLS (sampled runs), then ALS.
+
+    Errors come from the BLS/ALS solves themselves (exact integer statistics): no m x n
+    temporaries on the hot path. Records ``error_before_als`` and ``als_solves`` in ``info``.
+    """
+    U, V = solution.U, solution.V
+    if s is not None:
+        with timer("bls"):
+            U, error = _extend(data, V, side)
+    else:
+        error = objective.error(data, U, V)  # the core is all of A
+    info["error_before_als"] = error
+    if als:
+        progress.stage("ALS polish")
+        with timer("als"):
+            U, V, error, info["als_solves"] = objective.polish(data, U, V, side)
+    return U, V, int(error)
+
+
+@dataclass(frozen=True)
+class _Objective:
+    """What the error counts: every entry of ``A``, or (missing data) the observed ones only.
+
+    The mask is data: it picks the default model, what the model is compiled with, the error,
+    the ALS and the lower bound; the flow of :func:`factorize` is the same either way.
+    """
+
+    observed: np.ndarray | None = None  # int8, 1 = observed
+
+    def observed_part(self, data: BinaryMatrix) -> BinaryMatrix:
+        """``A`` with its unobserved entries zeroed: they carry no information."""
+        if self.observed is None:
+            return data
+        return InMemoryMatrix(data.dense() * self.observed)
+
+    def describe(self) -> dict[str, Any]:
+        """What ``info`` reports about the objective: the number of observed entries."""
+        return {} if self.observed is None else {"observed": int(self.observed.sum())}
+
+    def default_model(self, model: Any) -> Any:
+        """The masked model replaces the default one; a model given by name or path stays."""
+        if self.observed is None:
+            return model
+        return "masked-bmf" if model == "formulation1" else model
+
+    def model_data(self) -> dict[str, Any]:
+        """The data the model is compiled with (a custom model reads ``data["mask"]``)."""
+        return {} if self.observed is None else {"mask": self.observed}
+
+    def certified_error(self, info: Mapping[str, Any]) -> int | None:
+        """A backend's proven optimum on ``A`` (a masked run proves none of its own)."""
+        return certificate_error(info) if self.observed is None else None
+
+    def error(self, data: BinaryMatrix, U: np.ndarray, V: np.ndarray) -> int:
+        """The error of ``(U, V)``: ``||A - U Vᵀ||²_F``, on observed entries when masked."""
+        if self.observed is None:
+            return data.squared_error(U, V)
+        from bmfdsl.linalg import weighted_squared_error
+
+        return round(weighted_squared_error(data.dense(), U, V, self.observed.astype(np.float64)))
+
+    def polish(
+        self, data: BinaryMatrix, U: np.ndarray, V: np.ndarray, side: str | None
+    ) -> tuple[np.ndarray, np.ndarray, int, int | None]:
+        """ALS from ``(U, V)``: the best pair, its error and the number of solves (``None``:
+        the masked ALS does not count them)."""
+        if self.observed is None:
+            return _polish(data, U, V, side)
+        from bmfdsl.solvers.native import weighted_als
+
+        weights = self.observed.astype(np.float64)
+        U, V, error = weighted_als(data.dense(), weights, U, V, side)
+        return np.asarray(U, dtype=np.int8), np.asarray(V, dtype=np.int8), round(error), None
 
 
 @dataclass(frozen=True)
@@ -231,7 +300,7 @@ class _CoreSolution:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-def _load(A: Any, rank: Any, sample_rows: Any) -> tuple[Data, int | None]:
+def _load(A: Any, rank: Any, sample_rows: Any) -> tuple[BinaryMatrix, int | None]:
     """The validated data and the number of rows to sample (``None``: use all rows).
 
     A dask input samples with ``"auto"`` by default; one too small to sample is loaded. A
@@ -239,7 +308,7 @@ def _load(A: Any, rank: Any, sample_rows: Any) -> tuple[Data, int | None]:
     ``A`` dense, so it is densified here, once.
     """
     if not is_dask_array(A):
-        data: Data = SparseMatrix(A) if is_sparse(A) else InMemoryMatrix(A)
+        data = as_matrix(A)
         m, n = data.shape
         s = _sample_size(sample_rows, max(m, n), min(m, n), check_rank(rank, (m, n)))
         if s is None and isinstance(data, SparseMatrix):
@@ -301,28 +370,12 @@ def _seed_from(rng: np.random.Generator) -> int:
     return int(rng.integers(2**31 - 1))
 
 
-def _unwrapped(data: Data) -> Any:
-    """What :func:`bmfdsl.pipeline._bounds.prove` takes: the array, or the sparse matrix wrapped."""
-    if isinstance(data, InMemoryMatrix):
-        return data.A
-    if isinstance(data, DaskMatrix):
-        return data.array
-    return data
-
-
-def _sample(data: Data, s: int, rng: np.random.Generator) -> np.ndarray:
+def _sample(data: BinaryMatrix, s: int, rng: np.random.Generator) -> np.ndarray:
     """The core: ``s`` rows drawn by leverage score (the paper's sampling)."""
     from bmfdsl.pipeline._sampling import sample_rows as draw_rows
 
     rows, _ = draw_rows(data, s, random_state=rng)
     return data.take_rows(rows)
-
-
-def _whole(data: Data) -> np.ndarray:
-    """All of ``A`` in memory (a dask input is loaded only when it is small; see _load)."""
-    if isinstance(data, InMemoryMatrix):
-        return data.A
-    return data.take_rows(np.arange(data.shape[0]))
 
 
 def _solve_by_method(
@@ -387,7 +440,7 @@ def _solve_compiled(
     return _CoreSolution(U=U, V=V, broken=dict(best.broken), info=info)
 
 
-def _extend(data: Data, V: np.ndarray, side: str | None) -> tuple[np.ndarray, int]:
+def _extend(data: BinaryMatrix, V: np.ndarray, side: str | None) -> tuple[np.ndarray, int]:
     """The full ``U`` for the core's ``V`` by exact BLS, and its error."""
     from bmfdsl.solvers import solve_bls_with_error
 
@@ -395,7 +448,7 @@ def _extend(data: Data, V: np.ndarray, side: str | None) -> tuple[np.ndarray, in
 
 
 def _polish(
-    data: Data, U: np.ndarray, V: np.ndarray, side: str | None
+    data: BinaryMatrix, U: np.ndarray, V: np.ndarray, side: str | None
 ) -> tuple[np.ndarray, np.ndarray, int, int]:
     """ALS from ``(U, V)``: the best pair seen, its error and the number of solves."""
     from bmfdsl.solvers import als as alternating
@@ -414,56 +467,20 @@ def _split_masked_array(A: Any, mask: Any) -> tuple[Any, Any]:
     return A.filled(0), mask
 
 
-def _factorize_masked(
+def _check_mask_options(
     A: Any,
-    rank: int,
-    mask: Any,
-    *,
-    model: Any,
-    backend: Any,
-    one_hot: str | None,
-    weights: Mapping[str, float | str] | None,
     method: Any,
+    one_hot: Any,
+    weights: Mapping[str, float | str] | None,
     sample_rows: Any,
-    als: bool,
-    random_state: Any,
-    backend_params: dict[str, Any],
-    timer: StageTimer,
-) -> Factorization:
-    """Missing data: the model sees the mask; the error and ALS count observed entries only."""
-    from bmfdsl.linalg import weighted_squared_error
-    from bmfdsl.solvers.native import weighted_als
-    from bmfdsl.validation import check_mask
-
-    one_hot = check_one_hot(one_hot)
-    method_key = _check_method(method, one_hot, weights, backend_params)
+    certify: Any,
+    backend_params: Mapping[str, Any],
+) -> None:
+    """Refuse what missing data does not support, before any work on ``A``."""
+    if certify is not None:
+        raise InvalidParameterError("certify= is not available with a mask (missing data)")
+    method_key = _check_method(method, check_one_hot(one_hot), weights, backend_params)
     if is_dask_array(A) or sample_rows is not None or method_key != "qubo":
         raise InvalidParameterError(
             "mask= works with method='qubo' on an in-memory matrix without sample_rows"
         )
-    A = check_binary_matrix(A)
-    rank = check_rank(rank, A.shape)
-    observed = check_mask(mask, A.shape)
-    rng = check_random_state(random_state)
-    A = A * observed  # unobserved entries carry no information
-    info: dict[str, Any] = {"method": "qubo", "rank": rank, "shape": list(A.shape)}
-    info["observed"] = int(observed.sum())
-    model = "masked-bmf" if model == "formulation1" else model
-    compiled = timer.run("compile", _compile, model, A, rank, one_hot, weights, {"mask": observed})
-    solution = timer.run("solve", _solve_compiled, compiled, backend, rng, backend_params)
-    info.update(solution.info)
-    C = observed.astype(np.float64)
-    U, V = solution.U, solution.V
-    error = weighted_squared_error(A, U, V, C)
-    info["error_before_als"] = round(error)
-    if als:
-        U, V, error = timer.run("als", weighted_als, A, C, U, V, one_hot)
-    info["timings"] = timer.timings()
-    return Factorization(
-        U=np.asarray(U, dtype=np.int8),
-        V=np.asarray(V, dtype=np.int8),
-        error=round(error),
-        relative_error=relative_error(round(error), int(A.sum())),
-        broken_constraints=solution.broken,
-        info=info,
-    )

@@ -69,12 +69,9 @@ def leverage_scores(A: Any) -> np.ndarray:
     data = as_matrix(A)
     if isinstance(data, DaskMatrix):
         return _blockwise_leverage_scores(data)
-    if isinstance(data, SparseMatrix):
-        if data.shape[0] * data.shape[1] > _SVD_MAX_ENTRIES:
-            return _sparse_leverage_scores(data)
-        A = data.dense_rows(0, data.shape[0])  # at most 4M entries: the exact SVD route
-    else:
-        A = data.A
+    if isinstance(data, SparseMatrix) and data.shape[0] * data.shape[1] > _SVD_MAX_ENTRIES:
+        return _sparse_leverage_scores(data)
+    A = data.dense()  # a sparse one has at most 4M entries here: the exact SVD route
     m, n = A.shape
     if not A.any():
         return np.zeros(m)

@@ -163,7 +163,7 @@ def solve_bls_with_error(
         # scores with the same tie rule give the same U as the dense routes.
         gram = V.astype(np.int64).T @ V.astype(np.int64)
         return solve_bls_from_stats(data.cross(V), gram, data.row_norms, **options)
-    return _solve_checked(data.A, V, **options)
+    return _solve_checked(data.dense(), V, **options)
 
 
 def _solve_blockwise(
