@@ -399,3 +399,12 @@ def test_check_backend_available_names_without_importing():
     assert check_backend_available("OpenJij_SA") == "openjij-sa"
     with pytest.raises(UnknownNameError, match="nael"):
         check_backend_available("nael")
+
+
+def test_pyproject_declares_every_entry_point_group():
+    import tomllib
+    from pathlib import Path
+
+    pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    groups = pyproject["project"]["entry-points"]
+    assert {"bmfdsl.backends", "bmfdsl.models", "bmfdsl.methods"} <= set(groups)
