@@ -20,7 +20,8 @@ from typing import Any, ClassVar
 import dimod
 import numpy as np
 
-from bmfdsl.errors import InvalidParameterError, UnknownNameError
+from bmfdsl.errors import InvalidParameterError
+from bmfdsl.registry import check_known_names
 
 __all__ = [
     "BackendSampler",
@@ -182,17 +183,14 @@ def check_parameter_names(
 ) -> None:
     """Raise :class:`UnknownNameError` for the first keyword not in ``known``.
 
+    >>> from bmfdsl.errors import UnknownNameError
     >>> try:
     ...     check_parameter_names("sa", {"num_sweps": 1}, {"num_sweeps": ""})
     ... except UnknownNameError as error:
     ...     print(error)
     unknown parameter 'num_sweps'; known parameters: 'num_sweeps'. Backend 'sa' accepts only these.
     """
-    for key in params:
-        if key not in known:
-            raise UnknownNameError(
-                "parameter", key, known, hint=f"Backend {backend!r} accepts only these."
-            )
+    check_known_names(params, known, hint=f"Backend {backend!r} accepts only these.")
 
 
 def check_num_reads(num_reads: Any) -> int:

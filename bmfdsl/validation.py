@@ -250,7 +250,14 @@ def check_flag(value: Any, name: str) -> bool:
 
 def check_backend(backend: Any) -> None:
     """Accept ``None``, a backend name, a dimod-style sampler (``sample`` + ``parameters``) or
-    a structure-aware one (``sample_bmf`` + ``parameters``)."""
+    a structure-aware one (``sample_bmf`` + ``parameters``): the one test of what a backend is.
+
+    >>> check_backend("neal")
+    >>> check_backend(42)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bmfdsl.errors.InvalidParameterError: backend must be a registered name (see ...; got int 42
+    """
     if backend is None or isinstance(backend, str):
         return
     solves = callable(getattr(backend, "sample", None)) or callable(
@@ -259,6 +266,6 @@ def check_backend(backend: Any) -> None:
     if solves and hasattr(backend, "parameters"):
         return
     raise InvalidParameterError(
-        f"backend must be a registered backend name (see bmfdsl.list_backends()) or a "
-        f"dimod.Sampler; got {type(backend).__name__} {backend!r:.40}"
+        "backend must be a registered name (see bmfdsl.list_backends()), a dimod.Sampler or a "
+        f"StructuredSampler; got {type(backend).__name__} {backend!r:.40}"
     )

@@ -3,7 +3,7 @@
 The layers, lowest first (``docs/architecture.md`` draws them):
 
 * shared leaves: ``errors``, ``validation``, ``timings``, ``progress``, ``credentials``,
-  ``result``;
+  ``result``, ``registry``;
 * ``bmfdsl.linalg`` (binary matrices, exact kernels, errors of an answer);
 * ``bmfdsl.modeling`` (the DSL, compilation, BQMs), with the model scripts of
   ``bmfdsl.models`` on top of it;
@@ -41,6 +41,7 @@ LEAVES = (
     "bmfdsl.progress",
     "bmfdsl.credentials",
     "bmfdsl.result",
+    "bmfdsl.registry",
     "bmfdsl._lazy",
 )
 # (prefix, rank): a module's layer is that of the longest prefix it matches.

@@ -1,26 +1,46 @@
-"""The backend registry: names, laziness, availability, entry points, options."""
+"""The registries: backends, models and methods by name; laziness, availability, entry
+points (one per group), the built-in-wins rule, options and defaults."""
 
 from __future__ import annotations
 
 import importlib.metadata
 import json
+import re
 import subprocess
 import sys
 import textwrap
 import types
 
 import dimod
+import numpy as np
 import pytest
 
+from bmfdsl import registry as shared_registry
 from bmfdsl.errors import (
     BackendUnavailableError,
     BmfdslError,
     InvalidParameterError,
     UnknownNameError,
 )
-from bmfdsl.solvers import BackendInfo, get_backend, list_backends, normalize_name, register_backend
+from bmfdsl.modeling import compile_model, list_models
+from bmfdsl.pipeline import factorize, solve
+from bmfdsl.registry import Registry, check_known_names
+from bmfdsl.solvers import (
+    DEFAULT_BLS_BACKEND,
+    DEFAULT_BLS_PARAMETERS,
+    DEFAULT_FACTORIZE_BACKEND,
+    DEFAULT_SOLVE_BACKEND,
+    BackendInfo,
+    check_backend_available,
+    get_backend,
+    list_backends,
+    normalize_name,
+    register_backend,
+    resolve_backend,
+)
 from bmfdsl.solvers import _registry as registry
 from bmfdsl.solvers._registry import unregister_backend
+from bmfdsl.solvers.methods import METHODS, baseline, get_method
 
 BUILTIN_NAMES = {
     "exact",
@@ -237,7 +257,7 @@ def test_an_entry_point_named_like_a_builtin_never_replaces_it(tmp_path, monkeyp
         value="bmfdsl_fake_plugin:PluginSampler",
         dist=types.SimpleNamespace(name="evil-solvers"),
     )
-    monkeypatch.setattr(registry, "_warned_clashes", set())
+    monkeypatch.setattr(shared_registry, "_warned_clashes", set())
     monkeypatch.setattr(
         registry.importlib.metadata,
         "entry_points",
@@ -249,3 +269,142 @@ def test_an_entry_point_named_like_a_builtin_never_replaces_it(tmp_path, monkeyp
     assert "'native'" in str(caught[0].message)
     info = {b.name: b for b in list_backends()}["native"]
     assert info.target == "bmfdsl.backends.native:NativeSampler"
+
+
+# ----------------------------------------------------- one mechanism for models and methods
+
+FAKE_MODEL = """
+from bmfdsl.models.formulation1 import build  # a plug-in model: the paper's, renamed
+
+DESCRIPTION = "a third-party model"
+"""
+
+FAKE_METHOD = """
+import numpy as np
+
+def ones(A, rank, *, random_state=None):
+    A = np.asarray(A)
+    return np.ones((A.shape[0], rank), np.int8), np.ones((A.shape[1], rank), np.int8)
+"""
+
+
+def _fake_entry_points(monkeypatch, group, name, value, dist="third-party-bmf"):
+    """Make ``importlib.metadata`` report one installed entry point in ``group``."""
+    entry_point = types.SimpleNamespace(
+        name=name, value=value, dist=types.SimpleNamespace(name=dist)
+    )
+    monkeypatch.setattr(shared_registry, "_warned_clashes", set())
+    monkeypatch.setattr(
+        importlib.metadata,
+        "entry_points",
+        lambda *, group_=group, **kwargs: [entry_point] if kwargs["group"] == group_ else [],
+    )
+
+
+def test_third_party_models_come_from_entry_points(tmp_path, monkeypatch):
+    (tmp_path / "bmfdsl_fake_model.py").write_text(FAKE_MODEL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _fake_entry_points(monkeypatch, "bmfdsl.models", "My_Model", "bmfdsl_fake_model")
+    infos = {info.name: info for info in list_models()}
+    assert infos["my-model"].description == "a third-party model"
+    assert infos["my-model"].module == "bmfdsl_fake_model"
+    compiled = compile_model("my model", np.ones((3, 2)), 1)
+    assert compiled.model_name == "my-model"
+    assert solve(compiled, "exact")[0].error == 0
+
+
+def test_third_party_methods_come_from_entry_points(tmp_path, monkeypatch):
+    (tmp_path / "bmfdsl_fake_method.py").write_text(FAKE_METHOD)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _fake_entry_points(monkeypatch, "bmfdsl.methods", "All_Ones", "bmfdsl_fake_method:ones")
+    assert set(METHODS) == {"baseline", "thresholded", "penalized", "all-ones"}
+    assert get_method("ALL ONES").__name__ == "ones"
+    result = factorize(np.ones((4, 3), dtype=int), 1, method="all_ones", als=False)
+    assert result.error == 0 and result.info["method"] == "all-ones"
+
+
+@pytest.mark.parametrize(
+    ("group", "name", "value", "use"),
+    [
+        ("bmfdsl.models", "Formulation1", "bmfdsl_fake_model", "model"),
+        ("bmfdsl.methods", "Baseline", "bmfdsl_fake_method:ones", "method"),
+    ],
+)
+def test_a_model_or_method_plugin_named_like_a_builtin_never_replaces_it(
+    tmp_path, monkeypatch, group, name, value, use
+):
+    (tmp_path / "bmfdsl_fake_model.py").write_text(FAKE_MODEL)
+    (tmp_path / "bmfdsl_fake_method.py").write_text(FAKE_METHOD)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _fake_entry_points(monkeypatch, group, name, value, dist="evil-bmf")
+    with pytest.warns(UserWarning, match="evil-bmf") as caught:
+        if use == "model":
+            infos = {info.name: info for info in list_models()}
+            assert infos["formulation1"].module == "bmfdsl.models.formulation1"
+        else:
+            assert get_method("baseline") is baseline
+    assert f"{use} named {name.lower()!r}" in str(caught[0].message)
+
+
+@pytest.mark.parametrize(
+    ("lookup", "message"),
+    [
+        (lambda: get_method("simplex"), "unknown method 'simplex'; known methods: 'baseline'"),
+        (lambda: get_method(3), "unknown method 3; known methods: 'baseline'"),
+        (lambda: compile_model("formulation9", np.ones((2, 2)), 1), "path of a model script"),
+        (lambda: factorize(np.ones((2, 2)), 1, method="simplex"), "known methods: 'baseline'"),
+        (lambda: get_backend("nael"), "See bmfdsl.list_backends()"),
+    ],
+)
+def test_unknown_names_list_the_known_ones(lookup, message):
+    with pytest.raises(UnknownNameError, match=re.escape(message)):
+        lookup()
+
+
+def test_the_generic_registry_normalises_and_registers_at_run_time():
+    colours = Registry("colour", "bmfdsl.no-such-group", {"dark-red": "#800000"}, str)
+    assert colours.get(" DARK_red ") == ("dark-red", "#800000")
+    assert colours.find("blue") is None
+    colours.register("Light Blue", "#add8e6")
+    assert colours.get("light_blue") == ("light-blue", "#add8e6")
+    colours.unregister("LIGHT-BLUE")
+    colours.unregister("dark-red")  # built-ins stay
+    with pytest.raises(UnknownNameError, match="known colours: 'dark-red'"):
+        colours.get("light-blue")
+
+
+def test_unknown_keywords_are_refused_by_one_check_with_its_hint():
+    check_known_names(["seed"], ["seed", "num_reads"])  # known: nothing happens
+    with pytest.raises(UnknownNameError, match=r"unknown weight 'mu'; known weights: 'lam'\. Hm"):
+        check_known_names(["lam", "mu"], ["lam"], kind="weight", hint="Hm")
+
+
+def test_each_entry_point_resolves_its_backend_with_its_own_default():
+    assert DEFAULT_SOLVE_BACKEND == "neal" and DEFAULT_FACTORIZE_BACKEND == "native"
+    assert DEFAULT_BLS_BACKEND == "neal" and DEFAULT_BLS_PARAMETERS == {"num_reads": 10, "seed": 0}
+    name, sampler = resolve_backend(None, default=DEFAULT_FACTORIZE_BACKEND)
+    assert name == "native" and type(sampler).__name__ == "NativeSampler"
+    exact = dimod.ExactSolver()
+    assert resolve_backend(exact, default="neal") == ("ExactSolver", exact)
+    assert resolve_backend("Exact", default="neal")[0] == "Exact"  # reported as given
+    with pytest.raises(InvalidParameterError, match="backend must be a registered name"):
+        resolve_backend(42, default="neal")
+    result = factorize(np.ones((3, 3), dtype=int), 1, random_state=0)
+    assert result.info["backend"] == "native"
+    compiled = compile_model("formulation1", np.ones((2, 2)), 1)
+    assert solve(compiled, None)[0].error == 0  # None: solve's default, like factorize
+
+
+def test_check_backend_available_names_without_importing():
+    assert check_backend_available("OpenJij_SA") == "openjij-sa"
+    with pytest.raises(UnknownNameError, match="nael"):
+        check_backend_available("nael")
+
+
+def test_pyproject_declares_every_entry_point_group():
+    import tomllib
+    from pathlib import Path
+
+    pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    groups = pyproject["project"]["entry-points"]
+    assert {"bmfdsl.backends", "bmfdsl.models", "bmfdsl.methods"} <= set(groups)

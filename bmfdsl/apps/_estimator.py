@@ -19,8 +19,8 @@ from bmfdsl.errors import (
     InvalidMatrixError,
     InvalidParameterError,
     NotFittedError,
-    UnknownNameError,
 )
+from bmfdsl.registry import check_known_names
 from bmfdsl.validation import check_one_hot, is_sparse
 
 __all__ = ["BinaryMatrixFactorization"]
@@ -95,10 +95,8 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
 
     def set_params(self, **params: Any) -> BinaryMatrixFactorization:
         """Set constructor parameters; an unknown name raises an error listing the valid ones."""
-        valid = self._get_param_names()
-        for name in params:
-            if name not in valid and "__" not in name:
-                raise UnknownNameError("parameter", name, valid)
+        own = [name for name in params if "__" not in name]  # sub__param: sklearn checks those
+        check_known_names(own, self._get_param_names())
         super().set_params(**params)
         return self
 

@@ -18,24 +18,40 @@ from typing import Any
 
 import numpy as np
 
-from bmfdsl.errors import InvalidParameterError, ModelDefinitionError, UnknownNameError
+from bmfdsl.errors import InvalidParameterError, ModelDefinitionError
 from bmfdsl.modeling._compiled import CompiledModel, Lowered, verify_claim
 from bmfdsl.modeling._dsl import ModelBuilder
 from bmfdsl.modeling._expr import TERM_BYTES
 from bmfdsl.modeling._structure import BMFStructure
+from bmfdsl.registry import Registry, import_target
 from bmfdsl.validation import check_binary_matrix, check_one_hot, check_rank
 
-__all__ = ["DEFAULT_MEMORY_LIMIT", "ModelInfo", "compile_model", "list_models", "load_model"]
+__all__ = [
+    "DEFAULT_MEMORY_LIMIT",
+    "MODELS",
+    "ModelInfo",
+    "compile_model",
+    "list_models",
+    "load_model",
+]
 
-_REGISTERED: dict[str, str] = {
-    "formulation1": "bmfdsl.models.formulation1",
-    "formulation2": "bmfdsl.models.formulation2",
-    "formulation2-reduced": "bmfdsl.models.formulation2_reduced",
-    "masked-bmf": "bmfdsl.models.masked_bmf",
-    "weighted-bmf": "bmfdsl.models.weighted_bmf",
-    "boolean-bmf": "bmfdsl.models.boolean_bmf",
-    "bicluster": "bmfdsl.models.bicluster",
-}
+#: Registered models by name: the module (``"package.module"``) of each script. Third
+#: parties add theirs in the entry-point group ``bmfdsl.models`` (name -> module).
+MODELS: Registry[str] = Registry(
+    "model",
+    "bmfdsl.models",
+    {
+        "formulation1": "bmfdsl.models.formulation1",
+        "formulation2": "bmfdsl.models.formulation2",
+        "formulation2-reduced": "bmfdsl.models.formulation2_reduced",
+        "masked-bmf": "bmfdsl.models.masked_bmf",
+        "weighted-bmf": "bmfdsl.models.weighted_bmf",
+        "boolean-bmf": "bmfdsl.models.boolean_bmf",
+        "bicluster": "bmfdsl.models.bicluster",
+    },
+    str,
+    hint="or pass the path of a model script (.py)",
+)
 
 #: Default size guard: about 2 GiB of model terms.
 DEFAULT_MEMORY_LIMIT = 2 * 2**30
@@ -57,20 +73,16 @@ class ModelInfo:
     description: str
 
 
-def _normalise(name: str) -> str:
-    return name.strip().lower().replace("_", "-").replace(" ", "-")
-
-
 def list_models() -> list[ModelInfo]:
-    """The registered models.
+    """The registered models: the built-ins, then installed plug-ins (group ``bmfdsl.models``).
 
     >>> [info.name for info in list_models()][:3]
     ['formulation1', 'formulation2', 'formulation2-reduced']
     """
     infos = []
-    for name, module_name in _REGISTERED.items():
-        module = importlib.import_module(module_name)
-        infos.append(ModelInfo(name, module_name, getattr(module, "DESCRIPTION", "")))
+    for name, target in MODELS.entries().items():
+        module = import_target(target)
+        infos.append(ModelInfo(name, target, getattr(module, "DESCRIPTION", "")))
     return infos
 
 
@@ -104,15 +116,13 @@ def load_model(model: str | os.PathLike[str] | ModuleType) -> tuple[str, ModuleT
         name, module = getattr(model, "NAME", model.__name__), model
     elif isinstance(model, str | os.PathLike):
         text = os.fspath(model)
-        key = _normalise(text)
-        if key in _REGISTERED:
-            name, module = key, importlib.import_module(_REGISTERED[key])
+        registered = MODELS.find(text)
+        if registered is not None:
+            name, module = registered[0], import_target(registered[1])
         elif text.endswith(".py") or os.path.sep in text or Path(text).is_file():
             name, module = text, _load_script(Path(text))
         else:
-            raise UnknownNameError(
-                "model", text, _REGISTERED, hint="or pass the path of a model script (.py)"
-            )
+            raise MODELS.unknown(text)
     else:
         raise InvalidParameterError(
             f"model must be a registered name, a script path or a module; got "

@@ -31,7 +31,9 @@ from bmfdsl.linalg import (
     relative_error,
 )
 from bmfdsl.pipeline._bounds import certificate_error, check_certify, prove
+from bmfdsl.registry import check_known_names, normalize_name
 from bmfdsl.result import Factorization, to_jsonable
+from bmfdsl.solvers import DEFAULT_FACTORIZE_BACKEND
 from bmfdsl.timings import StageTimer
 from bmfdsl.validation import (
     check_backend,
@@ -45,9 +47,10 @@ from bmfdsl.validation import (
 
 __all__ = ["DEFAULT_BACKEND", "METHOD_NAMES", "factorize"]
 
-#: The best local solver: structure-aware, no account needed.
-DEFAULT_BACKEND = "native"
-#: ``method`` values: the QUBO pipeline and the paper's comparison methods.
+#: The backend when none is named (its reason: :mod:`bmfdsl.solvers._registry`).
+DEFAULT_BACKEND = DEFAULT_FACTORIZE_BACKEND
+#: ``method`` values: the QUBO pipeline and the paper's comparison methods (plus any
+#: method plug-in: see :mod:`bmfdsl.solvers.methods`).
 METHOD_NAMES = ("qubo", "baseline", "thresholded", "penalized")
 
 
@@ -351,9 +354,12 @@ def _check_method(
     weights: Mapping[str, float | str] | None,
     backend_params: Mapping[str, Any],
 ) -> str:
-    method_key = str(method).strip().lower()
-    if method_key not in METHOD_NAMES:
-        raise UnknownNameError("method", method, METHOD_NAMES)
+    from bmfdsl.solvers.methods import METHODS
+
+    known = ("qubo", *METHODS)  # the built-in comparison methods and installed plug-ins
+    method_key = normalize_name(method, "method") if isinstance(method, str) else None
+    if method_key not in known:
+        raise UnknownNameError("method", method, known)
     if method_key != "qubo" and (backend_params or weights):
         raise InvalidParameterError(
             f"method {method_key!r} takes no backend parameters or weights; got "
@@ -402,9 +408,7 @@ def _compile(
 
     compiled = compile_model(model, core, rank, one_hot=one_hot, data=data)
     chosen = dict(weights or {})
-    unknown = set(chosen) - set(compiled.weight_names)
-    if unknown:
-        raise UnknownNameError("weight", sorted(unknown)[0], compiled.weight_names)
+    check_known_names(sorted(chosen), compiled.weight_names, kind="weight")
     return compiled, chosen
 
 
@@ -417,11 +421,10 @@ def _solve_compiled(
     """Solve the compiled model on the backend; the best decoded sample."""
     from bmfdsl.modeling import StructuredSampler
     from bmfdsl.pipeline._solve import solve
-    from bmfdsl.solvers import get_backend
+    from bmfdsl.solvers import resolve_backend
 
     compiled, weights = compiled_and_weights
-    name = DEFAULT_BACKEND if backend is None else backend
-    sampler = get_backend(name) if isinstance(name, str) else name
+    name, sampler = resolve_backend(backend, default=DEFAULT_BACKEND)
     params = dict(backend_params)
     if "seed" in sampler.parameters and "seed" not in params:
         params["seed"] = _seed_from(rng)
@@ -429,7 +432,7 @@ def _solve_compiled(
     best = decoded[0]
     info = {
         "model": compiled.model_name,
-        "backend": name if isinstance(name, str) else type(name).__name__,
+        "backend": name if backend is None or isinstance(backend, str) else type(backend).__name__,
         "weights": decoded.info.get("weights"),
         "energy": best.energy,
         "backend_info": to_jsonable(decoded.info.get("backend_info", {})),

@@ -24,10 +24,11 @@ from typing import Any
 
 import dimod
 
-from bmfdsl.errors import InvalidParameterError, ModelDefinitionError, UnknownNameError
+from bmfdsl.errors import InvalidParameterError, ModelDefinitionError
 from bmfdsl.modeling import CompiledModel, StructuredSampler, check_weight
+from bmfdsl.registry import check_known_names
 from bmfdsl.result import DecodedSample
-from bmfdsl.solvers import get_backend
+from bmfdsl.solvers import DEFAULT_SOLVE_BACKEND, resolve_backend
 
 __all__ = ["SolveResult", "SweepResult", "SweepSetting", "solve", "sweep_weights"]
 
@@ -42,17 +43,6 @@ class SolveResult(list[DecodedSample]):
     def __init__(self, samples: Iterable[DecodedSample], info: dict[str, Any]) -> None:
         super().__init__(samples)
         self.info = info
-
-
-def _resolve_backend(backend: Any) -> tuple[str, Any]:
-    if isinstance(backend, str):
-        return backend, get_backend(backend)
-    if not isinstance(backend, dimod.Sampler | StructuredSampler):
-        raise InvalidParameterError(
-            "backend must be a registered name (see bmfdsl.list_backends()), a dimod.Sampler "
-            f"or a StructuredSampler; got {type(backend).__name__}"
-        )
-    return str(getattr(backend, "name", type(backend).__name__)), backend
 
 
 def _check_compiled(compiled: Any) -> CompiledModel:
@@ -77,7 +67,7 @@ def _one_hot_labels(compiled: CompiledModel) -> list[list[str]]:
 
 def solve(
     compiled: CompiledModel,
-    backend: str | dimod.Sampler | StructuredSampler = "neal",
+    backend: str | dimod.Sampler | StructuredSampler = DEFAULT_SOLVE_BACKEND,
     *,
     native_one_hot: bool = False,
     **weights_and_params: Any,
@@ -102,7 +92,7 @@ def solve(
             BMF structure.
     """
     compiled = _check_compiled(compiled)
-    name, sampler = _resolve_backend(backend)
+    name, sampler = resolve_backend(backend, default=DEFAULT_SOLVE_BACKEND)
     weight_names = set(compiled.weight_names)
     weights = {k: v for k, v in weights_and_params.items() if k in weight_names}
     params = {k: v for k, v in weights_and_params.items() if k not in weight_names}
@@ -115,7 +105,9 @@ def solve(
                 f"{compiled.model_name!r} declares none (model.declare_bmf()); use a generic "
                 "backend such as 'da' or 'neal'"
             )
-        _check_params(name, params, sampler.parameters)
+        check_known_names(
+            params, sampler.parameters, hint=f"These are the parameters of backend {name!r}."
+        )
         sampleset = sampler.sample_bmf(compiled.structure, **params)
     else:
         if native_one_hot:
@@ -134,14 +126,6 @@ def solve(
         "backend_info": dict(sampleset.info),
     }
     return SolveResult(decoded, info)
-
-
-def _check_params(name: str, params: Mapping[str, Any], known: Mapping[str, Any]) -> None:
-    for key in params:
-        if key not in known:
-            raise UnknownNameError(
-                "parameter", key, known, hint=f"These are the parameters of backend {name!r}."
-            )
 
 
 @dataclass
@@ -242,7 +226,7 @@ def sweep_weights(
     ([False, True], 2.0)
     """
     compiled = _check_compiled(compiled)
-    name, sampler = _resolve_backend(backend)
+    name, sampler = resolve_backend(backend, default=DEFAULT_SOLVE_BACKEND)
     axes = {
         key: _weight_values(key, values)
         for key, values in weights_and_params.items()

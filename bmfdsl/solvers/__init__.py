@@ -1,7 +1,8 @@
 """Solvers: the backend registry, exact binary least squares, ALS and exact CP-SAT.
 
 * :func:`list_backends`, :func:`get_backend`, :func:`register_backend`: samplers by name
-  (adapters in :mod:`bmfdsl.backends`, third parties by entry point);
+  (adapters in :mod:`bmfdsl.backends`, third parties by entry point); :func:`resolve_backend`
+  and the ``DEFAULT_*`` backends: how every entry point picks its sampler;
 * :func:`solve_bls` and :func:`als`: the best factor for a fixed other factor, and alternating
   BLS;
 * :func:`solve_exact`: OR-Tools CP-SAT proofs and bounds;
@@ -28,11 +29,17 @@ if TYPE_CHECKING:
         solve_exact,
     )
     from bmfdsl.solvers._registry import (
+        DEFAULT_BLS_BACKEND,
+        DEFAULT_BLS_PARAMETERS,
+        DEFAULT_FACTORIZE_BACKEND,
+        DEFAULT_SOLVE_BACKEND,
         BackendInfo,
+        check_backend_available,
         get_backend,
         list_backends,
         normalize_name,
         register_backend,
+        resolve_backend,
     )
 
 __getattr__, __dir__, __all__ = lazy_exports(globals())

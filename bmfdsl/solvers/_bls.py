@@ -355,16 +355,13 @@ def _solve_rows_on_backend(
 def _resolve_sampler(
     backend: Any, backend_params: Mapping[str, Any] | None
 ) -> tuple[Any, dict[str, Any]]:
-    params = dict(backend_params or {})
-    if backend is None:  # rank > 16 and nothing named: seeded simulated annealing
-        backend = "neal"
-        params = {"num_reads": 10, "seed": 0, **params}
-    if not isinstance(backend, str):
-        if not callable(getattr(backend, "sample", None)):
-            raise InvalidParameterError(
-                f"backend must be a backend name or a dimod.Sampler; got {type(backend).__name__}"
-            )
-        return backend, params
-    from bmfdsl.solvers._registry import get_backend  # lazy: the registry loads plugins
+    from bmfdsl.solvers._registry import (  # lazy: only this path needs a backend
+        DEFAULT_BLS_BACKEND,
+        DEFAULT_BLS_PARAMETERS,
+        resolve_backend,
+    )
 
-    return get_backend(backend), params
+    params = dict(backend_params or {})
+    if backend is None:  # rank > 16 and nothing named: the seeded default
+        params = {**DEFAULT_BLS_PARAMETERS, **params}
+    return resolve_backend(backend, default=DEFAULT_BLS_BACKEND)[1], params

@@ -4,7 +4,12 @@ Names are normalised (case, ``-``/``_`` and spaces are equivalent), so ``"OpenJi
 ``"openjij-sa"``. Third-party packages add backends through the entry-point group
 ``bmfdsl.backends`` (name -> ``"module:Class"``), or at run time with
 :func:`register_backend`. A plug-in named like a built-in never replaces it: the built-in
-is used and a warning names the plug-in's distribution.
+is used and a warning names the plug-in's distribution (the mechanism is
+:class:`bmfdsl.registry.Registry`, shared with models and methods).
+
+:func:`resolve_backend` turns any entry point's ``backend`` argument (a name, a sampler or
+``None``) into a sampler; the default each entry point uses lives here too
+(``DEFAULT_*_BACKEND``), with the reason it differs.
 
 >>> normalize_name("  OpenJij_SA ")
 'openjij-sa'
@@ -15,31 +20,46 @@ True
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import importlib.util
 import inspect
 import os
 import re
-import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from bmfdsl.errors import BackendUnavailableError, InvalidParameterError, UnknownNameError
+from bmfdsl.errors import BackendUnavailableError, InvalidParameterError
+from bmfdsl.registry import Registry, check_known_names, normalize_name
+from bmfdsl.validation import check_backend
 
 __all__ = [
+    "DEFAULT_BLS_BACKEND",
+    "DEFAULT_BLS_PARAMETERS",
+    "DEFAULT_FACTORIZE_BACKEND",
+    "DEFAULT_SOLVE_BACKEND",
     "ENTRY_POINT_GROUP",
     "BackendInfo",
+    "check_backend_available",
     "get_backend",
     "list_backends",
     "normalize_name",
     "register_backend",
+    "resolve_backend",
     "unregister_backend",
 ]
 
-if TYPE_CHECKING:  # dimod is imported on first get_backend only, to keep imports cheap
-    pass
-
 ENTRY_POINT_GROUP = "bmfdsl.backends"
+
+# The default backends, one home each. They differ on purpose (what each caller may meet):
+#: solve() and sweep_weights() take any compiled model, claim or not: a generic BQM sampler
+#: that ships with bmfdsl.
+DEFAULT_SOLVE_BACKEND = "neal"
+#: factorize() compiles plain BMF models whose structure is verified: the structure-aware
+#: solver, the best local one (no account needed).
+DEFAULT_FACTORIZE_BACKEND = "native"
+#: BLS beyond enumeration (rank > 16) solves one tiny QUBO per distinct row: simulated
+#: annealing with a few reads, seeded so that BLS stays deterministic.
+DEFAULT_BLS_BACKEND = "neal"
+DEFAULT_BLS_PARAMETERS: dict[str, Any] = {"num_reads": 10, "seed": 0}
 
 
 @dataclass(frozen=True)
@@ -166,18 +186,14 @@ _BUILTINS: dict[str, _Entry] = {
     ),
 }
 
-_registered: dict[str, _Entry] = {}
-
-
-def normalize_name(name: str) -> str:
-    """Lowercase ``name`` and turn runs of ``-``, ``_`` and spaces into one ``-``.
-
-    >>> normalize_name("Dwave QPU")
-    'dwave-qpu'
-    """
-    if not isinstance(name, str):
-        raise InvalidParameterError(f"a backend name must be a string; got {type(name).__name__}")
-    return re.sub(r"[-_\s]+", "-", name.strip().lower())
+_BACKENDS: Registry[_Entry] = Registry(
+    "backend",
+    ENTRY_POINT_GROUP,
+    _BUILTINS,
+    lambda target: _Entry(target, None, f"third-party backend from {target}", ()),
+    hint="See bmfdsl.list_backends() for what is installed.",
+    register_function="register_backend",
+)
 
 
 def register_backend(
@@ -202,45 +218,12 @@ def register_backend(
         raise InvalidParameterError(
             f"target must look like 'package.module:ClassName'; got {target!r}"
         )
-    _registered[normalize_name(name)] = _Entry(target, extra, description, ())
+    _BACKENDS.register(name, _Entry(target, extra, description, ()))
 
 
 def unregister_backend(name: str) -> None:
     """Remove a backend added with :func:`register_backend` (built-ins stay)."""
-    _registered.pop(normalize_name(name), None)
-
-
-_warned_clashes: set[tuple[str, str]] = set()
-
-
-def _entry_point_backends() -> dict[str, _Entry]:
-    """Installed plug-ins; one named like a built-in is skipped with a warning (once)."""
-    found: dict[str, _Entry] = {}
-    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        name = normalize_name(entry_point.name)
-        if name in _BUILTINS:
-            dist = getattr(entry_point, "dist", None)
-            owner = getattr(dist, "name", None) or "an unknown distribution"
-            if (name, entry_point.value) not in _warned_clashes:
-                _warned_clashes.add((name, entry_point.value))
-                warnings.warn(
-                    f"the installed package {owner!r} declares a backend named {name!r} "
-                    f"({entry_point.value}), which is a built-in name; the built-in is used. "
-                    f"Ask its authors to rename it, or register_backend() it under another name",
-                    UserWarning,
-                    stacklevel=3,
-                )
-            continue
-        found[name] = _Entry(
-            entry_point.value, None, f"third-party backend from {entry_point.value}", ()
-        )
-    return found
-
-
-def _all_entries() -> dict[str, _Entry]:
-    # Later sources win: built-ins, then installed plug-ins (never over a built-in), then
-    # run-time registrations (an explicit choice of the running program).
-    return {**_BUILTINS, **_entry_point_backends(), **_registered}
+    _BACKENDS.unregister(name)
 
 
 def _install_hint(entry: _Entry) -> str:
@@ -289,7 +272,7 @@ def list_backends() -> list[BackendInfo]:
     'openjij'
     """
     infos = []
-    for name, entry in sorted(_all_entries().items()):
+    for name, entry in sorted(_BACKENDS.entries().items()):
         reason = _unavailable_reason(entry)
         infos.append(
             BackendInfo(
@@ -325,6 +308,27 @@ def _load_target(name: str, entry: _Entry) -> Any:
     return target
 
 
+def check_backend_available(name: str) -> str:
+    """The normalised name of an installed backend, checked without importing it.
+
+    Raises:
+        UnknownNameError: no backend has this name (the message lists the known ones).
+        BackendUnavailableError: an optional dependency is missing (names the extra).
+
+    >>> check_backend_available("OpenJij_SA")
+    'openjij-sa'
+    """
+    return _available(name)[0]
+
+
+def _available(name: str) -> tuple[str, _Entry]:
+    key, entry = _BACKENDS.get(name)
+    reason = _unavailable_reason(entry)
+    if reason:
+        raise BackendUnavailableError(f"backend {key!r} is unavailable: {reason}")
+    return key, entry
+
+
 def get_backend(name: str, **options: Any) -> Any:
     """Instantiate the backend called ``name`` with constructor ``options``.
 
@@ -343,16 +347,7 @@ def get_backend(name: str, **options: Any) -> Any:
     ...
     bmfdsl.errors.UnknownNameError: unknown backend 'nael'; known backends: 'cpsat', 'da', ...
     """
-    key = normalize_name(name)
-    entries = _all_entries()
-    if key not in entries:
-        raise UnknownNameError(
-            "backend", name, entries, hint="See bmfdsl.list_backends() for what is installed."
-        )
-    entry = entries[key]
-    reason = _unavailable_reason(entry)
-    if reason:
-        raise BackendUnavailableError(f"backend {key!r} is unavailable: {reason}")
+    key, entry = _available(name)
     factory = _load_target(key, entry)
     _check_options(key, factory, options)
     sampler = factory(**options)
@@ -368,6 +363,27 @@ def get_backend(name: str, **options: Any) -> Any:
     return sampler
 
 
+def resolve_backend(backend: Any, *, default: str) -> tuple[str, Any]:
+    """``(name, sampler)`` for a backend name, a sampler, or ``None`` (the ``default`` name).
+
+    The one way every entry point turns its ``backend`` argument into a sampler: a name is
+    instantiated by :func:`get_backend` (and reported as given); a sampler (see
+    :func:`bmfdsl.validation.check_backend`) is used as is, reported by its ``name`` or type.
+
+    >>> name, sampler = resolve_backend(None, default=DEFAULT_SOLVE_BACKEND)
+    >>> name, type(sampler).__name__
+    ('neal', 'NealBackend')
+    >>> resolve_backend(sampler, default="exact")[0]
+    'neal'
+    """
+    check_backend(backend)
+    if backend is None:
+        backend = default
+    if isinstance(backend, str):
+        return backend, get_backend(backend)
+    return str(getattr(backend, "name", type(backend).__name__)), backend
+
+
 def _check_options(name: str, factory: Any, options: dict[str, Any]) -> None:
     try:
         signature = inspect.signature(factory)
@@ -379,8 +395,7 @@ def _check_options(name: str, factory: Any, options: dict[str, Any]) -> None:
         for p in signature.parameters.values()
         if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
     ]
-    for option in options:
-        if option not in known and not accepts_any:
-            raise UnknownNameError(
-                "option", option, known, hint=f"These are the options of backend {name!r}."
-            )
+    if not accepts_any:
+        check_known_names(
+            options, known, kind="option", hint=f"These are the options of backend {name!r}."
+        )

@@ -115,16 +115,9 @@ BUILTIN_METHODS: dict[str, Method] = {
 
 def _check_backend(name: str) -> None:
     """Fail before any run when a ``qubo:<backend>`` names no usable backend."""
-    try:
-        from bmfdsl.solvers import list_backends, normalize_name
-    except ImportError:  # no registry in this installation: runs will report it
-        return
-    infos = {info.name: info for info in list_backends()}
-    info = infos.get(normalize_name(name))
-    if info is None:
-        raise UnknownNameError("backend", name, infos, hint="use it as qubo:<backend>")
-    if not info.available:
-        raise BackendUnavailableError(f"backend {info.name!r} is unavailable: {info.reason}")
+    from bmfdsl.solvers import check_backend_available
+
+    check_backend_available(name)
 
 
 def resolve_methods(
