@@ -122,7 +122,7 @@ class NativeSampler(StructuredSampler):
             or num_reads < 0
         ):
             raise InvalidParameterError(f"num_reads must be an integer >= 0; got {num_reads!r}")
-        weights = structure.entry_weights
+        weights = structure.effective_weights
         plain_only = {
             "time_limit": time_limit,
             "work_limit": work_limit,

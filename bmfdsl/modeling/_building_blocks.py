@@ -21,7 +21,7 @@ import numpy as np
 from bmfdsl.errors import InvalidParameterError
 from bmfdsl.modeling._dsl import ModelBuilder
 from bmfdsl.modeling._quadratize import QUADRATIZATIONS
-from bmfdsl.modeling._residual import squared_residual
+from bmfdsl.modeling._residual import renamed_entry_weights, squared_residual
 
 __all__ = ["factor_pairs", "factor_products", "quadratized_residual", "squared_residual"]
 
@@ -77,8 +77,9 @@ def quadratized_residual(
     *,
     quadratize: str = "products",
     mask: Any = None,
-    weights: Any = None,
+    entry_weights: Any = None,
     weight: str = "lam",
+    weights: Any = None,
 ) -> None:
     """Declare ``min Σ_ij w_ij m_ij (a_ij - Σ_k u_ik v_jk)²`` on ``model``: the quartic
     objective, made quadratic by ``model.minimize(..., quadratize=quadratize)`` with the
@@ -90,7 +91,9 @@ def quadratized_residual(
       (:func:`factor_pairs`; their reduced Formulation 2, using
       ``(Σ_k u_k v_k)² = Σ_k u_k v_k + 2 Σ_{k<l} ũ_kl ṽ_kl``).
 
-    The penalty weight (``weight``, default 1 as in the paper) multiplies
+    ``mask`` (0/1, 1 = observed) and ``entry_weights`` (``w``, non-negative) are per-entry
+    data (``weights=`` is the deprecated name of ``entry_weights=``). The penalty weight
+    (``weight``, default 1 as in the paper) multiplies
     ``f(z, a, b) = ab - 2az - 2bz + 3z`` in group ``W`` (or ``UU`` and ``VV``). The one-hot
     constraint of ``compile_model(one_hot=...)`` is honoured, and the model claims its
     structure (feasible energy == the objective), which ``compile_model`` verifies.
@@ -101,13 +104,14 @@ def quadratized_residual(
     >>> sorted(model.groups), [g.product_indices[0].size for g in model.groups.values()]
     (['UU', 'VV'], [2, 2])
     """
+    entry_weights = renamed_entry_weights(entry_weights, weights, "quadratized_residual")
     if quadratize not in QUADRATIZATIONS:
         raise InvalidParameterError(
             f"quadratize must be one of {list(QUADRATIZATIONS)}; got {quadratize!r}"
         )
     declare = factor_products if quadratize == "products" else factor_pairs
     U, V = declare(model, weight=weight)[:2]
-    squares = squared_residual(model.A, U @ V.T, mask=mask, weights=weights)
+    squares = squared_residual(model.A, U @ V.T, mask=mask, entry_weights=entry_weights)
     model.minimize(squares, quadratize=quadratize, weight=weight)  # the declared auxiliaries
     model.one_hot_constraint()
-    model.declare_bmf(mask=mask, weights=weights)
+    model.declare_bmf(mask=mask, entry_weights=entry_weights)

@@ -317,13 +317,13 @@ def _claimed_structure(
     """The verified claim as a :class:`BMFStructure` of the whole instance, if any."""
     if metadata.claim is None:
         return None
-    mask, weights = _full_claim_arrays(metadata, instance.data, on_instance)
+    mask, entry_weights = _full_claim_arrays(metadata, instance.data, on_instance)
     return BMFStructure(
         instance.A,
         instance.rank,
         instance.one_hot,
         mask,
-        weights,
+        entry_weights,
         factor_names=metadata.factor_names or ("U", "V"),
     )
 
@@ -331,20 +331,21 @@ def _claimed_structure(
 def _full_claim_arrays(
     metadata: Declaration, data: Mapping[str, Any], on_instance: bool
 ) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """The claim's mask and weights on the whole instance."""
+    """The claim's mask and entry weights on the whole instance."""
     claim = metadata.claim
     assert claim is not None
     if on_instance:
-        return claim.mask, claim.weights
+        return claim.mask, claim.entry_weights
     arrays: list[np.ndarray | None] = []
-    for source, value in ((claim.mask_source, claim.mask), (claim.weights_source, claim.weights)):
+    sources = (claim.mask_source, claim.entry_weights_source)
+    for source, value in zip(sources, (claim.mask, claim.entry_weights), strict=True):
         if value is None:
             arrays.append(None)
         elif source is not None and source in data:
             arrays.append(np.asarray(data[source], dtype=float))
         else:
             raise ModelDefinitionError(
-                "on a large instance a structure claim's mask/weights must come from "
+                "on a large instance a structure claim's mask/entry_weights must come from "
                 "compile_model(data=...): pass model.data[name] to model.declare_bmf"
             )
     return arrays[0], arrays[1]

@@ -170,7 +170,7 @@ def verify_claim(lowered: Lowered, name: str, where: str) -> None:
     X = lowered.in_bqm_order(lowered.fill(U, V))
     weights = {w: 1.0 for w in model.weights}
     energies = lowered.terms.energies(X, weights)
-    declared = BMFStructure(model.A, r, model.one_hot, claim.mask, claim.weights).errors(U, V)
+    declared = BMFStructure(model.A, r, model.one_hot, claim.mask, claim.entry_weights).errors(U, V)
     scale = 1e-6 * max(1.0, float(np.abs(declared).max()))
     bad = np.flatnonzero(np.abs(energies - declared) > scale)
     if bad.size:

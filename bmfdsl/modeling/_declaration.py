@@ -150,9 +150,9 @@ class StructureClaim:
     """What ``declare_bmf`` claims: feasible energy == ``Σ w m (a - (UVᵀ))²``."""
 
     mask: np.ndarray | None = None
-    weights: np.ndarray | None = None
+    entry_weights: np.ndarray | None = None
     mask_source: str | None = None  # the model.data key the mask came from
-    weights_source: str | None = None
+    entry_weights_source: str | None = None
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,7 @@ from bmfdsl.modeling._quadratize import (
     product_pairs,
     substitute_products,
 )
-from bmfdsl.modeling._residual import check_entry_array, squared_residual
+from bmfdsl.modeling._residual import check_entry_array, renamed_entry_weights, squared_residual
 from bmfdsl.modeling._structure import OneHotSide
 
 # The declaration records and squared_residual are importable from here too, as before they
@@ -409,12 +409,17 @@ class ModelBuilder:
             found[missing] = Z.variable_indices()[which]
         return found
 
-    def declare_bmf(self, mask: Any = None, weights: Any = None) -> None:
+    def declare_bmf(
+        self, mask: Any = None, entry_weights: Any = None, *, weights: Any = None
+    ) -> None:
         """Claim: on feasible points the energy equals ``Σ_ij w_ij m_ij (a_ij - (UVᵀ)_ij)²``.
 
-        ``compile_model`` checks the claim on the instance; structure-aware backends
-        (``native``) then solve the model directly.
+        ``mask`` (0/1, 1 = observed) and ``entry_weights`` (``w``, non-negative) default to
+        ones; ``weights=`` is the deprecated name of ``entry_weights=``. ``compile_model``
+        checks the claim on the instance; structure-aware backends (``native``) then solve the
+        model directly.
         """
+        entry_weights = renamed_entry_weights(entry_weights, weights, "declare_bmf")
         shape = self.A.shape
 
         def source(value: Any) -> str | None:
@@ -422,11 +427,11 @@ class ModelBuilder:
 
         self.claim = StructureClaim(
             mask=None if mask is None else check_entry_array(mask, shape, "mask", binary=True),
-            weights=None
-            if weights is None
-            else check_entry_array(weights, shape, "weights", binary=False),
+            entry_weights=None
+            if entry_weights is None
+            else check_entry_array(entry_weights, shape, "entry_weights", binary=False),
             mask_source=source(mask),
-            weights_source=source(weights),
+            entry_weights_source=source(entry_weights),
         )
 
     def declare_plain_bmf(self) -> None:
