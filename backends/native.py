@@ -130,7 +130,7 @@ class NativeSampler(StructuredSampler):
             "max_enumeration": max_enumeration,
             "patience": patience,
         }
-        weights = structure.entry_weights
+        weights = structure.effective_weights
         if weights is not None:
             _refuse_plain_only(plain_only)
             answer = _solve_weighted(

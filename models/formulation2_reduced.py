@@ -18,5 +18,5 @@ DESCRIPTION = "Formulation 2 with auxiliaries only for k < l: (m+n)(r + r(r-1)/2
 
 def build(model: ModelBuilder) -> None:
     """Declare the reduced Formulation 2: the residual with the pairs ``u u'``, ``v v'``
-    substituted (see :func:`bmfdsl.modeling._dsl.quadratized_residual`)."""
+    substituted (see :func:`bmfdsl.modeling.quadratized_residual`)."""
     quadratized_residual(model, quadratize="pairs")

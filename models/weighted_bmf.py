@@ -20,4 +20,4 @@ def build(model: ModelBuilder) -> None:
         raise ModelDefinitionError(
             "weighted-bmf needs entry weights: compile_model(..., data={'weights': C})"
         )
-    quadratized_residual(model, weights=model.data["weights"])  # Formulation 1's products
+    quadratized_residual(model, entry_weights=model.data["weights"])  # Formulation 1's products

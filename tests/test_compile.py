@@ -95,6 +95,62 @@ def test_large_instances_are_checked_on_sub_instances_and_built_lazily(monkeypat
     assert small.structure_check == "instance"
 
 
+COUNTING_MODEL = textwrap.dedent(
+    """
+    from bmfdsl.modeling import quadratized_residual
+
+    def build(model):  # a script with a side effect: one line per run
+        with open(LOG, "a") as log:
+            log.write("%d %d\\n" % model.A.shape)
+        quadratized_residual(model)
+    """
+)
+
+
+def _counting_script(tmp_path):
+    """A model script that logs the shape of A at each ``build(model)``, and its log."""
+    log = tmp_path / "builds.log"
+    path = tmp_path / "counting_model.py"
+    path.write_text(f"LOG = {str(log)!r}\n" + COUNTING_MODEL)
+    return path, log
+
+
+def _builds(log, shape):
+    """How many times the script ran on an instance of ``shape``, and its other shapes."""
+    shapes = [tuple(map(int, line.split())) for line in log.read_text().splitlines()]
+    return shapes.count(shape), [s for s in shapes if s != shape]
+
+
+@pytest.mark.parametrize("large", [False, True], ids=["eager", "large-instance"])
+def test_the_script_builds_once_per_compile(tmp_path, monkeypatch, large):
+    if large:  # every instance past the eager size: sub-instance probes, a lazy full build
+        monkeypatch.setattr(bmfdsl.modeling._compile, "EAGER_CELLS", 1)
+    data = (np.random.default_rng(5).random((18, 17)) < 0.5).astype(np.int8)
+    script, log = _counting_script(tmp_path)
+    compiled = compile_model(script, data, 2)
+    on_instance, probes = _builds(log, data.shape)
+    assert on_instance == (0 if large else 1)  # a large instance builds when first needed
+    assert probes == ([(16, 16)] * 2 if large else [])
+    assert compiled.structure is not None
+    solved = bmfdsl.solve(compiled, "native", num_reads=1, seed=0)  # structured: no BQM
+    for lam in (0.5, 1.0, 3.0):
+        compiled.to_bqm(lam=lam)
+    compiled.to_bqm(lam="sufficient")
+    assert compiled.sufficient_weights() == compiled.sufficient_weights()
+    twin = compiled.to_pyqubo().compile().to_bqm(feed_dict={"lam": 2.0})
+    assert twin.num_variables == compiled.num_variables
+    U, V = solved[0].U, solved[0].V
+    sample = dimod.SampleSet.from_samples(
+        ([compiled.encode_array(U, V)], compiled.variables), dimod.BINARY, energy=[0.0]
+    )
+    assert compiled.decode(sample, lam=2.0)[0].error == solved[0].error
+    assert list(compiled.encode(U, V).values()) == compiled.encode_array(U, V).tolist()
+    bmfdsl.solve(compiled, "neal", num_reads=2, seed=1)
+    assert _builds(log, data.shape) == (1, probes)  # once for the instance, whatever was asked
+    compile_model(script, data, 2).to_bqm(lam=1.0)  # a new compile is a new build
+    assert _builds(log, data.shape)[0] == 2
+
+
 def test_weights_are_checked_and_defaults_filled():
     compiled = compile_model("formulation1", A, 2, one_hot="V")
     assert compiled.resolve_weights(lam=3) == {"lam": 3.0, "lam_onehot": 3.0}

@@ -364,7 +364,7 @@ def test_one_residual_two_quadratizations(quadratize):
     A = RNG.integers(0, 2, (2, 3))
     C = RNG.integers(0, 3, (2, 3)).astype(float)
     script = types.ModuleType("weighted")
-    script.build = lambda model: quadratized_residual(model, quadratize=quadratize, weights=C)
+    script.build = lambda model: quadratized_residual(model, quadratize=quadratize, entry_weights=C)
     compiled = compile_model(script, A, 2)  # the structure claim is verified here
     bqm = compiled.to_bqm(lam=30.0)
     energy, lowest = _ground_states(bqm)
@@ -393,3 +393,28 @@ def test_exact_coefficients_are_stored_narrow_and_weights_applied_in_float64():
     assert halves.qubo.quadratic[""].dtype == np.float16  # 0.5 and its multiples: exact
     large = compile_model("weighted-bmf", eye, 2, data={"weights": weights * 1e6})
     assert large.qubo.quadratic[""].dtype == np.float32  # 100,000 x 2: past float16's range
+
+
+def test_entry_weights_keep_their_old_keyword_with_a_deprecation_warning():
+    from bmfdsl.modeling import ModelBuilder, quadratized_residual, squared_residual
+
+    A = np.array([[1, 0], [1, 1]])
+    C = np.array([[2.0, 0.5], [1.0, 3.0]])
+    new = ModelBuilder(A, rank=1)
+    new.factors()
+    new.declare_bmf(entry_weights=C)
+    old = ModelBuilder(A, rank=1)
+    old.factors()
+    with pytest.warns(DeprecationWarning, match="entry_weights="):
+        old.declare_bmf(weights=C)
+    assert old.claim.entry_weights is not None and old.claim.entry_weights.tolist() == C.tolist()
+    with pytest.warns(DeprecationWarning, match=r"squared_residual\(weights=\.\.\.\)"):
+        assert squared_residual(A, [[0, 0], [0, 0]], weights=C) == 6.0
+    assert squared_residual(A, [[0, 0], [0, 0]], entry_weights=C) == 6.0
+    with pytest.warns(DeprecationWarning, match="quadratized_residual"):
+        quadratized_residual(ModelBuilder(A, rank=1), weights=C)
+    with pytest.raises(InvalidParameterError, match="entry_weights= only"):
+        new.declare_bmf(entry_weights=C, weights=C)
+    structure = compile_model("weighted-bmf", A, 1, data={"weights": C}).structure
+    assert structure is not None and structure.entry_weights.tolist() == C.tolist()
+    assert structure.effective_weights.tolist() == C.tolist()

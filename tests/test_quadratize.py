@@ -22,7 +22,7 @@ def _relabelled_like(compiled, reference):
     stands for the same product of variables."""
 
     def products(model):
-        builder = model.builder
+        builder = model.declaration
         labels = builder.space.labels()
         named = {}
         for group in builder.groups.values():
@@ -81,7 +81,7 @@ def _declared_first(how, declared_ranks=None):
     import types
 
     from bmfdsl.modeling import factor_products
-    from bmfdsl.modeling._dsl import factor_pairs
+    from bmfdsl.modeling._building_blocks import factor_pairs
 
     def build(model):
         if declared_ranks is None:
@@ -130,8 +130,8 @@ def test_the_substitution_written_by_hand_gives_the_same_qubo():
 def test_products_nobody_declared_get_new_auxiliaries():
     A = RNG.integers(0, 2, (4, 5))
     compiled = compile_model(_declared_first("products", declared_ranks=[1]), A, 3)
-    assert compiled.builder.arrays["W"] == (1, 4, 5)
-    assert compiled.builder.arrays["P"] == (2 * 4 * 5,)  # columns 0 and 2 of U V
+    assert compiled.declaration.arrays["W"] == (1, 4, 5)
+    assert compiled.declaration.arrays["P"] == (2 * 4 * 5,)  # columns 0 and 2 of U V
     assert compiled.structure_check == "instance"  # feasible energy == ||A - UVᵀ||², verified
     reference = compile_model("formulation1", A, 3)
     assert _relabelled_like(compiled, reference) == reference.to_bqm(lam=1.7)
@@ -149,7 +149,7 @@ def _energies_match(model, residual_of, scale=1.0):
     """At every feasible point the energy equals Σ scale · residual² computed with numpy."""
     from bmfdsl.modeling._compiled import Lowered  # the lowered arrays of a bare declaration
 
-    lowered = Lowered(model)
+    lowered = Lowered(model.declaration())
     for u in itertools.product((0, 1), repeat=4):
         U = np.array(u).reshape(1, 2, 2)
         for v in itertools.product((0, 1), repeat=6):

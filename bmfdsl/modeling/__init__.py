@@ -16,16 +16,13 @@ from typing import TYPE_CHECKING
 from bmfdsl._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from bmfdsl.modeling._building_blocks import factor_products, quadratized_residual
     from bmfdsl.modeling._compile import compile_model, list_models
     from bmfdsl.modeling._compiled import CompiledModel, check_weight
-    from bmfdsl.modeling._dsl import (
-        ModelBuilder,
-        einsum,
-        factor_products,
-        quadratized_residual,
-        squared_residual,
-    )
+    from bmfdsl.modeling._declaration import Declaration
+    from bmfdsl.modeling._dsl import ModelBuilder, einsum
     from bmfdsl.modeling._penalty_weights import SUFFICIENT
+    from bmfdsl.modeling._residual import squared_residual
     from bmfdsl.modeling._structure import BMFStructure, StructuredSampler
 
 __getattr__, __dir__, __all__ = lazy_exports(globals())

@@ -11,7 +11,7 @@ import importlib
 import importlib.util
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -20,9 +20,10 @@ import numpy as np
 
 from bmfdsl.errors import InvalidParameterError, ModelDefinitionError
 from bmfdsl.modeling._compiled import CompiledModel, Lowered, verify_claim
+from bmfdsl.modeling._declaration import Declaration
 from bmfdsl.modeling._dsl import ModelBuilder
 from bmfdsl.modeling._expr import TERM_BYTES
-from bmfdsl.modeling._structure import BMFStructure
+from bmfdsl.modeling._structure import BMFStructure, OneHotSide
 from bmfdsl.registry import Registry, import_target
 from bmfdsl.validation import check_binary_matrix, check_one_hot, check_rank
 
@@ -144,7 +145,8 @@ def _declare(
     one_hot: Any,
     data: Mapping[str, Any],
     term_limit: int,
-) -> ModelBuilder:
+) -> Declaration:
+    """Run the script's ``build(model)`` on one instance (the only place it runs)."""
     builder = ModelBuilder(A, rank, one_hot, data, term_limit=term_limit)
     try:
         result = module.build(builder)
@@ -160,7 +162,34 @@ def _declare(
             f"it returned {type(result).__name__}"
         )
     builder.check_complete(f"model {name!r}")
-    return builder
+    return builder.declaration()
+
+
+@dataclass(frozen=True)
+class _Instance:
+    """The checked inputs of one ``compile_model`` call: what the model is declared on."""
+
+    module: ModuleType
+    name: str
+    A: np.ndarray
+    rank: int
+    one_hot: OneHotSide | None
+    data: dict[str, Any]
+    term_limit: int
+
+    def declare(self) -> Declaration:
+        """Run the model script on this instance."""
+        return _declare(
+            self.module, self.name, self.A, self.rank, self.one_hot, self.data, self.term_limit
+        )
+
+    def restricted(self, rows: np.ndarray, cols: np.ndarray) -> _Instance:
+        """The sub-instance of these rows and columns (data arrays restricted alike)."""
+        return replace(
+            self,
+            A=self.A[np.ix_(rows, cols)],
+            data=_restrict(self.data, self.A.shape, rows, cols),
+        )
 
 
 def _check_data(data: Any) -> dict[str, Any]:
@@ -236,90 +265,97 @@ def compile_model(
     extra = _check_data(data)
     name, module = load_model(model)
     term_limit = max(1, int(memory_limit) // TERM_BYTES)
-    m, n = A.shape
-
-    def declare_full() -> ModelBuilder:
-        return _declare(module, name, A, rank, one_hot, extra, term_limit)
-
-    eager = m * n * rank <= EAGER_CELLS
+    instance = _Instance(module, name, A, rank, one_hot, extra, term_limit)  # type: ignore[arg-type]
     lowered: Lowered | None = None
     estimate: tuple[int, int] | None = None
-    if eager:
-        lowered = Lowered(declare_full())
-        metadata = lowered.builder
-        if metadata.claim is not None:
-            verify_claim(lowered, name, "this instance")
-        check = "instance"
+    if A.shape[0] * A.shape[1] * rank <= EAGER_CELLS:
+        lowered = _lower_and_check(instance.declare(), name, "this instance")
+        metadata, check = lowered.declaration, "instance"
     else:
-        rng = np.random.default_rng(0)
-        probes: list[ModelBuilder] = []
-        for _ in range(_PROBES):
-            rows = np.sort(rng.choice(m, min(m, max(_PROBE_SIZE, rank)), replace=False))
-            cols = np.sort(rng.choice(n, min(n, max(_PROBE_SIZE, rank)), replace=False))
-            probe = Lowered(
-                _declare(
-                    module,
-                    name,
-                    A[np.ix_(rows, cols)],
-                    rank,
-                    one_hot,
-                    _restrict(extra, (m, n), rows, cols),
-                    term_limit,
-                )
-            )
-            if probe.builder.claim is not None:
-                verify_claim(probe, name, "a sub-instance")
-            probes.append(probe.builder)
-        metadata = probes[0]
+        metadata, estimate = _probe_sub_instances(instance)
         check = "sub-instances"
-        # terms and variables grow with the cells of A: extrapolate from the sub-instances
-        scale = (m * n) / float(metadata.A.shape[0] * metadata.A.shape[1])
-        estimate = (int(metadata.space.held_terms * scale), int(metadata.space.size * scale))
-    structure = None
-    if metadata.claim is not None:
-        mask, weights = _full_claim_arrays(metadata, extra, lowered)
-        structure = BMFStructure(
-            A,
-            rank,
-            one_hot,  # type: ignore[arg-type]
-            mask,
-            weights,
-            factor_names=metadata.factor_names or ("U", "V"),
-        )
-    compiled = CompiledModel(
+    structure = _claimed_structure(instance, metadata, on_instance=lowered is not None)
+    return CompiledModel(
         model_name=name,
         A=A,
         rank=rank,
         one_hot=one_hot,  # type: ignore[arg-type]
         data=extra,
         metadata=metadata,
-        declare=declare_full,
+        declare=instance.declare,
         structure=structure,
         structure_check=check if structure is not None else None,
         size_estimate=estimate,
         memory_limit=int(memory_limit),
         lowered=lowered,
     )
-    return compiled
+
+
+def _lower_and_check(declaration: Declaration, name: str, where: str) -> Lowered:
+    """The declaration lowered, its structure claim (if any) verified on it."""
+    lowered = Lowered(declaration)
+    if declaration.claim is not None:
+        verify_claim(lowered, name, where)
+    return lowered
+
+
+def _probe_sub_instances(instance: _Instance) -> tuple[Declaration, tuple[int, int]]:
+    """Declare the model on ``_PROBES`` random sub-instances and check its claim on each.
+
+    Returns the first sub-instance's declaration (its weights, groups and claim stand for the
+    instance's) and the instance's ``(terms, variables)`` extrapolated from it.
+    """
+    (m, n), rank = instance.A.shape, instance.rank
+    rng = np.random.default_rng(0)
+    first: Declaration | None = None
+    for _ in range(_PROBES):
+        rows = np.sort(rng.choice(m, min(m, max(_PROBE_SIZE, rank)), replace=False))
+        cols = np.sort(rng.choice(n, min(n, max(_PROBE_SIZE, rank)), replace=False))
+        probe = instance.restricted(rows, cols).declare()
+        if probe.claim is not None:
+            verify_claim(Lowered(probe), instance.name, "a sub-instance")
+        first = first or probe
+    assert first is not None
+    # terms and variables grow with the cells of A: extrapolate from the sub-instance
+    scale = (m * n) / float(first.A.shape[0] * first.A.shape[1])
+    return first, (int(first.space.held_terms * scale), int(first.space.size * scale))
+
+
+def _claimed_structure(
+    instance: _Instance, metadata: Declaration, *, on_instance: bool
+) -> BMFStructure | None:
+    """The verified claim as a :class:`BMFStructure` of the whole instance, if any."""
+    if metadata.claim is None:
+        return None
+    mask, entry_weights = _full_claim_arrays(metadata, instance.data, on_instance)
+    return BMFStructure(
+        instance.A,
+        instance.rank,
+        instance.one_hot,
+        mask,
+        entry_weights,
+        factor_names=metadata.factor_names or ("U", "V"),
+    )
 
 
 def _full_claim_arrays(
-    metadata: ModelBuilder, data: Mapping[str, Any], lowered: Lowered | None
+    metadata: Declaration, data: Mapping[str, Any], on_instance: bool
 ) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """The claim's mask and weights on the whole instance."""
+    """The claim's mask and entry weights on the whole instance."""
     claim = metadata.claim
     assert claim is not None
-    if lowered is not None:
-        return claim.mask, claim.weights
+    if on_instance:
+        return claim.mask, claim.entry_weights
     arrays: list[np.ndarray | None] = []
-    for source, value in ((claim.mask_source, claim.mask), (claim.weights_source, claim.weights)):
+    sources = (claim.mask_source, claim.entry_weights_source)
+    for source, value in zip(sources, (claim.mask, claim.entry_weights), strict=True):
         if value is None:
             arrays.append(None)
         elif source is not None and source in data:
             arrays.append(np.asarray(data[source], dtype=float))
         else:
             raise ModelDefinitionError(
-                "on a large instance a structure claim's mask/weights must come from "
+                "on a large instance a structure claim's mask/entry_weights must come from "
                 "compile_model(data=...): pass model.data[name] to model.declare_bmf"
             )
     return arrays[0], arrays[1]

@@ -23,7 +23,7 @@ from bmfdsl.errors import (
     ModelTooLargeError,
     UnknownNameError,
 )
-from bmfdsl.modeling._dsl import ModelBuilder, WeightSpec
+from bmfdsl.modeling._declaration import Declaration, WeightSpec
 from bmfdsl.modeling._expr import TERM_BYTES
 from bmfdsl.modeling._penalty_weights import SUFFICIENT, resolve_sufficient, sufficient_weights
 from bmfdsl.modeling._qubo import (
@@ -56,20 +56,23 @@ class VariableLayout:
 
 
 class Lowered:
-    """A full declaration lowered to QUBO arrays, with only the variables it uses."""
+    """A full declaration lowered to QUBO arrays, with only the variables it uses.
 
-    def __init__(self, builder: ModelBuilder) -> None:
-        self.builder = builder
-        space = builder.space
-        parts: dict[str, list[Any]] = {"": [builder.objective]}
-        for group in builder.groups.values():
+    The declaration is read, never changed: it stays the model's source of truth.
+    """
+
+    def __init__(self, declaration: Declaration) -> None:
+        self.declaration = declaration
+        space = declaration.space
+        parts: dict[str, list[Any]] = {"": [declaration.objective]}
+        for group in declaration.groups.values():
             parts.setdefault(group.weight, []).append(group.penalties)
         used = np.zeros(space.size + 1, dtype=bool)  # the extra last slot takes var == -1
         for expressions in parts.values():
             for expression in expressions:
                 used[expression.terms[2].ravel()] = True
         used = used[:-1]
-        U, V = builder.factor_arrays  # type: ignore[misc]
+        U, V = declaration.factor_arrays  # type: ignore[misc]
         self.u_full = U.variable_indices()
         self.v_full = V.variable_indices()
         used[self.u_full] = True
@@ -78,8 +81,7 @@ class Lowered:
         renumber = np.full(space.size, -1, np.int32)
         renumber[self.positions] = np.arange(self.positions.size, dtype=np.int32)
         terms = lower(parts, space.size)
-        del parts
-        builder.release_terms()
+        del parts  # the penalties and the objective's float64 copy: rebuilt when asked for
         all_labels = space.labels()
         if self.positions.size == space.size:  # every variable used, the common case:
             self.labels = all_labels  # the renumbering is the identity
@@ -97,14 +99,14 @@ class Lowered:
             v_index=renumber[self.v_full],
             one_hot_groups={
                 g.name: renumber[np.concatenate(g.rows)]
-                for g in builder.groups.values()
+                for g in declaration.groups.values()
                 if g.kind == "one_hot"
             },
         )
 
     def full_samples(self, samples: np.ndarray) -> np.ndarray:
         """Samples in BQM order spread over every declared variable (unused ones 0)."""
-        out = np.zeros((samples.shape[0], self.builder.space.size), dtype=np.int8)
+        out = np.zeros((samples.shape[0], self.declaration.space.size), dtype=np.int8)
         out[:, self.positions] = samples
         return out
 
@@ -114,10 +116,10 @@ class Lowered:
 
     def fill(self, U: np.ndarray, V: np.ndarray) -> np.ndarray:
         """The feasible assignments (S x all variables) for stacked ``U``, ``V``."""
-        X = np.zeros((U.shape[0], self.builder.space.size), dtype=np.int8)
+        X = np.zeros((U.shape[0], self.declaration.space.size), dtype=np.int8)
         X[:, self.u_full] = U
         X[:, self.v_full] = V
-        for group in self.builder.groups.values():  # declaration order: aux of aux works
+        for group in self.declaration.groups.values():  # declaration order: aux of aux works
             for z, a, b in group.triples:
                 X[:, z] = X[:, a] & X[:, b]
             for outputs, inputs, chain in group.chains:
@@ -132,7 +134,7 @@ class Lowered:
     def broken(self, X: np.ndarray) -> dict[str, np.ndarray]:
         """Violated constraints per group and sample (``X`` over every declared variable)."""
         counts: dict[str, np.ndarray] = {}
-        for group in self.builder.groups.values():
+        for group in self.declaration.groups.values():
             if group.kind == "product":
                 z, a, b = group.product_indices
                 counts[group.name] = (X[:, z] != (X[:, a] & X[:, b])).sum(axis=1)
@@ -153,31 +155,27 @@ def _random_factor(rng: np.random.Generator, rows: int, rank: int, one_hot: bool
 
 def verify_claim(lowered: Lowered, name: str, where: str) -> None:
     """Check a structure claim: energy == declared objective at U = V = 0 and random points."""
-    builder = lowered.builder
-    claim = builder.claim
+    model = lowered.declaration
+    claim = model.claim
     assert claim is not None
-    m, n = builder.A.shape
-    r = builder.rank
+    m, n = model.A.shape
+    r = model.rank
     rng = np.random.default_rng(20211)
     zero_u, zero_v = np.zeros((m, r), np.int8), np.zeros((n, r), np.int8)
-    if builder.one_hot is not None:  # the feasible point nearest zero: every row in cluster 0
-        (zero_u if builder.one_hot == "U" else zero_v)[:, 0] = 1
-    Us = [zero_u] + [
-        _random_factor(rng, m, r, builder.one_hot == "U") for _ in range(_CHECK_POINTS)
-    ]
-    Vs = [zero_v] + [
-        _random_factor(rng, n, r, builder.one_hot == "V") for _ in range(_CHECK_POINTS)
-    ]
+    if model.one_hot is not None:  # the feasible point nearest zero: every row in cluster 0
+        (zero_u if model.one_hot == "U" else zero_v)[:, 0] = 1
+    Us = [zero_u] + [_random_factor(rng, m, r, model.one_hot == "U") for _ in range(_CHECK_POINTS)]
+    Vs = [zero_v] + [_random_factor(rng, n, r, model.one_hot == "V") for _ in range(_CHECK_POINTS)]
     U, V = np.stack(Us), np.stack(Vs)
     X = lowered.in_bqm_order(lowered.fill(U, V))
-    weights = {w: 1.0 for w in builder.weights}
+    weights = {w: 1.0 for w in model.weights}
     energies = lowered.terms.energies(X, weights)
-    declared = BMFStructure(builder.A, r, builder.one_hot, claim.mask, claim.weights).errors(U, V)
+    declared = BMFStructure(model.A, r, model.one_hot, claim.mask, claim.entry_weights).errors(U, V)
     scale = 1e-6 * max(1.0, float(np.abs(declared).max()))
     bad = np.flatnonzero(np.abs(energies - declared) > scale)
     if bad.size:
         point = int(bad[0])
-        zero = "U = V = 0" + (" (one-hot rows in cluster 0)" if builder.one_hot else "")
+        zero = "U = V = 0" + (" (one-hot rows in cluster 0)" if model.one_hot else "")
         where_point = zero if point == 0 else f"a random feasible (U, V) #{point}"
         raise ModelDefinitionError(
             f"model {name!r} declares BMF structure (model.declare_bmf) but on {where} at "
@@ -211,12 +209,13 @@ class CompiledModel:
         rank: int,
         one_hot: OneHotSide | None,
         data: Mapping[str, Any],
-        metadata: ModelBuilder,
-        declare: Callable[[], ModelBuilder],
+        metadata: Declaration,
+        declare: Callable[[], Declaration],
         structure: BMFStructure | None,
         structure_check: str | None,
         size_estimate: tuple[int, int] | None = None,
         memory_limit: int | None = None,
+        declaration: Declaration | None = None,
         lowered: Lowered | None = None,
     ) -> None:
         self.model_name = model_name
@@ -228,7 +227,8 @@ class CompiledModel:
         self.group_weights = {g.name: g.weight for g in metadata.groups.values()}
         self.structure = structure
         self.structure_check = structure_check
-        self._declare = declare
+        self._declare = declare  # runs build(model) on this instance: at most once
+        self._declaration = declaration if lowered is None else lowered.declaration
         self._lowered = lowered  # built and checked already, or on first use
         self._sufficient: dict[str, float] | None = None
         self._size_estimate = size_estimate  # (terms, variables) before the model is built
@@ -242,21 +242,28 @@ class CompiledModel:
         )
 
     @property
+    def declaration(self) -> Declaration:
+        """The full declaration (variables, groups, objective) on this instance.
+
+        The model script's ``build(model)`` runs on the instance once, here or in
+        ``compile_model``; everything else (BQMs at any weights, sufficient weights, the PyQUBO
+        twin, encoding and decoding) is derived from this declaration.
+        """
+        if self._declaration is None:
+            self._declaration = self._declare()
+        return self._declaration
+
+    @property
     def lowered(self) -> Lowered:
-        """The full declaration, built on first use."""
+        """The full declaration lowered to QUBO arrays, on first use."""
         if self._lowered is None:
-            self._check_size()
-            lowered = Lowered(self._declare())
+            self._check_size()  # before declaring: a model too large is refused unbuilt
+            lowered = Lowered(self.declaration)
             if self.structure is not None:  # so far checked on sub-instances only
                 verify_claim(lowered, self.model_name, "this instance")
                 self.structure_check = "instance"
             self._lowered = lowered
         return self._lowered
-
-    @property
-    def builder(self) -> ModelBuilder:
-        """The full declaration (variables, groups, objective) on this instance."""
-        return self.lowered.builder
 
     # -- sizes -----------------------------------------------------------------------------
     @property
@@ -375,7 +382,7 @@ class CompiledModel:
         {'lam': 3.003}
         """
         if self._sufficient is None:
-            self._sufficient = sufficient_weights(self._declare())  # needs the objective terms
+            self._sufficient = sufficient_weights(self.declaration)
         return dict(self._sufficient)
 
     def to_bqm(self, **weights: Any) -> dimod.BinaryQuadraticModel:
@@ -400,7 +407,7 @@ class CompiledModel:
         """
         from bmfdsl.modeling._pyqubo_twin import hamiltonian
 
-        return hamiltonian(self._declare())  # a fresh declaration: the lowered one is trimmed
+        return hamiltonian(self.declaration)
 
     # -- encode / decode -------------------------------------------------------------------
     def _check_factor(self, X: Any, rows: int, name: str) -> np.ndarray:
@@ -434,12 +441,12 @@ class CompiledModel:
         """
         if self.structure is not None:  # built from the model's verified claim
             return self.structure.errors(U, V)
-        builder = self.builder
-        if builder.error_function is not None:
-            return np.asarray(builder.error_function(U, V), dtype=float).reshape(U.shape[0])
+        declaration = self.lowered.declaration
+        if declaration.error_function is not None:
+            return np.asarray(declaration.error_function(U, V), dtype=float).reshape(U.shape[0])
         if X is None:
             X = self.lowered.fill(U, V)
-        return builder.objective.evaluate(X).reshape(U.shape[0])
+        return declaration.objective.evaluate(X).reshape(U.shape[0])
 
     def decode(self, sampleset: dimod.SampleSet, **weights: Any) -> list[DecodedSample]:
         """Decode every sample into ``U``, ``V``, error, energy and broken constraints.

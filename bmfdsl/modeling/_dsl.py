@@ -16,13 +16,16 @@ numpy, elementwise and vectorized.
 * :meth:`ModelBuilder.declare_bmf` — claim that feasible energies equal a (masked, weighted)
   ``||A - UVᵀ||²``; ``compile_model`` verifies the claim before structured solvers may use it.
 
-A declaration is recorded as index arrays and coefficients, linear in the weights: the BQM is
-assembled with numpy, and :meth:`bmfdsl.modeling.CompiledModel.to_pyqubo` emits the same model
-as a PyQUBO Hamiltonian (a ``Placeholder`` per weight, a ``Constraint`` per group).
+A declaration is recorded as index arrays and coefficients, linear in the weights, and handed
+over once as a :class:`~bmfdsl.modeling._declaration.Declaration`
+(:meth:`ModelBuilder.declaration`): the BQM is assembled from it with numpy, and
+:meth:`bmfdsl.modeling.CompiledModel.to_pyqubo` emits the same model as a PyQUBO Hamiltonian
+(a ``Placeholder`` per weight, a ``Constraint`` per group).
 
 Formulation 1 in full:
 
 >>> import numpy as np
+>>> from bmfdsl.modeling import squared_residual
 >>> model = ModelBuilder(np.array([[1, 0], [1, 1]]), rank=1)
 >>> U, V = model.factors()
 >>> W = model.binary("W", (2, 2, 1))                     # W[i][j][k] = U[i][k] V[j][k]
@@ -36,12 +39,25 @@ Formulation 1 in full:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from bmfdsl.errors import InvalidParameterError, ModelDefinitionError
+from bmfdsl.modeling._declaration import (
+    ConstraintGroup,
+    Declaration,
+    GroupKind,
+    StructureClaim,
+    SummedTerms,
+    Weight,
+    WeightSpec,
+    equal_penalties,
+    one_hot_penalty,
+    or_penalties,
+    product_penalty,
+    snapshot_groups,
+)
 from bmfdsl.modeling._expr import INDEX, PolyArray, Squares, VariableSpace, as_poly, einsum, stack
 from bmfdsl.modeling._quadratize import (
     QUADRATIZATIONS,
@@ -53,8 +69,12 @@ from bmfdsl.modeling._quadratize import (
     product_pairs,
     substitute_products,
 )
+from bmfdsl.modeling._residual import check_entry_array, renamed_entry_weights, squared_residual
 from bmfdsl.modeling._structure import OneHotSide
 
+# The declaration records and squared_residual are importable from here too, as before they
+# got modules of their own (model scripts import bmfdsl.modeling._dsl); the building blocks
+# that call a builder (factor_products, ...) sit above it, in _building_blocks.
 __all__ = [
     "QUADRATIZATIONS",
     "ConstraintGroup",
@@ -64,271 +84,11 @@ __all__ = [
     "Weight",
     "WeightSpec",
     "einsum",
-    "factor_pairs",
-    "factor_products",
     "one_hot_penalty",
     "product_penalty",
-    "quadratized_residual",
     "squared_residual",
     "stack",
 ]
-
-GroupKind = Literal["product", "one_hot", "or", "custom"]
-
-
-def product_penalty(z: Any, a: Any, b: Any) -> Any:
-    """The paper's penalty ``f(z, a, b) = ab - 2az - 2bz + 3z`` for ``z = a*b``.
-
-    It is 0 when ``z == a*b`` and at least 1 otherwise (all arguments binary).
-
-    >>> [product_penalty(z, a, b) for z in (0, 1) for a in (0, 1) for b in (0, 1)]
-    [0, 0, 0, 1, 3, 1, 1, 0]
-    """
-    return a * b - 2 * a * z - 2 * b * z + 3 * z
-
-
-def one_hot_penalty(variables: Any, axis: int = -1) -> Any:
-    """The paper's one-hot penalty ``1 - Σ x_k + 2 Σ_{k<l} x_k x_l`` (0 iff exactly one is 1).
-
-    Works on numbers and on arrays (reducing ``axis``).
-
-    >>> [one_hot_penalty(x) for x in ([0, 0], [1, 0], [0, 1], [1, 1])]
-    [1, 0, 0, 1]
-    """
-    if isinstance(variables, PolyArray):
-        total = variables.sum(axis=axis)
-        return (total * total - total) - total + 1  # (Σx)² = Σx + 2Σ_{k<l}: same polynomial
-    values = list(variables)
-    penalty: Any = 1
-    for k, x in enumerate(values):
-        penalty = penalty - x
-        for y in values[k + 1 :]:
-            penalty = penalty + 2 * x * y
-    return penalty
-
-
-def squared_residual(A: Any, X: Any, mask: Any = None, weights: Any = None) -> Any:
-    """``Σ_ij w_ij m_ij (a_ij - x_ij)²``: the (masked, weighted) squared residual.
-
-    ``X`` is a :class:`PolyArray` (or nested lists of expressions, or numbers) of ``A``'s shape;
-    ``mask`` (0/1: which entries are observed) and ``weights`` (non-negative) default to ones.
-
-    >>> squared_residual(np.array([[1, 0]]), [[1, 1]])
-    1.0
-    >>> squared_residual(np.array([[1, 0]]), [[1, 1]], mask=[[1, 0]])
-    0.0
-    """
-    data = np.asarray(A, dtype=float)
-    scale = _entry_scale(data.shape, mask, weights)
-    if isinstance(X, PolyArray) or _nested_poly(X):
-        residual = data - as_poly(X)
-        if residual.shape != data.shape:
-            raise ModelDefinitionError(
-                f"squared_residual: X has shape {residual.shape}, A has {data.shape}"
-            )
-        squares = residual * residual
-        return (squares if mask is None and weights is None else squares * scale).sum()
-    values = np.asarray(X, dtype=float)
-    return float((scale * (data - values) ** 2).sum())
-
-
-def _entry_scale(shape: tuple[int, ...], mask: Any, weights: Any) -> np.ndarray:
-    """``mask * weights`` per entry, each checked (ones where absent)."""
-    scale = np.ones(shape)
-    if mask is not None:
-        scale = scale * _check_entry_array(mask, shape, "mask", binary=True)
-    if weights is not None:
-        scale = scale * _check_entry_array(weights, shape, "weights", binary=False)
-    return scale
-
-
-def _nested_poly(value: Any) -> bool:
-    if isinstance(value, PolyArray):
-        return True
-    return isinstance(value, list | tuple) and any(_nested_poly(v) for v in value)
-
-
-def _check_entry_array(values: Any, shape: tuple[int, ...], name: str, *, binary: bool) -> Any:
-    array = np.asarray(values, dtype=float)
-    if array.shape != shape:
-        raise InvalidParameterError(f"{name} must have the data's shape {shape}; got {array.shape}")
-    if not np.isfinite(array).all():
-        raise InvalidParameterError(f"{name} must be finite (no NaN or inf)")
-    if binary and not np.isin(array, (0, 1)).all():
-        raise InvalidParameterError(f"{name} must hold only 0 and 1 (1 = observed entry)")
-    if (array < 0).any():
-        raise InvalidParameterError(f"{name} must be non-negative")
-    return array
-
-
-def factor_products(model: ModelBuilder, *, weight: str = "lam") -> tuple[Any, Any, Any]:
-    """Declare ``U``, ``V`` and the auxiliaries ``W[k][i][j] = U[i][k] V[j][k]`` (group ``W``,
-    penalty weight ``weight``, default 1 as in the paper); returns ``(U, V, W)``, and
-    ``W.sum(axis=0)`` is ``U Vᵀ`` on the feasible set.
-
-    >>> import numpy as np
-    >>> model = ModelBuilder(np.ones((2, 3)), rank=2)
-    >>> U, V, W = factor_products(model)
-    >>> W.shape, sorted(model.groups)
-    ((2, 2, 3), ['W'])
-    """
-    A, r = model.A, model.rank
-    m, n = A.shape
-    U, V = model.factors()
-    W = model.binary("W", (r, m, n))
-    lam = model.weight(weight, default=1.0)
-    # U's column k down the rows, V's across the columns
-    model.constrain_product(W, U.T[:, :, None], V.T[:, None, :], group="W", weight=lam)
-    return U, V, W
-
-
-def factor_pairs(model: ModelBuilder, *, weight: str = "lam") -> tuple[Any, Any, Any, Any]:
-    """Declare ``U``, ``V`` and the auxiliaries of the pairs within their rows, for ``k < l``:
-    ``UU[i][k][l] = U[i][k] U[i][l]`` (group ``UU``) and ``VV[j][k][l] = V[j][k] V[j][l]``
-    (group ``VV``), penalty weight ``weight`` (default 1 as in the paper); returns
-    ``(U, V, UU, VV)`` with ``UU`` (m x r(r-1)/2) and ``VV`` (n x r(r-1)/2), the pairs in
-    ``numpy.triu_indices(r, 1)`` order. The labels with ``k >= l`` are never used.
-
-    >>> import numpy as np
-    >>> model = ModelBuilder(np.ones((2, 3)), rank=3)
-    >>> U, V, UU, VV = factor_pairs(model)
-    >>> UU.shape, VV.shape, sorted(model.groups)
-    ((2, 3), (3, 3), ['UU', 'VV'])
-    """
-    A, r = model.A, model.rank
-    m, n = A.shape
-    U, V = model.factors()
-    lam = model.weight(weight, default=1.0)
-    k, l = np.triu_indices(r, 1)
-    UU = model.binary("UU", (m, r, r))[:, k, l]
-    VV = model.binary("VV", (n, r, r))[:, k, l]
-    model.constrain_product(UU, U[:, k], U[:, l], group="UU", weight=lam)
-    model.constrain_product(VV, V[:, k], V[:, l], group="VV", weight=lam)
-    return U, V, UU, VV
-
-
-def quadratized_residual(
-    model: ModelBuilder,
-    *,
-    quadratize: str = "products",
-    mask: Any = None,
-    weights: Any = None,
-    weight: str = "lam",
-) -> None:
-    """Declare ``min Σ_ij w_ij m_ij (a_ij - Σ_k u_ik v_jk)²`` on ``model``: the quartic
-    objective, made quadratic by ``model.minimize(..., quadratize=quadratize)`` with the
-    auxiliaries declared here first, under their documented labels:
-
-    * ``"products"``: ``W[k][i][j] = U[i][k] V[j][k]`` (:func:`factor_products`; Malik et
-      al.'s Formulation 1);
-    * ``"pairs"``: ``UU[i][k][l] = U[i][k] U[i][l]`` and ``VV[j][k][l]`` for ``k < l``
-      (:func:`factor_pairs`; their reduced Formulation 2, using
-      ``(Σ_k u_k v_k)² = Σ_k u_k v_k + 2 Σ_{k<l} ũ_kl ṽ_kl``).
-
-    The penalty weight (``weight``, default 1 as in the paper) multiplies
-    ``f(z, a, b) = ab - 2az - 2bz + 3z`` in group ``W`` (or ``UU`` and ``VV``). The one-hot
-    constraint of ``compile_model(one_hot=...)`` is honoured, and the model claims its
-    structure (feasible energy == the objective), which ``compile_model`` verifies.
-
-    >>> import numpy as np
-    >>> model = ModelBuilder(np.array([[1, 0], [1, 1]]), rank=2)
-    >>> quadratized_residual(model, quadratize="pairs")
-    >>> sorted(model.groups), [g.product_indices[0].size for g in model.groups.values()]
-    (['UU', 'VV'], [2, 2])
-    """
-    if quadratize not in QUADRATIZATIONS:
-        raise InvalidParameterError(
-            f"quadratize must be one of {list(QUADRATIZATIONS)}; got {quadratize!r}"
-        )
-    declare = factor_products if quadratize == "products" else factor_pairs
-    U, V = declare(model, weight=weight)[:2]
-    squares = squared_residual(model.A, U @ V.T, mask=mask, weights=weights)
-    model.minimize(squares, quadratize=quadratize, weight=weight)  # the declared auxiliaries
-    model.one_hot_constraint()
-    model.declare_bmf(mask=mask, weights=weights)
-
-
-@dataclass(frozen=True)
-class WeightSpec:
-    """A penalty weight: required (``default=None``), a number, or another weight's name."""
-
-    name: str
-    default: float | str | None = None
-
-
-@dataclass(frozen=True)
-class Weight:
-    """A handle on a declared penalty weight; pass it as ``weight=`` of a constraint group."""
-
-    name: str
-
-
-@dataclass
-class ConstraintGroup:
-    """A labelled group of elementwise penalties sharing one weight.
-
-    ``penalties`` holds one polynomial per constraint (each >= 0, and 0 exactly when the
-    constraint holds). Kind-specific index arrays let ``encode`` fill auxiliaries and
-    ``decode`` count broken constraints fast: ``triples`` (``z, a, b`` of ``z = a*b``),
-    ``rows`` (one-hot rows) and ``chains`` (OR outputs, inputs and chain auxiliaries).
-    Product and one-hot penalties are built from their index arrays when asked for, so a
-    declaration holds only the indices (and a loop that declares one product at a time
-    stays cheap); OR and custom groups keep their penalty ``chunks``.
-    """
-
-    name: str
-    weight: str
-    kind: GroupKind
-    space: VariableSpace
-    chunks: list[PolyArray] = field(default_factory=list)
-    triples: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
-    rows: list[np.ndarray] = field(default_factory=list)
-    chains: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
-
-    @property
-    def penalties(self) -> PolyArray:
-        """Every constraint's penalty, as one 1-D array (built anew for product and one-hot
-        groups: keep the result rather than asking twice)."""
-        if self.kind == "product":
-            return _product_penalties(self.space, *self.product_indices)
-        chunks = self.chunks
-        if self.kind == "one_hot":
-            chunks = [one_hot_penalty(self.space.array(rows), axis=-1) for rows in self.rows]
-        flat = [chunk.reshape(-1) for chunk in chunks]
-        return flat[0] if len(flat) == 1 else _concatenate(flat)
-
-    @property
-    def product_indices(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(z, a, b)`` variable indices of a product group."""
-        if len(self.triples) == 1:
-            return self.triples[0]
-        z, a, b = (np.concatenate(column) for column in zip(*self.triples, strict=True))
-        return z, a, b
-
-
-def _concatenate(parts: Sequence[PolyArray]) -> PolyArray:
-    """1-D arrays joined end to end."""
-    sizes = [p.size for p in parts]
-    offsets = np.cumsum([0, *sizes[:-1]])
-    terms = [p.terms for p in parts]
-    return PolyArray(
-        parts[0].space,
-        (int(sum(sizes)),),
-        np.concatenate([t[0].ravel() for t in terms]),
-        np.concatenate([t[1] + o for t, o in zip(terms, offsets, strict=True)]),
-        np.concatenate([t[2] for t in terms]),
-        np.concatenate([t[3] for t in terms]),
-    )
-
-
-@dataclass(frozen=True)
-class StructureClaim:
-    """What ``declare_bmf`` claims: feasible energy == ``Σ w m (a - (UVᵀ))²``."""
-
-    mask: np.ndarray | None = None
-    weights: np.ndarray | None = None
-    mask_source: str | None = None  # the model.data key the mask came from
-    weights_source: str | None = None
 
 
 class ModelBuilder:
@@ -524,10 +284,10 @@ class ModelBuilder:
         left = inputs[:, 0]
         parts = []
         if count == 1:
-            parts.append(_equal_penalties(self.space, outputs, left))
+            parts.append(equal_penalties(self.space, outputs, left))
         for t in range(1, count):
             out = outputs if t == count - 1 else chain[:, t - 1]
-            parts.append(_or_penalties(self.space, out, left, inputs[:, t]))
+            parts.append(or_penalties(self.space, out, left, inputs[:, t]))
             left = out
         total = parts[0]
         for part in parts[1:]:
@@ -573,6 +333,7 @@ class ModelBuilder:
         >>> model.minimize(((model.A - U @ V.T) ** 2).sum(), quadratize="products")
         >>> model.arrays["P"], sorted(model.groups), model.weights["lam"].default
         ((8,), ['P'], 1.0)
+        >>> from bmfdsl.modeling import factor_products
         >>> declared = ModelBuilder(model.A, rank=2)
         >>> U, V, W = factor_products(declared)             # W[k][i][j] = U[i][k] V[j][k]
         >>> declared.minimize(((declared.A - U @ V.T) ** 2).sum(), quadratize="products")
@@ -648,24 +409,29 @@ class ModelBuilder:
             found[missing] = Z.variable_indices()[which]
         return found
 
-    def declare_bmf(self, mask: Any = None, weights: Any = None) -> None:
+    def declare_bmf(
+        self, mask: Any = None, entry_weights: Any = None, *, weights: Any = None
+    ) -> None:
         """Claim: on feasible points the energy equals ``Σ_ij w_ij m_ij (a_ij - (UVᵀ)_ij)²``.
 
-        ``compile_model`` checks the claim on the instance; structure-aware backends
-        (``native``) then solve the model directly.
+        ``mask`` (0/1, 1 = observed) and ``entry_weights`` (``w``, non-negative) default to
+        ones; ``weights=`` is the deprecated name of ``entry_weights=``. ``compile_model``
+        checks the claim on the instance; structure-aware backends (``native``) then solve the
+        model directly.
         """
+        entry_weights = renamed_entry_weights(entry_weights, weights, "declare_bmf")
         shape = self.A.shape
 
         def source(value: Any) -> str | None:
             return next((key for key, item in self.data.items() if item is value), None)
 
         self.claim = StructureClaim(
-            mask=None if mask is None else _check_entry_array(mask, shape, "mask", binary=True),
-            weights=None
-            if weights is None
-            else _check_entry_array(weights, shape, "weights", binary=False),
+            mask=None if mask is None else check_entry_array(mask, shape, "mask", binary=True),
+            entry_weights=None
+            if entry_weights is None
+            else check_entry_array(entry_weights, shape, "entry_weights", binary=False),
             mask_source=source(mask),
-            weights_source=source(weights),
+            entry_weights_source=source(entry_weights),
         )
 
     def declare_plain_bmf(self) -> None:
@@ -679,12 +445,30 @@ class ModelBuilder:
             raise ModelDefinitionError("declare_error needs a function (U, V) -> errors")
         self.error_function = function
 
-    def release_terms(self) -> None:
-        """Drop the objective's term table once the model is lowered, unless it is the
-        model's error metric. Groups keep what decoding needs: product and one-hot groups
-        their index arrays, OR and custom groups the penalties ``broken`` evaluates."""
-        if self.claim is not None or self.error_function is not None:
-            self.objective = as_poly(0.0, self.space)
+    def declaration(self) -> Declaration:
+        """The declaration so far as term tables, for compiling (the builder is unchanged).
+
+        >>> import numpy as np
+        >>> from bmfdsl.modeling import quadratized_residual
+        >>> model = ModelBuilder(np.ones((2, 3)), rank=2)
+        >>> quadratized_residual(model)
+        >>> declared = model.declaration()
+        >>> declared.arrays["W"], sorted(declared.groups), declared.objective.num_terms
+        ((2, 2, 3), ['W'], 18)
+        """
+        return Declaration(
+            A=self.A,
+            rank=self.rank,
+            one_hot=self.one_hot,
+            space=self.space,
+            weights=dict(self.weights),
+            groups=snapshot_groups(self.groups),
+            factor_names=self.factor_names,
+            factor_arrays=self.factor_arrays,
+            claim=self.claim,
+            error_function=self.error_function,
+            objective_terms=SummedTerms.of(self.objective),
+        )
 
     # -- checks ----------------------------------------------------------------------------
     def check_complete(self, source: str) -> None:
@@ -703,70 +487,3 @@ class ModelBuilder:
                 )
         if self.objective.degree == 0 and not self.groups:
             raise InvalidParameterError(f"{source} declares no objective and no constraints")
-
-
-def _terms_array(
-    space: VariableSpace,
-    size: int,
-    parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray, float]],
-) -> PolyArray:
-    """A 1-D array of ``size`` polynomials from ``(elements, x, y, coefficient)`` parts.
-
-    ``y = -1`` marks a linear term; ``x == y`` is folded to the linear ``x`` (binary).
-    """
-    elems, pairs, coefs = [], [], []
-    for elem, x, y, coefficient in parts:
-        same = (y >= 0) & (x == y)
-        first = np.where(y >= 0, np.minimum(x, y), x)
-        second = np.where((y >= 0) & ~same, np.maximum(x, y), -1)
-        elems.append(elem)
-        pairs.append(np.stack([first, second], axis=1))
-        coefs.append(np.full(elem.size, float(coefficient)))
-    return PolyArray(
-        space,
-        (size,),
-        np.zeros(size),
-        np.concatenate(elems),
-        np.concatenate(pairs),
-        np.concatenate(coefs),
-    )
-
-
-def _product_penalties(
-    space: VariableSpace, z: np.ndarray, a: np.ndarray, b: np.ndarray
-) -> PolyArray:
-    """``f(z, a, b) = ab - 2az - 2bz + 3z`` per element."""
-    elem = np.arange(z.size, dtype=INDEX)
-    none = np.full(z.size, -1, INDEX)
-    return _terms_array(
-        space,
-        z.size,
-        [(elem, a, b, 1.0), (elem, a, z, -2.0), (elem, b, z, -2.0), (elem, z, none, 3.0)],
-    )
-
-
-def _or_penalties(space: VariableSpace, y: np.ndarray, x1: np.ndarray, x2: np.ndarray) -> PolyArray:
-    """``y = x1 OR x2``: ``x1 + x2 + y + x1 x2 - 2 x1 y - 2 x2 y`` per element."""
-    elem = np.arange(y.size, dtype=INDEX)
-    none = np.full(y.size, -1, INDEX)
-    return _terms_array(
-        space,
-        y.size,
-        [
-            (elem, x1, none, 1.0),
-            (elem, x2, none, 1.0),
-            (elem, y, none, 1.0),
-            (elem, x1, x2, 1.0),
-            (elem, x1, y, -2.0),
-            (elem, x2, y, -2.0),
-        ],
-    )
-
-
-def _equal_penalties(space: VariableSpace, y: np.ndarray, x: np.ndarray) -> PolyArray:
-    """``y = x``: ``(y - x)² = x + y - 2xy`` per element."""
-    elem = np.arange(y.size, dtype=INDEX)
-    none = np.full(y.size, -1, INDEX)
-    return _terms_array(
-        space, y.size, [(elem, x, none, 1.0), (elem, y, none, 1.0), (elem, x, y, -2.0)]
-    )

@@ -12,6 +12,11 @@ coefficient)`` plus a dense array of constants, so every operation is a few nump
 whatever the array's size. An array of plain variables keeps only its variable indices, so
 ``U[i][k]`` in a loop is cheap too.
 
+The term-table kernels live in :mod:`bmfdsl.modeling._term_tables`. This module stays near 700
+lines on purpose: :class:`PolyArray`, :class:`Squares` (what ``R * R`` returns), :func:`as_poly`,
+:func:`stack` and :func:`einsum` call each other both ways (``@`` is ``einsum``, ``einsum``
+multiplies arrays), so splitting them would only add an import cycle.
+
 >>> space = VariableSpace()
 >>> U = space.allocate("U", (2, 1))
 >>> V = space.allocate("V", (3, 1))
@@ -34,9 +39,20 @@ from typing import Any
 
 import numpy as np
 
-from bmfdsl.errors import InvalidParameterError, ModelDefinitionError, ModelTooLargeError
+from bmfdsl.errors import ModelDefinitionError, ModelTooLargeError
+from bmfdsl.modeling._term_tables import (
+    INDEX,
+    TERM_BYTES,
+    as_data,
+    broadcast_shapes,
+    empty_terms,
+    pairs_within_elements,
+    term_products,
+)
 
 __all__ = [
+    "INDEX",
+    "TERM_BYTES",
     "PolyArray",
     "Squares",
     "VariableBlock",
@@ -46,11 +62,6 @@ __all__ = [
     "pairs_within_elements",
     "stack",
 ]
-
-#: Indices of elements and variables: 32 bits halve the term tables of large models.
-INDEX = np.int32
-#: Bytes one stored term costs (element, two variable indices, coefficient).
-TERM_BYTES = 20
 
 
 @dataclass(frozen=True)
@@ -145,10 +156,6 @@ class VariableSpace:
                 "sample rows (factorize(sample_rows='auto')), use the 'native' backend, lower "
                 "the rank, or raise compile_model(memory_limit=...)"
             )
-
-
-def _empty_terms() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    return np.zeros(0, INDEX), np.zeros((0, 2), INDEX), np.zeros(0, np.float64)
 
 
 class PolyArray:
@@ -376,7 +383,7 @@ class PolyArray:
     def __add__(self, other: Any) -> PolyArray:
         other = as_poly(other, self.space)
         space = self._combine_space(other)
-        shape = _broadcast_shapes(self.shape, other.shape)
+        shape = broadcast_shapes(self.shape, other.shape)
         a, b = self.broadcast_to(shape), other.broadcast_to(shape)
         ca, ea, va, wa = a.terms
         cb, eb, vb, wb = b.terms
@@ -407,7 +414,7 @@ class PolyArray:
         return as_poly(other, self.space) + (-self)
 
     def _scale(self, factor: np.ndarray) -> PolyArray:
-        shape = _broadcast_shapes(self.shape, factor.shape)
+        shape = broadcast_shapes(self.shape, factor.shape)
         a = self.broadcast_to(shape)
         const, elem, var, coef = a.terms
         factor = np.broadcast_to(factor, shape).ravel()
@@ -419,7 +426,7 @@ class PolyArray:
 
     def __mul__(self, other: Any) -> Any:
         if not isinstance(other, PolyArray):
-            return self._scale(_as_data(other))
+            return self._scale(as_data(other))
         if other is self:
             square = self._linear_square()
             if square is not None:
@@ -429,7 +436,7 @@ class PolyArray:
         if self._vars is not None and other._vars is not None:
             return self._variable_product(other)
         space = self._combine_space(other)
-        shape = _broadcast_shapes(self.shape, other.shape)
+        shape = broadcast_shapes(self.shape, other.shape)
         a, b = self.broadcast_to(shape), other.broadcast_to(shape)
         ca, ea, va, wa = a.terms
         cb, eb, vb, wb = b.terms
@@ -444,7 +451,7 @@ class PolyArray:
         parts = [
             (eb, vb, wb * ca_flat[eb]),
             (ea, va, wa * cb_flat[ea]),
-            _term_products(ea, va, wa, eb, vb, wb, na, nb, pairs, space),
+            term_products(ea, va, wa, eb, vb, wb, na, nb, pairs, space.label if space else str),
         ]
         elem = np.concatenate([p[0] for p in parts])
         var = np.concatenate([p[1] for p in parts])
@@ -533,22 +540,6 @@ class PolyArray:
         return out.reshape((X.shape[0], *self.shape))
 
 
-def pairs_within_elements(elem: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Every pair ``s < t`` of terms of the same element, for ``elem`` sorted: ``(left, right)``
-    term positions, element by element, ``s`` then ``t`` ascending.
-
-    >>> pairs_within_elements(np.array([0, 0, 0, 1, 2, 2]), 3)
-    (array([0, 0, 1, 4]), array([1, 2, 2, 5]))
-    """
-    counts = np.bincount(elem, minlength=size)
-    starts = np.cumsum(counts) - counts
-    # term t of element e pairs with the later terms of e: t+1 .. end(e)-1
-    later = (starts + counts)[elem] - np.arange(elem.size) - 1
-    left = np.repeat(np.arange(elem.size), later)
-    right = left + 1 + (np.arange(int(later.sum())) - np.repeat(np.cumsum(later) - later, later))
-    return left, right
-
-
 class Squares:
     """``scale * residual²`` elementwise, ``residual`` quadratic: a quartic objective.
 
@@ -580,8 +571,8 @@ class Squares:
             raise ModelDefinitionError(
                 "a squared quadratic times variables has degree above 4; multiply it by data only"
             )
-        data = _as_data(factor)
-        if _broadcast_shapes(self.shape, data.shape) != self.shape:
+        data = as_data(factor)
+        if broadcast_shapes(self.shape, data.shape) != self.shape:
             raise ModelDefinitionError(
                 f"cannot scale squares of shape {self.shape} by data of shape {data.shape}"
             )
@@ -608,28 +599,6 @@ class Squares:
     __add__ = __radd__ = __sub__ = __rsub__ = __neg__ = __pow__ = _refuse
 
 
-def _broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-    try:
-        return tuple(np.broadcast_shapes(*shapes))
-    except ValueError as exc:
-        raise ModelDefinitionError(
-            f"shapes {' and '.join(map(str, shapes))} do not broadcast"
-        ) from exc
-
-
-def _as_data(value: Any) -> np.ndarray:
-    try:
-        array = np.asarray(value, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ModelDefinitionError(
-            f"cannot combine a PolyArray with {type(value).__name__}: use numbers, numpy "
-            "arrays or PolyArrays"
-        ) from exc
-    if not np.isfinite(array).all():
-        raise InvalidParameterError("data combined with model variables must be finite")
-    return array
-
-
 def as_poly(value: Any, space: VariableSpace | None = None) -> PolyArray:
     """``value`` as a :class:`PolyArray`: numbers and arrays become constants.
 
@@ -639,8 +608,8 @@ def as_poly(value: Any, space: VariableSpace | None = None) -> PolyArray:
         return value
     if isinstance(value, list | tuple) and _holds_poly(value):
         return stack(value)
-    const = _as_data(value)
-    elem, var, coef = _empty_terms()
+    const = as_data(value)
+    elem, var, coef = empty_terms()
     return PolyArray(space, const.shape, const.copy(), elem, var, coef)
 
 
@@ -692,58 +661,6 @@ def _moved_axes(ndim: int, axis: int) -> list[int]:
     return order
 
 
-def _term_products(
-    ea: np.ndarray,
-    va: np.ndarray,
-    wa: np.ndarray,
-    eb: np.ndarray,
-    vb: np.ndarray,
-    wb: np.ndarray,
-    na: np.ndarray,
-    nb: np.ndarray,
-    pairs: int,
-    space: VariableSpace | None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every product of a term of ``a`` with a term of ``b`` in the same element."""
-    if pairs == 0:
-        return _empty_terms()
-    order_a = np.argsort(ea, kind="stable")
-    order_b = np.argsort(eb, kind="stable")
-    start_b = np.cumsum(nb) - nb
-    sorted_ea = ea[order_a]
-    reps = nb[sorted_ea]
-    left = np.repeat(order_a, reps)
-    within = np.arange(pairs) - np.repeat(np.cumsum(reps) - reps, reps)
-    right = order_b[np.repeat(start_b[sorted_ea], reps) + within]
-    elem = ea[left]
-    coef = wa[left] * wb[right]
-    a, b = va[left], vb[right]
-    if (a[:, 1] < 0).all() and (b[:, 1] < 0).all():  # linear x linear: the common case
-        x, y = a[:, 0], b[:, 0]
-        same = x == y
-        var = np.stack([np.minimum(x, y), np.where(same, -1, np.maximum(x, y))], axis=1)
-        return elem, var, coef
-    # General case: the product monomial is the union of the variables (x² = x).
-    slots = np.sort(np.concatenate([a, b], axis=1), axis=1)  # -1 (absent) sorts first
-    duplicate = np.zeros_like(slots, dtype=bool)
-    duplicate[:, 1:] = slots[:, 1:] == slots[:, :-1]
-    slots[duplicate] = -1
-    slots = np.sort(slots, axis=1)
-    too_high = slots[:, 1] >= 0  # three or more distinct variables
-    if too_high.any():
-        row = int(np.flatnonzero(too_high)[0])
-        names = [space.label(int(v)) if space else str(int(v)) for v in slots[row] if v >= 0]
-        raise ModelDefinitionError(
-            f"the product {' * '.join(names)} has degree {len(names)}; a QUBO allows degree 2. "
-            "Introduce an auxiliary variable for one product (model.binary(...) with "
-            "model.constrain_product(z, x, y, ...)) and use it instead"
-        )
-    last = slots[:, 3]
-    third = slots[:, 2]
-    var = np.stack([np.where(third >= 0, third, last), np.where(third >= 0, last, -1)], axis=1)
-    return elem, var, coef
-
-
 def einsum(subscripts: str, *operands: Any) -> PolyArray:
     """:func:`numpy.einsum` for one or two operands, any of them a :class:`PolyArray`.
 
@@ -771,7 +688,7 @@ def einsum(subscripts: str, *operands: Any) -> PolyArray:
         raise ModelDefinitionError(f"einsum output {output!r} names an index no input has")
     expanded = []
     for spec, operand in zip(inputs, operands, strict=True):
-        array = operand if isinstance(operand, PolyArray) else _as_data(operand)
+        array = operand if isinstance(operand, PolyArray) else as_data(operand)
         if len(spec) != array.ndim or len(set(spec)) != len(spec):
             raise ModelDefinitionError(
                 f"einsum subscripts {spec!r} do not fit an operand of shape {array.shape}"

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from bmfdsl.errors import InvalidParameterError
-from bmfdsl.modeling._dsl import ConstraintGroup, ModelBuilder
+from bmfdsl.modeling._declaration import ConstraintGroup, Declaration
 from bmfdsl.modeling._expr import PolyArray
 from bmfdsl.modeling._quadratize import merge_terms
 
@@ -45,22 +45,21 @@ SUFFICIENT = "sufficient"
 _MARGIN = 1e-3
 
 
-def sufficient_weights(builder: ModelBuilder) -> dict[str, float]:
+def sufficient_weights(declaration: Declaration) -> dict[str, float]:
     """A weight per constrained weight name under which every QUBO minimum is feasible.
 
-    ``builder`` must be a full declaration (its objective's terms not yet released).
     Weights that no group uses are left out.
 
     >>> import numpy as np
-    >>> from bmfdsl.modeling._dsl import ModelBuilder, quadratized_residual
+    >>> from bmfdsl.modeling import ModelBuilder, quadratized_residual
     >>> model = ModelBuilder(np.ones((2, 3)), rank=2)
     >>> quadratized_residual(model)                       # Formulation 1, r = 2
-    >>> sufficient_weights(model)["lam"]                  # > 2r - 1 = 3
+    >>> sufficient_weights(model.declaration())["lam"]    # > 2r - 1 = 3
     3.003
     """
-    size = builder.space.size
-    objective = _absolute_sums(builder.objective, size)
-    groups = list(builder.groups.values())
+    size = declaration.space.size
+    objective = _absolute_sums(declaration.objective, size)
+    groups = list(declaration.groups.values())
     penalties = {g.name: g.penalties for g in groups}
     sums = {g.name: _absolute_sums(penalties[g.name], size) for g in groups}
     repair = {g.name: _repair_variables(g, penalties[g.name], size) for g in groups}

@@ -12,7 +12,7 @@ from typing import Any
 
 import pyqubo
 
-from bmfdsl.modeling._dsl import ModelBuilder
+from bmfdsl.modeling._declaration import Declaration
 from bmfdsl.modeling._expr import PolyArray
 
 __all__ = ["hamiltonian"]
@@ -34,12 +34,12 @@ def _expression(poly: PolyArray, binaries: dict[int, Any], labels: list[str]) ->
     return total
 
 
-def hamiltonian(builder: ModelBuilder) -> Any:
+def hamiltonian(declaration: Declaration) -> Any:
     """Objective plus one ``Constraint(Placeholder(weight) * penalty, label=group)`` per group."""
-    labels = builder.space.labels()
+    labels = declaration.space.labels()
     binaries: dict[int, Any] = {}
-    total = _expression(builder.objective, binaries, labels)
-    for group in builder.groups.values():
+    total = _expression(declaration.objective, binaries, labels)
+    for group in declaration.groups.values():
         penalty = _expression(group.penalties, binaries, labels)
         total = total + pyqubo.Constraint(
             pyqubo.Placeholder(group.weight) * penalty, label=group.name

@@ -16,7 +16,13 @@ import scipy.sparse
 
 from bmfdsl.modeling._expr import INDEX, PolyArray
 
-__all__ = ["BQM_BYTES_PER_INTERACTION", "BQM_BYTES_PER_VARIABLE", "QuboTerms", "lower"]
+__all__ = [
+    "BQM_BYTES_PER_INTERACTION",
+    "BQM_BYTES_PER_VARIABLE",
+    "QuboTerms",
+    "lower",
+    "narrowest_exact",
+]
 
 #: dimod stores each interaction twice (both neighbours): an index and a bias each way, in
 #: vectors grown by doubling. Measured (glibc ``mallinfo2`` bytes in use after
@@ -133,13 +139,13 @@ def lower(parts: Mapping[str, list[PolyArray]], num_variables: int) -> QuboTerms
         num_variables,
         indptr,
         col,
-        {key: _compact(part) for key, part in linear.items()},
-        {key: _compact(part) for key, part in quadratic.items()},
+        {key: narrowest_exact(part) for key, part in linear.items()},
+        {key: narrowest_exact(part) for key, part in quadratic.items()},
         offset,
     )
 
 
-def _compact(part: np.ndarray) -> np.ndarray:
+def narrowest_exact(part: np.ndarray) -> np.ndarray:
     """``part`` in the narrowest of float16 and float32 that holds it exactly (small integers,
     halves, ...): the compiled model keeps these vectors for re-weighting, and BMF
     coefficients are nearly always such."""

@@ -25,7 +25,7 @@ class BMFStructure:
     that on feasible assignments its energy equals this objective before a structure-aware
     solver may use it. ``one_hot`` names the factor whose rows must each hold exactly one 1
     (``"V"``: every column of A joins exactly one cluster), or is ``None``. ``mask`` (1 =
-    observed) and ``weights`` default to all ones. ``factor_names`` are the model's names of
+    observed) and ``entry_weights`` default to all ones. ``factor_names`` are the model's names of
     U and V: the labels of a structured SampleSet are ``U[i][k]`` and ``V[j][k]`` with them.
     """
 
@@ -33,7 +33,7 @@ class BMFStructure:
     rank: int
     one_hot: OneHotSide | None = None
     mask: np.ndarray | None = None
-    weights: np.ndarray | None = None
+    entry_weights: np.ndarray | None = None
     factor_names: tuple[str, str] = ("U", "V")
 
     @property
@@ -44,18 +44,19 @@ class BMFStructure:
     @property
     def is_plain(self) -> bool:
         """True without a mask or entry weights: ``||A - U Vᵀ||²_F``."""
-        return self.mask is None and self.weights is None
+        return self.mask is None and self.entry_weights is None
 
     @property
-    def entry_weights(self) -> np.ndarray | None:
-        """``mask * weights`` (None when both are absent)."""
+    def effective_weights(self) -> np.ndarray | None:
+        """``mask * entry_weights``: each entry's weight in the objective, 0 where unobserved
+        (None when both are absent)."""
         if self.is_plain:
             return None
         out = np.ones(self.shape)
         if self.mask is not None:
             out = out * self.mask
-        if self.weights is not None:
-            out = out * self.weights
+        if self.entry_weights is not None:
+            out = out * self.entry_weights
         return out
 
     def labels(self) -> list[str]:
@@ -67,7 +68,7 @@ class BMFStructure:
         """The objective at one ``(U, V)``, in row chunks (no ``m x n`` temporaries)."""
         if self.is_plain:
             return float(squared_error(self.A, U, V))
-        weights = self.entry_weights
+        weights = self.effective_weights
         assert weights is not None
         return weighted_squared_error(self.A, U, V, weights)
 
