@@ -286,9 +286,23 @@ def _failure(
         return HTTPCallError(
             "timeout", f"took longer than request_timeout={limits.request_timeout:g} s"
         )
+    cause = _root_cause(exc)
     return HTTPCallError(
-        "transport", f"the connection failed ({type(exc).__name__}: {str(exc)[:200]})"
+        "transport", f"the connection failed ({type(cause).__name__}: {str(cause)[:200]})"
     )
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    """What a urllib3 wrapper wraps, e.g. ``ConnectionRefusedError`` in ``NewConnectionError``.
+
+    Messages name the socket's own error, as they did before urllib3 carried the calls.
+    """
+    while isinstance(exc, HTTPError):
+        inner = exc.__cause__ or next((a for a in exc.args if isinstance(a, BaseException)), None)
+        if inner is None:
+            break
+        exc = inner
+    return exc
 
 
 def _discard(response: BaseHTTPResponse | None) -> None:

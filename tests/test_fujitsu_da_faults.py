@@ -625,3 +625,12 @@ def test_retry_after_is_read_as_seconds_or_an_http_date():
     assert 25.0 < (_retry_after(email.utils.formatdate(time.time() + 30, usegmt=True)) or 0) <= 30
     for unreadable in ("soon", "-1", "9" * 5000, ""):
         assert _retry_after(unreadable) is None
+
+
+def test_a_refused_connection_names_the_socket_error(server):
+    with socket.socket() as probe:  # a port that nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    sampler = FujitsuDABackend(f"http://127.0.0.1:{closed}", api_key=API_KEY)
+    with pytest.raises(DAServiceError, match=r"connection failed \(ConnectionRefusedError: "):
+        sampler.sample(bqm(), time_limit=1)
