@@ -1,4 +1,4 @@
-"""``fujitsu-da``: the Fujitsu Digital Annealer v4 asynchronous REST API (stdlib only).
+"""``fujitsu-da``: the Fujitsu Digital Annealer v4 asynchronous REST API (on urllib3).
 
 One ``sample`` call posts the QUBO to ``{url}/v4/async/qubo/solve``, polls
 ``{url}/v4/async/jobs/result/{job_id}`` until the job is ``Done`` (or ``Error`` /
@@ -20,7 +20,7 @@ whole solve: ``time_limit`` (rounded up) + ``job_timeout``; every request, retry
 byte read fits inside it (clean-up after it gets at most ``min(request_timeout, 10)`` s
 more). Redirects are followed only within the same origin. A finished result is returned
 even when deleting the job fails afterwards (a :class:`DACleanupWarning`). The HTTP
-machinery is :mod:`bmfdsl.backends._http`.
+machinery, on urllib3 (``pip install 'bmfdsl[fujitsu]'``), is :mod:`bmfdsl.backends._http`.
 
 One-hot constraints can be passed natively: ``one_hot_groups=[[label, ...], ...]`` sends
 them as ``one_way_one_hot_groups`` (those variables are indexed first, group by group)

@@ -2,10 +2,12 @@
 
 Each test scripts the faults of the next requests per HTTP method; requests without a
 scripted fault get the normal protocol (a job that is ``Done`` at once, every variable 0).
+Longer than most test modules: the hostile server and every check against it stay together.
 """
 
 from __future__ import annotations
 
+import email.utils
 import json
 import socket
 import struct
@@ -19,6 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bmfdsl.backends._http import HTTPCallError, Limits, _retry_after, call_json
 from bmfdsl.backends.fujitsu_da import (
     DACleanupWarning,
     DARateLimitError,
@@ -55,7 +58,12 @@ class FaultHandler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         self.server.requests.append(
-            {"method": self.command, "path": self.path, "headers": dict(self.headers)}
+            {
+                "method": self.command,
+                "path": self.path,
+                "headers": dict(self.headers),
+                "client_port": self.client_address[1],
+            }
         )
         if self.command == "POST" and self.path.endswith("/qubo/solve"):
             body = json.loads(raw)
@@ -68,7 +76,7 @@ class FaultHandler(BaseHTTPRequestHandler):
                 return fault(self)
         self.normal()
 
-    do_GET = do_POST = do_DELETE = _serve  # noqa: N815 - http.server names them so
+    do_GET = do_POST = do_DELETE = do_CONNECT = _serve  # noqa: N815 - http.server names them so
 
     def reply(self, code: int, payload: object, headers: dict[str, str] | None = None) -> None:
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
@@ -519,3 +527,110 @@ def test_any_answer_is_a_valid_sampleset_or_one_typed_error(solutions):
     for item in solutions:  # only complete boolean configurations get through
         assert sorted(item["configuration"]) == ["0", "1"]
         assert all(isinstance(v, bool) for v in item["configuration"].values())
+
+
+# --- the HTTP layer on urllib3: pooling, retry policy, watchdog, proxies, logs -------------
+
+
+def test_a_solve_reuses_one_pooled_connection(server):
+    server.faults = {"GET": [answer({"status": "Running"})] * 2}
+    backend().sample(bqm(), num_reads=1, time_limit=1)
+    assert methods(server) == ["POST", "GET", "GET", "GET", "DELETE"]
+    assert len({r["client_port"] for r in server.requests}) == 1  # keep-alive, one socket
+
+
+def drip_headers(handler: FaultHandler) -> None:
+    handler.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+    for _ in range(200):  # a header that never ends: one byte every 0.1 s
+        handler.wfile.write(b"a")
+        handler.wfile.flush()
+        time.sleep(0.1)
+
+
+def test_a_server_dripping_its_headers_cannot_outlast_the_solve_deadline(server):
+    server.faults = {"GET": [drip_headers] * 5}
+    start = time.perf_counter()
+    with pytest.raises(DATimeoutError):
+        backend(request_timeout=60.0, job_timeout=0.5).sample(bqm(), time_limit=1)
+    assert time.perf_counter() - start < 3.5  # 1.5 s deadline + a bounded clean-up
+
+
+def test_the_first_retry_waits_backoff(server):
+    server.faults = {"GET": [reset]}
+    start = time.perf_counter()
+    backend(backoff=0.4, max_backoff=1.0).sample(bqm(), num_reads=1, time_limit=1)
+    assert 0.4 <= time.perf_counter() - start < 1.5  # urllib3's own first wait would be 0
+    assert methods(server) == ["POST", "GET", "GET", "DELETE"]
+
+
+def test_a_413_asking_to_retry_after_is_not_retried(server):
+    server.faults = {"GET": [status(413, "0")]}  # urllib3 alone would retry it
+    with pytest.raises(DAServiceError, match="HTTP 413"):
+        backend().sample(bqm(), time_limit=1)
+    assert methods(server).count("GET") == 1
+
+
+def test_a_wait_that_would_pass_the_deadline_raises_the_last_failure_at_once(server):
+    server.faults = {"GET": [status(503, "3600")]}
+    start = time.perf_counter()
+    with pytest.raises(DAServiceError, match="HTTP 503") as caught:
+        backend(max_backoff=60.0, job_timeout=0.5).sample(bqm(), time_limit=1)
+    assert time.perf_counter() - start < 1.0
+    assert caught.value.retry_after == 3600.0
+    assert methods(server) == ["POST", "GET", "POST", "DELETE"]  # cancelled and deleted
+
+
+@pytest.mark.parametrize("fault", [reset, status(503)], ids=["reset", "503"])
+def test_call_json_never_repeats_a_post_even_when_asked(server, fault):
+    server.faults = {"POST": [fault] * 3}
+    limits = Limits(
+        request_timeout=1.0, max_retries=3, backoff=0.01, max_backoff=0.1, max_response_bytes=1024
+    )
+    with pytest.raises(HTTPCallError) as caught:
+        call_json(
+            "POST", URL + "/v4/async/jobs/cancel", b"{}", {},
+            deadline=time.monotonic() + 5, limits=limits, retry=True,
+        )  # fmt: skip
+    assert caught.value.kind in ("transport", "status")
+    assert methods(server) == ["POST"]
+
+
+def test_https_through_a_proxy_tunnels_without_the_key_or_url_credentials(server, monkeypatch):
+    monkeypatch.setenv("https_proxy", URL)  # our server plays the proxy and refuses the tunnel
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    server.faults = {"CONNECT": [status(403)]}
+    sampler = FujitsuDABackend("https://user:tunnel-pass-5@da.invalid/api", api_key=API_KEY)
+    with pytest.raises(DAServiceError, match="connection") as caught:
+        sampler.sample(bqm(), time_limit=1)
+    assert "tunnel-pass-5" not in str(caught.value) and API_KEY not in str(caught.value)
+    [tunnel] = server.requests
+    assert (tunnel["method"], tunnel["path"]) == ("CONNECT", "da.invalid:443")
+    sent = {name.lower(): value for name, value in tunnel["headers"].items()}
+    assert "x-api-key" not in sent and "authorization" not in sent
+
+
+def test_urllib3_logs_neither_the_key_nor_url_credentials(server, caplog):
+    server.faults = {"GET": [reset, status(503)]}  # retries make urllib3 log more
+    url = URL.replace("http://", "http://user:log-pass-8@")
+    sampler = FujitsuDABackend(url, api_key=API_KEY, poll_interval=0.01, backoff=0.01)
+    with caplog.at_level("DEBUG", logger="urllib3"):
+        sampler.sample(bqm(), num_reads=1, time_limit=1)
+    assert "127.0.0.1" in caplog.text  # urllib3 did log the calls
+    assert "log-pass-8" not in caplog.text and API_KEY not in caplog.text
+
+
+def test_retry_after_is_read_as_seconds_or_an_http_date():
+    assert _retry_after(" 7 ") == 7.0
+    assert 25.0 < (_retry_after(email.utils.formatdate(time.time() + 30, usegmt=True)) or 0) <= 30
+    for unreadable in ("soon", "-1", "9" * 5000, ""):
+        assert _retry_after(unreadable) is None
+
+
+def test_a_refused_connection_names_the_socket_error(server):
+    with socket.socket() as probe:  # a port that nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    sampler = FujitsuDABackend(f"http://127.0.0.1:{closed}", api_key=API_KEY)
+    with pytest.raises(DAServiceError, match=r"connection failed \(ConnectionRefusedError: "):
+        sampler.sample(bqm(), time_limit=1)

@@ -162,9 +162,9 @@ _BUILTINS: dict[str, _Entry] = {
     ),
     "fujitsu-da": _Entry(
         "bmfdsl.backends.fujitsu_da:FujitsuDABackend",
-        None,
+        "fujitsu",
         "Fujitsu Digital Annealer v4 cloud API (needs BMFDSL_DA_API_KEY)",
-        (),
+        ("urllib3",),
     ),
     "native": _Entry(
         "bmfdsl.backends.native:NativeSampler",
