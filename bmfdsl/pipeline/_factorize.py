@@ -152,22 +152,18 @@ def factorize(
     objective = _Objective(None if mask is None else check_mask(mask, data.shape))
     rng = check_random_state(random_state)
     certify = check_certify(certify, in_memory=data.in_memory)
-    data = objective.observed_part(data)
+    whole = data = objective.observed_part(data)  # whole: before orienting
     info: dict[str, Any] = {"method": method_key, "rank": rank, "shape": list(data.shape)}
     info.update(objective.describe())
-    whole = data  # before orienting
 
     # Sampling works on the long side: a wide A is solved as Aᵀ ≈ V Uᵀ.
     orientation = Orientation(transposed=s is not None and data.shape[1] > data.shape[0])
     data = orientation.matrix(data)
     side = orientation.side(one_hot)
     info.update(data.layout())
+    core = _core(data, s, rng, timer)
     if s is not None:
-        with timer("sampling"):
-            core = _sample(data, s, rng)
         info.update(sampled_rows=s, transposed=orientation.transposed)
-    else:
-        core = data.dense()
     rank_core = check_rank(rank, core.shape)
 
     progress.stage(f"{method_key} solve on {core.shape[0]}x{core.shape[1]}")
@@ -183,6 +179,7 @@ def factorize(
     info.update(solution.info)
     U, V, error = _extend_and_polish(data, solution, objective, s, side, als, timer, info)
     U, V = orientation.factors(U, V)
+    certified_error = objective.certified_error(info) if s is None else None  # native's, on A
     proof = prove(
         whole,
         rank,
@@ -190,7 +187,7 @@ def factorize(
         V,
         error,
         one_hot=one_hot,
-        certified_error=objective.certified_error(info) if s is None else None,  # native's, on A
+        certified_error=certified_error,
         certify=certify,
         seed=_seed_from(rng),
         mask=objective.observed,
@@ -374,6 +371,16 @@ def _check_method(
 
 def _seed_from(rng: np.random.Generator) -> int:
     return int(rng.integers(2**31 - 1))
+
+
+def _core(
+    data: BinaryMatrix, s: int | None, rng: np.random.Generator, timer: StageTimer
+) -> np.ndarray:
+    """The matrix the core solve takes: ``s`` sampled rows, or all of ``A`` (in memory)."""
+    if s is None:
+        return data.dense()
+    with timer("sampling"):
+        return _sample(data, s, rng)
 
 
 def _sample(data: BinaryMatrix, s: int, rng: np.random.Generator) -> np.ndarray:
