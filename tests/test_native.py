@@ -17,7 +17,7 @@ import bmfdsl
 from bmfdsl.apps import make_bernoulli, make_exact_rank
 from bmfdsl.backends.native import NativeSampler
 from bmfdsl.errors import InvalidParameterError
-from bmfdsl.linalg import _scoring, code_table, squared_error, weighted_squared_error
+from bmfdsl.linalg import _matrix, code_table, squared_error, weighted_squared_error
 from bmfdsl.modeling import BMFStructure
 from bmfdsl.solvers.native import NativeSettings, exact_rank1, solve_bmf, solve_weighted_bmf
 from bmfdsl.solvers.native._anneal import als_polish, anneal_replicas, row_codes, total_error
@@ -85,9 +85,9 @@ def test_weighted_squared_error_is_the_weighted_residual_in_every_chunking(monke
     weights = rng.integers(0, 4, size=A.shape).astype(np.float64)  # integers: exact sums
     expected = float((weights * (A - U.astype(int) @ V.T) ** 2).sum())
     assert weighted_squared_error(A, U, V, weights) == expected
-    assert BMFStructure(A, 3, weights=weights).error(U, V) == expected
+    assert BMFStructure(A, 3, entry_weights=weights).error(U, V) == expected
     assert weighted_squared_error(A, U, V, np.ones(A.shape)) == squared_error(A, U, V)
-    monkeypatch.setattr(_scoring, "_ERROR_CHUNK_ENTRIES", 50)  # chunks of 4 rows
+    monkeypatch.setattr(_matrix, "_ERROR_CHUNK_ENTRIES", 50)  # chunks of 4 rows
     assert weighted_squared_error(A, U, V, weights) == expected
 
 

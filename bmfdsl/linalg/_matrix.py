@@ -42,7 +42,7 @@ __all__ = [
 
 # Rows of A converted to float at a time when accumulating Aᵀ U (bounded memory).
 _CHUNK_ELEMENTS = 4 * 2**20
-# Entries of A handled per chunk by the dense squared error: its temporaries stay a few MB.
+# Entries of A handled per chunk by the dense (and weighted) squared error: temporaries stay small.
 _ERROR_CHUNK_ENTRIES = 2**20
 _FLOAT64_EXACT = 2**53  # integers below this are exact in float64
 
@@ -436,6 +436,30 @@ def dense_squared_error(A: np.ndarray, U: Any, V: Any) -> int:
             A[start : start + step].astype(dtype) - U[start : start + step].astype(dtype) @ V_t
         )
         total += int(np.rint(np.einsum("ij,ij->", residual, residual)))
+    return total
+
+
+def weighted_squared_error(A: Any, U: np.ndarray, V: np.ndarray, weights: np.ndarray) -> float:
+    """``Σ_ij w_ij (a_ij - (U Vᵀ)_ij)²``: the error of masked (``w`` 0/1, 0 = missing) and
+    weighted BMF, for an in-memory ``A`` and ``weights`` of its shape.
+
+    Summed in float64 over row chunks of about a million entries, so no ``m x n`` temporary
+    is made (exact for 0/1 and other integer weights).
+
+    >>> A = np.array([[1, 1], [0, 1]])
+    >>> weighted_squared_error(A, [[1], [1]], [[1], [0]], np.array([[1.0, 0.5], [0.0, 2.0]]))
+    2.5
+    """
+    A = np.asarray(A)
+    weights = np.asarray(weights)
+    U = np.asarray(U)
+    step = max(1, _ERROR_CHUNK_ENTRIES // max(A.shape[1], 1))
+    V_t = np.asarray(V).astype(np.float64).T
+    total = 0.0
+    for start in range(0, A.shape[0], step):
+        rows = slice(start, start + step)
+        residual = A[rows].astype(np.float64) - U[rows].astype(np.float64) @ V_t
+        total += float((weights[rows] * residual * residual).sum())
     return total
 
 

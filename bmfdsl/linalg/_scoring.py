@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from bmfdsl.linalg._matrix import as_matrix, dense_squared_error
+from bmfdsl.linalg._matrix import as_matrix, dense_squared_error, weighted_squared_error
 from bmfdsl.validation import is_sparse
 
 __all__ = ["relative_error", "squared_error", "weighted_squared_error"]
@@ -60,27 +60,3 @@ def relative_error(error: float, A: Any) -> float:
     if norm == 0.0:
         return 0.0 if error == 0 else float("inf")
     return float(error) / norm
-
-
-def weighted_squared_error(A: Any, U: np.ndarray, V: np.ndarray, weights: np.ndarray) -> float:
-    """``Σ_ij w_ij (a_ij - (U Vᵀ)_ij)²``: the error of masked (``w`` 0/1, 0 = missing) and
-    weighted BMF, for an in-memory ``A`` and ``weights`` of its shape.
-
-    Summed in float64 over row chunks of about a million entries, so no ``m x n`` temporary
-    is made (exact for 0/1 and other integer weights).
-
-    >>> A = np.array([[1, 1], [0, 1]])
-    >>> weighted_squared_error(A, [[1], [1]], [[1], [0]], np.array([[1.0, 0.5], [0.0, 2.0]]))
-    2.5
-    """
-    A = np.asarray(A)
-    weights = np.asarray(weights)
-    U = np.asarray(U)
-    step = max(1, _ERROR_CHUNK_ENTRIES // max(A.shape[1], 1))
-    V_t = np.asarray(V).astype(np.float64).T
-    total = 0.0
-    for start in range(0, A.shape[0], step):
-        rows = slice(start, start + step)
-        residual = A[rows].astype(np.float64) - U[rows].astype(np.float64) @ V_t
-        total += float((weights[rows] * residual * residual).sum())
-    return total

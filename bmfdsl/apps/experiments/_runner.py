@@ -33,7 +33,7 @@ from bmfdsl.apps.experiments._tables import (
     stable_seed,
 )
 from bmfdsl.credentials import scrub
-from bmfdsl.errors import BackendUnavailableError, InvalidParameterError, UnknownNameError
+from bmfdsl.errors import InvalidParameterError, UnknownNameError
 from bmfdsl.result import Factorization, to_jsonable
 
 __all__ = [
