@@ -23,22 +23,6 @@ import numpy as np
 from bmfdsl.errors import InvalidParameterError
 from bmfdsl.registry import check_known_names
 
-__all__ = [
-    "BackendSampler",
-    "Initialized",
-    "best_samples",
-    "check_num_reads",
-    "check_parameter_names",
-    "check_run_options",
-    "check_seed",
-    "check_time_limit",
-    "describe_parameters",
-    "given_options",
-    "keyword_defaults",
-    "round_seeds",
-    "run_rounds",
-]
-
 
 class BackendSampler(dimod.Sampler):
     """Base class of bmfdsl backends: ``parameters`` from one signature, timing in ``info``.

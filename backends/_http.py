@@ -62,8 +62,6 @@ from urllib3.util import Retry, Timeout
 
 from bmfdsl.credentials import is_loopback, redact_url
 
-__all__ = ["HTTPCallError", "Limits", "call_json", "path_of"]
-
 TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_REDIRECTS = 5
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})

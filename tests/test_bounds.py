@@ -19,13 +19,12 @@ from bmfdsl.linalg import squared_error
 from bmfdsl.pipeline._bounds import (
     LowerBound,
     cheap_lower_bound,
-    gap,
     observed_blocks_bound,
     prove,
     rank1_bound,
     spectral_bound,
 )
-from bmfdsl.result import Factorization
+from bmfdsl.result import Factorization, gap
 from bmfdsl.solvers import get_backend, list_backends
 from bmfdsl.testing import check_sampler, dimod_test_case, random_integer_bqm
 

@@ -213,7 +213,7 @@ def test_bad_one_hot_option_and_missing_required_weight(tmp_path):
 USER_MODEL = textwrap.dedent(
     '''
     """A user's model: Formulation 1 written from scratch with the DSL."""
-    from bmfdsl.modeling._dsl import squared_residual
+    from bmfdsl.modeling import squared_residual
 
     def build(model):
         A, r = model.A, model.rank

@@ -208,7 +208,7 @@ def test_the_native_solver_handles_masks_optimally():
 def test_a_copy_named_like_a_registered_model_gets_its_own_bqm(tmp_path):
     path = tmp_path / "copy.py"
     path.write_text(
-        "from bmfdsl.modeling._dsl import squared_residual\n"
+        "from bmfdsl.modeling import squared_residual\n"
         "NAME = 'formulation1'\n"
         "def build(model):\n"
         "    U, V = model.factors()\n"

@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bmfdsl.apps import clusters_from_factor
 from bmfdsl.apps.experiments import _cli as cli
 from bmfdsl.apps.experiments import run_experiment
-from bmfdsl.apps.experiments._clustering import adjusted_rand_index, clusters_from_factor
+from bmfdsl.apps.experiments._clustering import adjusted_rand_index
 from bmfdsl.apps.experiments._report import load_paper_tables, render_report
 from bmfdsl.apps.experiments._runner import (
     build_matrix,

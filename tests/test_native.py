@@ -344,7 +344,7 @@ def test_native_passes_the_structured_conformance_kit():
 def test_native_refuses_a_model_without_a_verified_structure(tmp_path):
     path = tmp_path / "own.py"
     path.write_text(
-        "from bmfdsl.modeling._dsl import squared_residual\n"
+        "from bmfdsl.modeling import squared_residual\n"
         "NAME = 'formulation1'\n"
         "def build(model):\n"
         "    U, V = model.factors()\n"

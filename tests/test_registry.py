@@ -24,7 +24,7 @@ from bmfdsl.errors import (
 )
 from bmfdsl.modeling import compile_model, list_models
 from bmfdsl.pipeline import factorize, solve
-from bmfdsl.registry import Registry, check_known_names
+from bmfdsl.registry import Registry, check_known_names, normalize_name
 from bmfdsl.solvers import (
     DEFAULT_BLS_BACKEND,
     DEFAULT_BLS_PARAMETERS,
@@ -34,7 +34,6 @@ from bmfdsl.solvers import (
     check_backend_available,
     get_backend,
     list_backends,
-    normalize_name,
     register_backend,
     resolve_backend,
 )

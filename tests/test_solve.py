@@ -74,7 +74,7 @@ def test_unknown_backend_parameter_is_refused():
 def test_a_missing_required_weight_is_reported(tmp_path):
     path = tmp_path / "required.py"
     path.write_text(
-        "from bmfdsl.modeling._dsl import squared_residual\n"
+        "from bmfdsl.modeling import squared_residual\n"
         "def build(model):\n    U, V = model.factors()\n    W = model.binary('W', U.shape)\n"
         "    model.constrain_product(W, U, V[:1], group='W', weight=model.weight('mu'))\n"
         "    model.minimize(W.sum())\n"

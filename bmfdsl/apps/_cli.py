@@ -25,8 +25,6 @@ import numpy as np
 from bmfdsl.credentials import scrub
 from bmfdsl.modeling import SUFFICIENT
 
-__all__ = ["EXIT_DATA_ERROR", "EXIT_INTERRUPTED", "EXIT_USAGE", "build_parser", "main"]
-
 EXIT_DATA_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130

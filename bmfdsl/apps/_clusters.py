@@ -6,8 +6,6 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["clusters_from_factor"]
-
 
 def clusters_from_factor(V: Any) -> list[str]:
     """One cluster label per row of a 0/1 factor: the set of its active components.

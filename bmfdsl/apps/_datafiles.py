@@ -24,23 +24,6 @@ import numpy as np
 
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
 
-__all__ = [
-    "DATA_DIR_ENV",
-    "DATA_FILES",
-    "MELANOMA_CONTROLS",
-    "MNIST_THRESHOLD",
-    "DataFile",
-    "FileCheck",
-    "GeneExpressionData",
-    "binarize_expression",
-    "check_data_dir",
-    "data_dir",
-    "load_leukemia",
-    "load_melanoma",
-    "load_mnist",
-    "read_idx",
-]
-
 DATA_DIR_ENV = "BMFDSL_DATA_DIR"
 """Environment variable naming the default data folder of the loaders."""
 

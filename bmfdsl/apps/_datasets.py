@@ -15,8 +15,6 @@ import numpy as np
 from bmfdsl.errors import InvalidParameterError
 from bmfdsl.validation import check_random_state
 
-__all__ = ["make_bernoulli", "make_exact_rank", "make_sparse_planted"]
-
 
 def _check_shape(m: Any, n: Any) -> tuple[int, int]:
     for name, value in (("m", m), ("n", n)):

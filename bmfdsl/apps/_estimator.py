@@ -23,8 +23,6 @@ from bmfdsl.errors import (
 from bmfdsl.registry import check_known_names
 from bmfdsl.validation import check_one_hot, is_sparse
 
-__all__ = ["BinaryMatrixFactorization"]
-
 
 class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Binary matrix factorization ``X ≈ W H`` with 0/1 factors, as a scikit-learn transformer.

@@ -30,15 +30,6 @@ import numpy as np
 
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
 
-__all__ = [
-    "SUPPORTED_SUFFIXES",
-    "MatrixData",
-    "binarize_values",
-    "read_data",
-    "read_matrix",
-    "write_labelled",
-]
-
 SUPPORTED_SUFFIXES = (".csv", ".tsv", ".txt", ".dat", ".npy", ".npz", ".mtx", ".mm")
 TEXT_SUFFIXES = (".csv", ".tsv", ".txt", ".dat")
 #: Bytes inspected for binary junk (a NUL byte) before any parsing starts.

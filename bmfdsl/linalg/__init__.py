@@ -34,7 +34,8 @@ if TYPE_CHECKING:
         as_matrix,
         exact_gram,
         is_dask_array,
+        weighted_squared_error,
     )
-    from bmfdsl.linalg._scoring import relative_error, squared_error, weighted_squared_error
+    from bmfdsl.linalg._scoring import relative_error, squared_error
 
 __getattr__, __dir__, __all__ = lazy_exports(globals())

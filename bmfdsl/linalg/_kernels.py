@@ -21,20 +21,6 @@ import numpy as np
 
 from bmfdsl.errors import InvalidParameterError
 
-__all__ = [
-    "CodeOrder",
-    "als_loop",
-    "code_table",
-    "dense_cross",
-    "gram",
-    "pattern_cross",
-    "pattern_gram",
-    "pattern_quadratic_forms",
-    "pattern_transposed_cross",
-    "solve_rows_exact",
-]
-
-
 #: The orders :func:`code_table` lists codes in (see there).
 CodeOrder = Literal["index", "gray", "lexicographic"]
 

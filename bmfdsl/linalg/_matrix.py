@@ -28,18 +28,6 @@ import numpy as np
 from bmfdsl.errors import InvalidMatrixError, ModelTooLargeError
 from bmfdsl.validation import check_binary_matrix, check_sparse_binary_matrix, is_sparse
 
-__all__ = [
-    "DENSIFY_LIMIT_BYTES",
-    "BinaryMatrix",
-    "DaskMatrix",
-    "InMemoryMatrix",
-    "Orientation",
-    "SparseMatrix",
-    "as_matrix",
-    "exact_gram",
-    "is_dask_array",
-]
-
 # Rows of A converted to float at a time when accumulating Aᵀ U (bounded memory).
 _CHUNK_ELEMENTS = 4 * 2**20
 # Entries of A handled per chunk by the dense (and weighted) squared error: temporaries stay small.

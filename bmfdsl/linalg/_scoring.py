@@ -8,10 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from bmfdsl.linalg._matrix import as_matrix, dense_squared_error, weighted_squared_error
+from bmfdsl.linalg._matrix import as_matrix, dense_squared_error
 from bmfdsl.validation import is_sparse
-
-__all__ = ["relative_error", "squared_error", "weighted_squared_error"]
 
 
 def squared_error(A: Any, U: np.ndarray, V: np.ndarray) -> int:

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from bmfdsl.modeling._compile import compile_model, list_models
     from bmfdsl.modeling._compiled import CompiledModel, check_weight
     from bmfdsl.modeling._declaration import Declaration
-    from bmfdsl.modeling._dsl import ModelBuilder, einsum
+    from bmfdsl.modeling._dsl import ModelBuilder
+    from bmfdsl.modeling._expr import einsum
     from bmfdsl.modeling._penalty_weights import SUFFICIENT
     from bmfdsl.modeling._residual import squared_residual
     from bmfdsl.modeling._structure import BMFStructure, StructuredSampler

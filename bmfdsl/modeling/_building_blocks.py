@@ -23,8 +23,6 @@ from bmfdsl.modeling._dsl import ModelBuilder
 from bmfdsl.modeling._quadratize import QUADRATIZATIONS
 from bmfdsl.modeling._residual import renamed_entry_weights, squared_residual
 
-__all__ = ["factor_pairs", "factor_products", "quadratized_residual", "squared_residual"]
-
 
 def factor_products(model: ModelBuilder, *, weight: str = "lam") -> tuple[Any, Any, Any]:
     """Declare ``U``, ``V`` and the auxiliaries ``W[k][i][j] = U[i][k] V[j][k]`` (group ``W``,

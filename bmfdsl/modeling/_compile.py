@@ -27,15 +27,6 @@ from bmfdsl.modeling._structure import BMFStructure, OneHotSide
 from bmfdsl.registry import Registry, import_target
 from bmfdsl.validation import check_binary_matrix, check_one_hot, check_rank
 
-__all__ = [
-    "DEFAULT_MEMORY_LIMIT",
-    "MODELS",
-    "ModelInfo",
-    "compile_model",
-    "list_models",
-    "load_model",
-]
-
 #: Registered models by name: the module (``"package.module"``) of each script. Third
 #: parties add theirs in the entry-point group ``bmfdsl.models`` (name -> module).
 MODELS: Registry[str] = Registry(

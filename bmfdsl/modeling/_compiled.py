@@ -35,8 +35,6 @@ from bmfdsl.modeling._qubo import (
 from bmfdsl.modeling._structure import BMFStructure, OneHotSide
 from bmfdsl.result import DecodedSample
 
-__all__ = ["CompiledModel", "Lowered", "VariableLayout", "verify_claim"]
-
 #: Random feasible points (besides the one nearest zero) at which a structure claim is checked.
 _CHECK_POINTS = 4
 

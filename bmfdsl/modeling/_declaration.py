@@ -24,20 +24,6 @@ from bmfdsl.modeling._expr import INDEX, PolyArray, VariableSpace
 from bmfdsl.modeling._qubo import narrowest_exact
 from bmfdsl.modeling._structure import OneHotSide
 
-__all__ = [
-    "ConstraintGroup",
-    "Declaration",
-    "GroupKind",
-    "StructureClaim",
-    "SummedTerms",
-    "Weight",
-    "WeightSpec",
-    "equal_penalties",
-    "one_hot_penalty",
-    "or_penalties",
-    "product_penalty",
-]
-
 GroupKind = Literal["product", "one_hot", "or", "custom"]
 
 

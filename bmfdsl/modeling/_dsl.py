@@ -53,12 +53,10 @@ from bmfdsl.modeling._declaration import (
     Weight,
     WeightSpec,
     equal_penalties,
-    one_hot_penalty,
     or_penalties,
-    product_penalty,
     snapshot_groups,
 )
-from bmfdsl.modeling._expr import INDEX, PolyArray, Squares, VariableSpace, as_poly, einsum, stack
+from bmfdsl.modeling._expr import INDEX, PolyArray, Squares, VariableSpace, as_poly, stack
 from bmfdsl.modeling._quadratize import (
     QUADRATIZATIONS,
     declared_auxiliaries,
@@ -69,26 +67,8 @@ from bmfdsl.modeling._quadratize import (
     product_pairs,
     substitute_products,
 )
-from bmfdsl.modeling._residual import check_entry_array, renamed_entry_weights, squared_residual
+from bmfdsl.modeling._residual import check_entry_array, renamed_entry_weights
 from bmfdsl.modeling._structure import OneHotSide
-
-# The declaration records and squared_residual are importable from here too, as before they
-# got modules of their own (model scripts import bmfdsl.modeling._dsl); the building blocks
-# that call a builder (factor_products, ...) sit above it, in _building_blocks.
-__all__ = [
-    "QUADRATIZATIONS",
-    "ConstraintGroup",
-    "ModelBuilder",
-    "PolyArray",
-    "StructureClaim",
-    "Weight",
-    "WeightSpec",
-    "einsum",
-    "one_hot_penalty",
-    "product_penalty",
-    "squared_residual",
-    "stack",
-]
 
 
 class ModelBuilder:

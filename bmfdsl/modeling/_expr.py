@@ -50,19 +50,6 @@ from bmfdsl.modeling._term_tables import (
     term_products,
 )
 
-__all__ = [
-    "INDEX",
-    "TERM_BYTES",
-    "PolyArray",
-    "Squares",
-    "VariableBlock",
-    "VariableSpace",
-    "as_poly",
-    "einsum",
-    "pairs_within_elements",
-    "stack",
-]
-
 
 @dataclass(frozen=True)
 class VariableBlock:

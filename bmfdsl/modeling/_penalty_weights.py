@@ -36,8 +36,6 @@ from bmfdsl.modeling._declaration import ConstraintGroup, Declaration
 from bmfdsl.modeling._expr import PolyArray
 from bmfdsl.modeling._quadratize import merge_terms
 
-__all__ = ["SUFFICIENT", "resolve_sufficient", "sufficient_weights"]
-
 #: The weight value that asks for :func:`sufficient_weights` (``to_bqm(lam="sufficient")``).
 SUFFICIENT = "sufficient"
 #: How far above the bound (relative, at least this much absolute): clear of rounding in

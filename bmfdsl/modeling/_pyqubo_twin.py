@@ -15,8 +15,6 @@ import pyqubo
 from bmfdsl.modeling._declaration import Declaration
 from bmfdsl.modeling._expr import PolyArray
 
-__all__ = ["hamiltonian"]
-
 
 def _expression(poly: PolyArray, binaries: dict[int, Any], labels: list[str]) -> Any:
     """The sum of every element of ``poly`` as a PyQUBO expression."""

@@ -28,18 +28,6 @@ import numpy as np
 from bmfdsl.errors import ModelDefinitionError
 from bmfdsl.modeling._expr import INDEX, PolyArray, pairs_within_elements
 
-__all__ = [
-    "QUADRATIZATIONS",
-    "PairPlan",
-    "declared_auxiliaries",
-    "distinct_pairs",
-    "merge_terms",
-    "pair_objective",
-    "plan_pairs",
-    "product_pairs",
-    "substitute_products",
-]
-
 #: The ways :meth:`~bmfdsl.modeling._dsl.ModelBuilder.minimize` can quadratize squares.
 QUADRATIZATIONS = ("products", "pairs")
 

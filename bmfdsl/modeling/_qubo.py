@@ -16,14 +16,6 @@ import scipy.sparse
 
 from bmfdsl.modeling._expr import INDEX, PolyArray
 
-__all__ = [
-    "BQM_BYTES_PER_INTERACTION",
-    "BQM_BYTES_PER_VARIABLE",
-    "QuboTerms",
-    "lower",
-    "narrowest_exact",
-]
-
 #: dimod stores each interaction twice (both neighbours): an index and a bias each way, in
 #: vectors grown by doubling. Measured (glibc ``mallinfo2`` bytes in use after
 #: ``from_numpy_vectors``): 131 MiB for 18,000 variables and 2.51 M interactions, 157 MiB for

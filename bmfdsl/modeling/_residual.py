@@ -14,8 +14,6 @@ import numpy as np
 from bmfdsl.errors import InvalidParameterError, ModelDefinitionError
 from bmfdsl.modeling._expr import PolyArray, as_poly
 
-__all__ = ["check_entry_array", "renamed_entry_weights", "squared_residual"]
-
 
 def squared_residual(
     A: Any, X: Any, mask: Any = None, entry_weights: Any = None, *, weights: Any = None

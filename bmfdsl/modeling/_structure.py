@@ -12,8 +12,6 @@ import numpy as np
 
 from bmfdsl.linalg import squared_error, weighted_squared_error
 
-__all__ = ["BMFStructure", "OneHotSide", "StructuredSampler"]
-
 OneHotSide = Literal["U", "V"]
 
 

@@ -15,16 +15,6 @@ import numpy as np
 
 from bmfdsl.errors import InvalidParameterError, ModelDefinitionError
 
-__all__ = [
-    "INDEX",
-    "TERM_BYTES",
-    "as_data",
-    "broadcast_shapes",
-    "empty_terms",
-    "pairs_within_elements",
-    "term_products",
-]
-
 #: Indices of elements and variables: 32 bits halve the term tables of large models.
 INDEX = np.int32
 #: Bytes one stored term costs (element, two variable indices, coefficient).

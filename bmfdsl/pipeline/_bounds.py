@@ -43,22 +43,7 @@ from typing import Any
 import numpy as np
 
 from bmfdsl.linalg import DaskMatrix, InMemoryMatrix, SparseMatrix, exact_gram
-from bmfdsl.result import gap
 from bmfdsl.validation import is_sparse
-
-__all__ = [
-    "DEFAULT_RANK1_ENUMERATION",
-    "LowerBound",
-    "Proof",
-    "certificate_error",
-    "cheap_lower_bound",
-    "check_certify",
-    "gap",
-    "observed_blocks_bound",
-    "prove",
-    "rank1_bound",
-    "spectral_bound",
-]
 
 #: Work cap of the rank-1 bound's exact search, in row operations (about 15 ms).
 DEFAULT_RANK1_ENUMERATION = 2**24

@@ -45,8 +45,6 @@ from bmfdsl.validation import (
     check_rank,
 )
 
-__all__ = ["DEFAULT_BACKEND", "METHOD_NAMES", "factorize"]
-
 #: The backend when none is named (its reason: :mod:`bmfdsl.solvers._registry`).
 DEFAULT_BACKEND = DEFAULT_FACTORIZE_BACKEND
 #: ``method`` values: the QUBO pipeline and the paper's comparison methods (plus any

@@ -17,15 +17,6 @@ from bmfdsl.errors import InvalidParameterError
 from bmfdsl.linalg import DaskMatrix, SparseMatrix, as_matrix, exact_gram
 from bmfdsl.validation import check_random_state
 
-__all__ = [
-    "PAPER_SAMPLE_SIZE",
-    "SAMPLING_MIN_ROWS",
-    "choose_sample_size",
-    "leverage_scores",
-    "sample_rows",
-    "sampling_probabilities",
-]
-
 #: The paper samples this many rows ...
 PAPER_SAMPLE_SIZE = 30
 #: ... whenever the matrix has at least this many rows.

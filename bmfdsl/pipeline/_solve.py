@@ -30,8 +30,6 @@ from bmfdsl.registry import check_known_names
 from bmfdsl.result import DecodedSample
 from bmfdsl.solvers import DEFAULT_SOLVE_BACKEND, resolve_backend
 
-__all__ = ["SolveResult", "SweepResult", "SweepSetting", "solve", "sweep_weights"]
-
 
 class SolveResult(list[DecodedSample]):
     """Decoded samples, best first (a ``list``), plus ``info`` about the solve.

@@ -37,7 +37,6 @@ if TYPE_CHECKING:
         check_backend_available,
         get_backend,
         list_backends,
-        normalize_name,
         register_backend,
         resolve_backend,
     )

@@ -22,8 +22,6 @@ from bmfdsl.linalg import InMemoryMatrix, als_loop, as_matrix, code_table, gram
 from bmfdsl.solvers._bls import fits_compiled_kernel, solve_bls_from_stats, solve_bls_with_error
 from bmfdsl.validation import check_binary_matrix, check_one_hot
 
-__all__ = ["ALSResult", "als"]
-
 OneHotSide = Literal["U", "V"]
 
 

@@ -25,15 +25,6 @@ from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
 from bmfdsl.linalg import DaskMatrix, SparseMatrix, as_matrix, code_table, solve_rows_exact
 from bmfdsl.validation import check_binary_matrix
 
-__all__ = [
-    "MAX_ENUMERATION_RANK",
-    "enumerate_codes",
-    "fits_compiled_kernel",
-    "solve_bls",
-    "solve_bls_from_stats",
-    "solve_bls_with_error",
-]
-
 #: Largest rank solved by enumerating all ``2^r`` codes when no backend is given.
 MAX_ENUMERATION_RANK = 16
 

@@ -41,16 +41,6 @@ import numpy as np
 from bmfdsl.errors import BackendUnavailableError, InvalidParameterError, SolverError
 from bmfdsl.linalg import squared_error
 
-__all__ = [
-    "CPU_SECONDS_PER_DETERMINISTIC_UNIT",
-    "DEFAULT_NUM_WORKERS",
-    "MAX_MODEL_LITERALS",
-    "ExactResult",
-    "check_seconds",
-    "require_ortools",
-    "solve_exact",
-]
-
 #: CP-SAT workers (interleaved, so results do not depend on the machine).
 DEFAULT_NUM_WORKERS = 4
 #: CPU seconds per unit of CP-SAT deterministic time, measured on the development machine.

@@ -28,24 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from bmfdsl.errors import BackendUnavailableError, InvalidParameterError
-from bmfdsl.registry import Registry, check_known_names, normalize_name
+from bmfdsl.registry import Registry, check_known_names
 from bmfdsl.validation import check_backend
-
-__all__ = [
-    "DEFAULT_BLS_BACKEND",
-    "DEFAULT_BLS_PARAMETERS",
-    "DEFAULT_FACTORIZE_BACKEND",
-    "DEFAULT_SOLVE_BACKEND",
-    "ENTRY_POINT_GROUP",
-    "BackendInfo",
-    "check_backend_available",
-    "get_backend",
-    "list_backends",
-    "normalize_name",
-    "register_backend",
-    "resolve_backend",
-    "unregister_backend",
-]
 
 ENTRY_POINT_GROUP = "bmfdsl.backends"
 

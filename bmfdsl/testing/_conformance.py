@@ -37,23 +37,6 @@ import numpy as np
 from bmfdsl.errors import BmfdslError
 from bmfdsl.linalg import squared_error
 
-__all__ = [
-    "ConformanceError",
-    "check_decode",
-    "check_parameters_honest",
-    "check_sampler",
-    "check_seed_reproducible",
-    "check_structured_sampler",
-    "check_time_limit",
-    "check_timing_info",
-    "check_warm_start",
-    "dimod_test_case",
-    "random_integer_bqm",
-    "run_dimod_bqm_tests",
-    "small_bqm",
-    "two_minima_chain",
-]
-
 UNKNOWN_PARAMETER = "bmfdsl_conformance_unknown_parameter"
 
 

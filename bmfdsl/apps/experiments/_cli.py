@@ -17,8 +17,6 @@ from bmfdsl.apps.experiments._tables import DEFAULT_METHODS, EXPERIMENTS
 from bmfdsl.credentials import scrub
 from bmfdsl.errors import BmfdslError
 
-__all__ = ["add_subcommands", "main"]
-
 
 def _experiment(args: argparse.Namespace) -> int:
     from bmfdsl.apps.experiments._report import write_report

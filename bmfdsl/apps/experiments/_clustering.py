@@ -8,10 +8,6 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import adjusted_rand_score
 
-from bmfdsl.apps._clusters import clusters_from_factor
-
-__all__ = ["adjusted_rand_index", "clusters_from_factor"]
-
 
 def adjusted_rand_index(labels_true: Sequence[Any], labels_pred: Sequence[Any]) -> float:
     """The adjusted Rand index (Hubert and Arabie 1985) of two labelings of the same items.

@@ -8,8 +8,6 @@ from typing import Any
 
 from distributed import WorkerPlugin
 
-__all__ = ["IgnoreSigint"]
-
 
 class IgnoreSigint(WorkerPlugin):  # type: ignore[misc]
     """The worker process ignores Ctrl-C: the runner's process handles it and stops workers.

@@ -25,13 +25,6 @@ from bmfdsl.apps.experiments._runner import Method, load_records, resolve_method
 from bmfdsl.apps.experiments._tables import EXPERIMENTS, MethodSettings, paper_method_for
 from bmfdsl.errors import BackendUnavailableError
 
-__all__ = [
-    "error_vs_rank_figure",
-    "leukemia_figure",
-    "make_figures",
-    "mnist_reconstruction_figure",
-]
-
 
 def _figure_class() -> Any:
     try:

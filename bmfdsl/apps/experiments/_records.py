@@ -26,19 +26,6 @@ from typing import Any
 
 from bmfdsl.errors import BmfdslError
 
-__all__ = [
-    "LOCK_NAME",
-    "OutDirLockedError",
-    "RecordsFile",
-    "ResultsPathError",
-    "append_line",
-    "check_record",
-    "lock_out_dir",
-    "read_json_object",
-    "read_records",
-    "write_text_atomic",
-]
-
 LOCK_NAME = ".bmfdsl.lock"
 
 

@@ -24,16 +24,6 @@ from bmfdsl.apps.experiments._records import read_json_object, read_records, wri
 from bmfdsl.apps.experiments._runner import record_seconds
 from bmfdsl.apps.experiments._tables import EXPERIMENTS, paper_method_for
 
-__all__ = [
-    "PAPER_METHODS",
-    "group_order",
-    "load_paper_tables",
-    "order_methods",
-    "render_report",
-    "summarize",
-    "write_report",
-]
-
 PAPER_METHODS: tuple[str, ...] = ("DA", "DA+ALS", "Penalized", "Thresholded", "Baseline")
 """The paper's rows, in its order."""
 

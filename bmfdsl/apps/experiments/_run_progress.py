@@ -8,8 +8,6 @@ from collections.abc import Sequence
 
 from bmfdsl.apps.experiments._runner import RunTask
 
-__all__ = ["CostModel", "RunProgress"]
-
 
 def _task_size(task: RunTask) -> float:
     """Entries of the task's matrix (a proxy for its cost before any run is timed)."""

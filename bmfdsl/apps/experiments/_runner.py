@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from bmfdsl.apps.experiments._clustering import adjusted_rand_index, clusters_from_factor
+from bmfdsl.apps._clusters import clusters_from_factor
+from bmfdsl.apps.experiments._clustering import adjusted_rand_index
 from bmfdsl.apps.experiments._records import append_line, read_records
 from bmfdsl.apps.experiments._tables import (
     DEFAULT_METHODS,
@@ -35,19 +36,6 @@ from bmfdsl.apps.experiments._tables import (
 from bmfdsl.credentials import scrub
 from bmfdsl.errors import InvalidParameterError, UnknownNameError
 from bmfdsl.result import Factorization, to_jsonable
-
-__all__ = [
-    "Method",
-    "RunTask",
-    "append_record",
-    "build_matrix",
-    "execute_run",
-    "load_records",
-    "plan_runs",
-    "record_seconds",
-    "resolve_methods",
-    "results_path",
-]
 
 Method = Callable[[np.ndarray, int, MethodSettings], Factorization]
 """A method: ``(A, rank, settings) -> Factorization``."""

@@ -36,8 +36,6 @@ from bmfdsl.apps.experiments._tables import Experiment, get_experiment
 from bmfdsl.errors import BackendUnavailableError, InvalidParameterError
 from bmfdsl.result import to_jsonable
 
-__all__ = ["run_experiment"]
-
 
 def _versions() -> dict[str, str]:
     versions = {"python": platform.python_version()}

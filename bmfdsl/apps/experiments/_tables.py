@@ -32,19 +32,6 @@ import numpy as np
 
 from bmfdsl.errors import InvalidParameterError, UnknownNameError
 
-__all__ = [
-    "DEFAULT_METHODS",
-    "EXPERIMENTS",
-    "PAPER_SAMPLE_ROWS",
-    "PAPER_SAMPLING_THRESHOLD",
-    "Experiment",
-    "Instance",
-    "MethodSettings",
-    "get_experiment",
-    "method_settings",
-    "paper_method_for",
-]
-
 DEFAULT_METHODS: tuple[str, ...] = ("bmfdsl", "penalized", "thresholded", "baseline")
 """Methods run when none are named."""
 

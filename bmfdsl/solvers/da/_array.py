@@ -35,16 +35,6 @@ import scipy.sparse
 from bmfdsl.errors import BackendUnavailableError, InvalidParameterError
 from bmfdsl.solvers.da._cuda import fused_iterate, run_key
 
-__all__ = [
-    "ARRAY_DEVICES",
-    "MAX_DENSE_BYTES",
-    "ArrayRuns",
-    "available_array_devices",
-    "da_anneal_array",
-    "dense_couplings",
-    "get_array_module",
-]
-
 ARRAY_DEVICES = ("numpy", "cupy", "gpu")
 MAX_DENSE_BYTES = 4 * 2**30
 _CUTOFF = 30.0

@@ -29,8 +29,6 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FUSED_KERNEL_SOURCE", "block_size", "fused_iterate", "run_key"]
-
 #: CUDA C source of the fused kernel (compiled with NVRTC through ``cupy.RawModule``).
 FUSED_KERNEL_SOURCE = r"""
 #define DA_CUTOFF 30.0

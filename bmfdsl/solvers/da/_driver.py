@@ -39,17 +39,6 @@ from bmfdsl.solvers.da._kernel import (
     seed_generator,
 )
 
-__all__ = [
-    "DA_DEVICES",
-    "DA_MODES",
-    "DAModel",
-    "DARun",
-    "DASettings",
-    "default_temperatures",
-    "prepare_bqm",
-    "run_da",
-]
-
 #: How a read searches: one anneal (or restarts of it), or a ladder of replicas.
 DA_MODES = ("anneal", "replica-exchange")
 #: Where it runs: the numba kernels, dense numpy array code, or CuPy on a GPU.

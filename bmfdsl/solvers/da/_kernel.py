@@ -15,15 +15,6 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = [
-    "da_anneal",
-    "da_chunk",
-    "da_replica_exchange",
-    "da_start",
-    "local_fields",
-    "seed_generator",
-]
-
 _CUTOFF = 30.0
 
 

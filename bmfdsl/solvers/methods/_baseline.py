@@ -8,8 +8,6 @@ import numpy as np
 
 from bmfdsl.validation import check_binary_matrix, check_rank
 
-__all__ = ["baseline"]
-
 
 def baseline(A: Any, rank: int, *, random_state: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """Rank-``r`` BMF by densest row / column elimination (Malik et al. 2021, S1 Algorithm 2).

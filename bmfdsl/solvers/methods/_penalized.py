@@ -31,8 +31,6 @@ import numpy as np
 from bmfdsl.errors import InvalidParameterError
 from bmfdsl.validation import check_binary_matrix, check_random_state, check_rank
 
-__all__ = ["penalized", "penalized_factors"]
-
 _EPS = float(np.finfo(np.float64).eps)
 
 

@@ -18,8 +18,6 @@ import numpy as np
 
 from bmfdsl.registry import Registry, import_target
 
-__all__ = ["ENTRY_POINT_GROUP", "METHODS", "MethodFunction", "get_method"]
-
 MethodFunction = Callable[..., tuple[np.ndarray, np.ndarray]]
 
 ENTRY_POINT_GROUP = "bmfdsl.methods"

@@ -17,8 +17,6 @@ import numpy as np
 from bmfdsl.errors import InvalidParameterError
 from bmfdsl.validation import check_binary_matrix, check_random_state, check_rank
 
-__all__ = ["NMF_ITERATIONS", "nmf", "threshold_search", "thresholded"]
-
 _EPS = float(np.finfo(np.float64).eps)
 
 #: Multiplicative-update iterations of the default NMF.

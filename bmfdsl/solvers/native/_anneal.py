@@ -19,15 +19,6 @@ import numpy as np
 
 from bmfdsl.linalg import als_loop, code_table, dense_cross, gram, solve_rows_exact
 
-__all__ = [
-    "als_polish",
-    "anneal_replicas",
-    "bls_step",
-    "rank1_anneal",
-    "row_codes",
-    "total_error",
-]
-
 # Codes whose weight is below exp(-_CUTOFF) are skipped: they would never be drawn anyway.
 _CUTOFF = 30.0
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["DEFAULT_MAX_ENUMERATION", "exact_rank1"]
-
 #: Default work budget of the rank-1 certificate in row operations (about a second).
 DEFAULT_MAX_ENUMERATION = 2**29
 

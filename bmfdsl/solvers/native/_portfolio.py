@@ -47,8 +47,6 @@ from bmfdsl.solvers.native._settings import NativeSettings, solve_budget
 from bmfdsl.solvers.native._solver import PortfolioSolver
 from bmfdsl.validation import check_binary_matrix, check_one_hot, check_random_state, check_rank
 
-__all__ = ["NativeResult", "compile_kernels", "solve_bmf"]
-
 
 @dataclass
 class NativeResult:

@@ -17,18 +17,6 @@ from bmfdsl.errors import InvalidParameterError
 from bmfdsl.solvers.native._certify import DEFAULT_MAX_ENUMERATION
 from bmfdsl.timings import WorkBudget
 
-__all__ = [
-    "MIN_SWEEPS",
-    "WORK_PER_SECOND",
-    "NativeSettings",
-    "auto_time_limit",
-    "auto_work_limit",
-    "rank1_sweep_work",
-    "solve_budget",
-    "solve_work",
-    "sweep_work",
-]
-
 # Work units per elementary step of the kernels in ``_anneal.py``, in thirds of a
 # nanosecond on the idle calibration machine (2 x86 cores; measured per sweep and per BLS
 # solve from 30 x 30 to 20,000 x 2,000 and ranks 2 to 10, and matched to the restarts the old

@@ -23,8 +23,6 @@ from bmfdsl.solvers.native._settings import (
 )
 from bmfdsl.timings import WorkBudget
 
-__all__ = ["PortfolioSolver", "SolutionPool", "random_factor"]
-
 
 class SolutionPool:
     """The best distinct solutions seen so far."""

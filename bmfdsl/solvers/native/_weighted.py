@@ -20,8 +20,6 @@ from bmfdsl.linalg import code_table, weighted_squared_error
 from bmfdsl.solvers.methods import baseline
 from bmfdsl.timings import WorkBudget
 
-__all__ = ["WeightedResult", "solve_weighted_bmf", "weighted_bls"]
-
 #: Row codes are enumerated: 2**rank of them, so rank is capped.
 MAX_RANK = 12
 _MAX_ROUNDS = 50
