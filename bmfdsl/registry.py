@@ -133,8 +133,14 @@ class Registry(Generic[Entry]):
         return UnknownNameError(self.kind, name, known, hint=self.hint)
 
     def find(self, name: str) -> tuple[str, Entry] | None:
-        """``(normalised name, entry)``, or None for a name not known here."""
+        """``(normalised name, entry)``, or None for a name not known here.
+
+        A built-in or run-time name is answered without scanning the installed packages' entry
+        points (8 ms a scan here): ``compile_model`` looks its model up on every call.
+        """
         key = normalize_name(name, self.kind)
+        if key in self.registered or key in self.builtins:
+            return key, {**self.builtins, **self.registered}[key]
         entries = self.entries()
         return (key, entries[key]) if key in entries else None
 
