@@ -19,7 +19,8 @@ version of it (one-hot rows shrink the feasible set, so its optimum can only be 
   disjoint cells add up. Consecutive groups of ``k`` rows (or columns) each give the block of
   the columns (rows) they all observe; the best sum over a few ``k`` is the bound.
 * **certificate**: a solver that proved its answer optimal on the same matrix.
-* **exact engine**: the proven bound of :mod:`bmfdsl.certify` (``certify=`` seconds).
+* **exact engine**: the proven bound of CP-SAT (:func:`bmfdsl.solvers.solve_exact`,
+  ``certify=`` seconds).
 
 The cheap bounds (spectral, rank-1) are budgeted in work, not time, so the same input always
 gives the same bound; the default budgets keep them within a few percent of a default solve.
@@ -28,6 +29,7 @@ gives the same bound; the default budgets keep them within a few percent of a de
 >>> A = np.array([[1, 1, 0], [1, 1, 0], [0, 1, 1]])
 >>> spectral_bound(A, 1)  # σ² ≈ 4.73, 1.27, 0: no rank-1 product has error below 2
 2
+>>> from bmfdsl.result import gap
 >>> gap(4, 1), gap(0, 0)
 (0.75, 0.0)
 """

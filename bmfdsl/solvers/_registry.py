@@ -11,6 +11,7 @@ is used and a warning names the plug-in's distribution (the mechanism is
 ``None``) into a sampler; the default each entry point uses lives here too
 (``DEFAULT_*_BACKEND``), with the reason it differs.
 
+>>> from bmfdsl.registry import normalize_name
 >>> normalize_name("  OpenJij_SA ")
 'openjij-sa'
 >>> "neal" in [info.name for info in list_backends()]
