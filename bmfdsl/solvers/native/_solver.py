@@ -10,6 +10,7 @@ sweeps and pairs of BLS solves, so the limit holds on wide matrices too.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -161,22 +162,28 @@ class PortfolioSolver:
         v = np.asarray(rng.random(n) < 0.5, dtype=np.int8)
         seed = int(rng.integers(2**31 - 1))
         best_v, best_error = v.copy(), None
-        chunk = self._chunks(sweeps)
         done = 0
         started = time.perf_counter()
-        while done < sweeps:
-            if not self.budget.fits_time(self._chunk_seconds(done, started, chunk, per_sweep)):
-                self.clock_stops += 1
-                break
-            part_v, part_error = rank1_anneal(A, v, temperatures[done : done + chunk], seed + done)
+        for part in self._sweep_chunks(sweeps, per_sweep, started):
+            part_v, part_error = rank1_anneal(A, v, temperatures[part], seed + part.start)
             if best_error is None or part_error < best_error:
                 best_v, best_error = part_v, part_error
-            done += len(temperatures[done : done + chunk])
+            done = part.stop
         self._record(done, 1, per_sweep, time.perf_counter() - started)
         self.counts["rank1"] = self.counts.get("rank1", 0) + 1
         if done == 0 or not self.budget.fits_time(self.solve_units * self.budget.seconds_per_unit):
             return  # out of time: no polish (it would overrun), the restart is lost
         self.polish(np.zeros((m, 1), np.int8), best_v[:, None].copy(), within_work_limit=True)
+
+    def _sweep_chunks(self, sweeps: int, per_sweep: float, started: float) -> Iterator[slice]:
+        """The kernel calls of one anneal, as slices of its schedule: all sweeps at once, or
+        chunks while the opt-in deadline affords the next (a refusal counts as a clock stop)."""
+        chunk = self._chunks(sweeps)
+        for done in range(0, sweeps, chunk):
+            if not self.budget.fits_time(self._chunk_seconds(done, started, chunk, per_sweep)):
+                self.clock_stops += 1
+                return
+            yield slice(done, min(done + chunk, sweeps))
 
     def _chunk_seconds(self, done: int, started: float, chunk: int, per_sweep: float) -> float:
         """Expected seconds of the next ``chunk`` sweeps: as the sweeps so far, else by the
@@ -236,14 +243,10 @@ class PortfolioSolver:
         part_U, part_V = best_U.copy(), best_V.copy()
         seed = int(rng.integers(2**31 - 1))
         best_error = None
-        chunk = self._chunks(sweeps)
         done = 0
         started = time.perf_counter()
-        while done < sweeps:
-            if not self.budget.fits_time(self._chunk_seconds(done, started, chunk, per_sweep)):
-                self.clock_stops += 1
-                break
-            schedule = np.ascontiguousarray(temperatures[done : done + chunk])
+        for part in self._sweep_chunks(sweeps, per_sweep, started):
+            schedule = np.ascontiguousarray(temperatures[part])
             out = anneal_replicas(
                 core,
                 U,
@@ -252,7 +255,7 @@ class PortfolioSolver:
                 mode == "tempering",
                 *self.codes_u,
                 *self.codes_v,
-                seed + done,
+                seed + part.start,
                 part_U,
                 part_V,
                 v_scale,
@@ -260,7 +263,7 @@ class PortfolioSolver:
             if best_error is None or out[R] < best_error:
                 best_error = out[R]
                 best_U[:], best_V[:] = part_U, part_V
-            done += len(schedule)
+            done = part.stop
         self._record(done, R, per_sweep / R, time.perf_counter() - started)
         self.counts[mode] += 1
         if done == 0 or not self.budget.fits_time(self.solve_units * self.budget.seconds_per_unit):
