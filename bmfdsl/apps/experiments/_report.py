@@ -14,6 +14,7 @@ import os
 import sys
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -131,50 +132,58 @@ def _ranks_in(keys: Iterable[tuple[int, str, str, int]], table: int, group: str)
     return sorted({k[3] for k in keys if k[0] == table and k[1] == group})
 
 
-def _render_group(
-    table: int,
-    group: str,
-    summary: Mapping[tuple[int, str, str, int], dict],
-    paper: Mapping[tuple[int, str, str, int], float],
-    methods: Sequence[str],
-) -> list[str]:
-    ranks = _ranks_in(summary, table, group) or _ranks_in(paper, table, group)
+@dataclass(frozen=True)
+class _Group:
+    """One group of one table, as every section of its report reads it."""
+
+    table: int
+    group: str
+    summary: Mapping[tuple[int, str, str, int], dict]
+    paper: Mapping[tuple[int, str, str, int], float]
+    methods: Sequence[str]
+
+    @property
+    def ranks(self) -> list[int]:
+        """The columns: the ranks measured here, else the ranks the paper published."""
+        return _ranks_in(self.summary, self.table, self.group) or _ranks_in(
+            self.paper, self.table, self.group
+        )
+
+    def measured(self, method: str, rank: int) -> dict | None:
+        """Our summary of ``method`` at ``rank`` (None: not run)."""
+        return self.summary.get((self.table, self.group, method, rank))
+
+    def published(self, method: str, rank: int) -> float | None:
+        """The paper's value of ``method`` at ``rank`` (None: not published)."""
+        return self.paper.get((self.table, self.group, method, rank))
+
+    def measured_means(self, methods: Iterable[str], rank: int) -> list[float]:
+        """Our mean of each of ``methods`` run at ``rank``."""
+        return [e["mean"] for m in methods if (e := self.measured(m, rank)) is not None]
+
+
+def _render_group(group: _Group) -> list[str]:
+    ranks = group.ranks
     header = "| Method | compared with | " + " | ".join(f"r = {r}" for r in ranks) + " | time (s) |"
     lines = [header, "|" + "---|" * (len(ranks) + 3)]
-    paper_best = {r: _best([paper.get((table, group, m, r)) for m in PAPER_METHODS]) for r in ranks}
-    lines += _measured_rows(table, group, summary, paper, methods, ranks)
-    lines += _paper_rows(table, group, paper, ranks, paper_best)
-    lines += _verdict_lines(table, group, summary, methods, ranks, paper_best)
-    lines += _certified_lines(table, group, summary, methods, ranks)
-    lines += _same_instance_lines(table, group, summary, paper, methods, ranks)
+    paper_best = {r: _best([group.published(m, r) for m in PAPER_METHODS]) for r in ranks}
+    lines += _measured_rows(group, ranks)
+    lines += _paper_rows(group, ranks, paper_best)
+    lines += _verdict_lines(group, ranks, paper_best)
+    lines += _certified_lines(group, ranks)
+    lines += _same_instance_lines(group, ranks)
     return lines
 
 
-def _measured_rows(
-    table: int,
-    group: str,
-    summary: Mapping[tuple[int, str, str, int], dict],
-    paper: Mapping[tuple[int, str, str, int], float],
-    methods: Sequence[str],
-    ranks: Sequence[int],
-) -> list[str]:
+def _measured_rows(group: _Group, ranks: Sequence[int]) -> list[str]:
     """A row per method run here: mean ± std (bold where best of ours), the paper's value."""
-    ours_best = {
-        r: _best(
-            [
-                summary[(table, group, m, r)]["mean"]
-                for m in methods
-                if (table, group, m, r) in summary
-            ]
-        )
-        for r in ranks
-    }
+    ours_best = {r: _best(group.measured_means(group.methods, r)) for r in ranks}
     lines = []
-    for method in methods:
+    for method in group.methods:
         reference = paper_method_for(method)
         cells, times = [], []
         for rank in ranks:
-            entry = summary.get((table, group, method, rank))
+            entry = group.measured(method, rank)
             if entry is None:
                 cells.append("—")
                 continue
@@ -182,7 +191,7 @@ def _measured_rows(
             if entry["mean"] <= ours_best[rank] + 1e-12:
                 mean = f"**{mean}**"
             cell = f"{mean} ± {entry['std']:.4f}"
-            published = paper.get((table, group, reference, rank)) if reference else None
+            published = group.published(reference, rank) if reference else None
             if published is not None:
                 cell += f" / {published:.4f} ({entry['mean'] - published:+.4f})"
             cells.append(cell)
@@ -194,19 +203,13 @@ def _measured_rows(
     return lines
 
 
-def _paper_rows(
-    table: int,
-    group: str,
-    paper: Mapping[tuple[int, str, str, int], float],
-    ranks: Sequence[int],
-    paper_best: Mapping[int, float],
-) -> list[str]:
+def _paper_rows(group: _Group, ranks: Sequence[int], paper_best: Mapping[int, float]) -> list[str]:
     """A row per published method, its best values of each column in italics."""
     lines = []
     for method in PAPER_METHODS:
         cells = []
         for rank in ranks:
-            value = paper.get((table, group, method, rank))
+            value = group.published(method, rank)
             if value is None:
                 cells.append("—")
             elif value <= paper_best[rank] + 1e-12:
@@ -218,24 +221,19 @@ def _paper_rows(
 
 
 def _verdict_lines(
-    table: int,
-    group: str,
-    summary: Mapping[tuple[int, str, str, int], dict],
-    methods: Sequence[str],
-    ranks: Sequence[int],
-    paper_best: Mapping[int, float],
+    group: _Group, ranks: Sequence[int], paper_best: Mapping[int, float]
 ) -> list[str]:
     """How many columns each method is at or below the paper's best value in."""
     verdicts = []
-    for method in methods:
-        columns = [
-            r for r in ranks if (table, group, method, r) in summary and np.isfinite(paper_best[r])
-        ]
-        if columns:
-            wins = sum(
-                summary[(table, group, method, r)]["mean"] <= paper_best[r] + _TIE for r in columns
-            )
-            verdicts.append(f"{method} {wins}/{len(columns)}")
+    for method in group.methods:
+        means = {
+            r: entry["mean"]
+            for r in ranks
+            if (entry := group.measured(method, r)) is not None and np.isfinite(paper_best[r])
+        }
+        if means:
+            wins = sum(mean <= paper_best[r] + _TIE for r, mean in means.items())
+            verdicts.append(f"{method} {wins}/{len(means)}")
     if not verdicts:
         return []
     return ["", "At or below the paper's best value of the column: " + ", ".join(verdicts) + "."]
@@ -255,33 +253,25 @@ WORSE_MARK = "▲"
 """Marks a lead-view cell where our mean is above the paper's best by more than a tie."""
 
 
-def _lead_view(
-    table: int,
-    group: str,
-    summary: Mapping[tuple[int, str, str, int], dict],
-    paper: Mapping[tuple[int, str, str, int], float],
-    methods: Sequence[str],
-) -> list[str]:
+def _lead_view(group: _Group) -> list[str]:
     """A table to scan first: each bmfdsl method's mean beside the paper's best row.
 
     One row per rank: our mean, the paper's best value and which of its methods has it, and
     the difference, marked ▲ where ours is worse. The detailed table follows it.
     """
-    ours = [m for m in methods if m == "bmfdsl" or m.startswith("bmfdsl-")]
-    ranks = _ranks_in(summary, table, group)
+    ours = [m for m in group.methods if m == "bmfdsl" or m.startswith("bmfdsl-")]
+    ranks = _ranks_in(group.summary, group.table, group.group)
     if not ours or not ranks:
         return []
     rows = []
     for rank in ranks:
         published = {
-            m: paper[(table, group, m, rank)]
-            for m in PAPER_METHODS
-            if (table, group, m, rank) in paper
+            m: value for m in PAPER_METHODS if (value := group.published(m, rank)) is not None
         }
         best_method = min(published, key=published.__getitem__) if published else None
         row = [str(rank)]
         for method in ours:
-            entry = summary.get((table, group, method, rank))
+            entry = group.measured(method, rank)
             if entry is None:
                 row.append("—")
                 continue
@@ -303,18 +293,12 @@ def _lead_view(
     ]
 
 
-def _certified_lines(
-    table: int,
-    group: str,
-    summary: Mapping[tuple[int, str, str, int], dict],
-    methods: Sequence[str],
-    ranks: Sequence[int],
-) -> list[str]:
+def _certified_lines(group: _Group, ranks: Sequence[int]) -> list[str]:
     """Per method and rank: runs proven optimal, and the mean proven gap to optimal (methods
     whose records carry lower bounds, or that have any proof)."""
     lines = []
-    for method in methods:
-        entries = [(r, summary.get((table, group, method, r))) for r in ranks]
+    for method in group.methods:
+        entries = [(r, group.measured(method, r)) for r in ranks]
         present = [(r, e) for r, e in entries if e is not None]
         has_gap = any(e.get("gap") is not None for _, e in present)
         if has_gap or any(e["certified"] for _, e in present):
@@ -327,44 +311,32 @@ def _certified_lines(
     return ["", *lines] if lines else []
 
 
-def _same_instance_lines(
-    table: int,
-    group: str,
-    summary: Mapping[tuple[int, str, str, int], dict],
-    paper: Mapping[tuple[int, str, str, int], float],
-    methods: Sequence[str],
-    ranks: Sequence[int],
-) -> list[str]:
+def _same_instance_lines(group: _Group, ranks: Sequence[int]) -> list[str]:
     """Comparisons that do not depend on which random instances were drawn.
 
     Our methods all ran on the same instances, so their means compare directly; and the gap
     ``bmfdsl - baseline`` on our instances compares with the paper's ``DA+ALS - Baseline`` on
     its own (the baseline is deterministic, so it measures how hard each instance set is).
     """
+    methods = group.methods
     if "bmfdsl" not in methods or all(m.startswith("bmfdsl") for m in methods):
         return []
-    columns = [r for r in ranks if (table, group, "bmfdsl", r) in summary]
-    wins = 0
-    for rank in columns:
-        others = [
-            summary[(table, group, m, rank)]["mean"]
-            for m in methods
-            if not m.startswith("bmfdsl") and (table, group, m, rank) in summary
-        ]
-        wins += summary[(table, group, "bmfdsl", rank)]["mean"] <= _best(others) + 1e-12
+    ours = {r: entry["mean"] for r in ranks if (entry := group.measured("bmfdsl", r)) is not None}
+    others = [m for m in methods if not m.startswith("bmfdsl")]
+    wins = sum(mean <= _best(group.measured_means(others, r)) + 1e-12 for r, mean in ours.items())
     lines = [
         "",
         f"Same instances: bmfdsl at or below every non-bmfdsl method run here in {wins}/"
-        f"{len(columns)} columns.",
+        f"{len(ours)} columns.",
     ]
     gaps = []
-    for rank in columns:
-        ours = summary.get((table, group, "baseline", rank))
-        da_als = paper.get((table, group, "DA+ALS", rank))
-        base = paper.get((table, group, "Baseline", rank))
-        if ours is None or da_als is None or base is None:
+    for rank, mean in ours.items():
+        baseline = group.measured("baseline", rank)
+        da_als = group.published("DA+ALS", rank)
+        base = group.published("Baseline", rank)
+        if baseline is None or da_als is None or base is None:
             continue
-        gap = summary[(table, group, "bmfdsl", rank)]["mean"] - ours["mean"]
+        gap = mean - baseline["mean"]
         gaps.append(f"r = {rank}: {gap:+.4f} vs {da_als - base:+.4f}")
     if gaps:
         lines.append(
@@ -482,8 +454,9 @@ def render_report(results_dir: str | os.PathLike[str]) -> str:
         parts += _figure_lines(directory, name)
         for group in group_order(r["group"] for r in ok):
             parts += ["", f"### {_group_title(group)}", ""]
-            parts += _lead_view(experiment.number, group, summary, paper, methods)
-            parts += _render_group(experiment.number, group, summary, paper, methods)
+            view = _Group(experiment.number, group, summary, paper, methods)
+            parts += _lead_view(view)
+            parts += _render_group(view)
             parts += _render_ari(experiment.number, group, summary, methods)
     if not found:
         parts += ["", f"No results found in {directory} (expected files like table1.jsonl)."]
