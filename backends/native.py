@@ -3,7 +3,7 @@
 A :class:`~bmfdsl.modeling.StructuredSampler`: it takes the verified
 :class:`~bmfdsl.modeling.BMFStructure` of a compiled model (``compiled.structure``), never a
 BQM. Plain BMF is solved by the time-budgeted portfolio of
-:func:`bmfdsl.solvers.native._portfolio.solve_bmf` (heat-bath row annealing, parallel tempering,
+:func:`bmfdsl.solvers.native.solve_bmf` (heat-bath row annealing, parallel tempering,
 restarts, ALS polish, optimality certificates); masked or weighted BMF (missing data) by
 restarted exact weighted alternating least squares (:mod:`bmfdsl.solvers.native._weighted`). Models
 without a verified structure go to a generic backend (``da``, ``neal``, ...).

@@ -65,7 +65,7 @@ def main() -> None:
 
     from bmfdsl import factorize
     from bmfdsl.apps import make_bernoulli, make_exact_rank
-    from bmfdsl.pipeline._factorize import DEFAULT_BACKEND
+    from bmfdsl.solvers import DEFAULT_FACTORIZE_BACKEND as DEFAULT_BACKEND
 
     try:
         from bmfdsl.solvers import get_backend

@@ -42,7 +42,7 @@ def check_binary_matrix(A: Any, *, name: str = "A") -> np.ndarray:
     Accepts array-likes and scipy sparse matrices; a sparse one is checked without
     densifying (:func:`check_sparse_binary_matrix`, same errors) and then densified: this is
     for consumers that need dense data. The pipeline keeps sparse input sparse instead
-    (:class:`bmfdsl.linalg._matrix.SparseMatrix`).
+    (:class:`bmfdsl.linalg.SparseMatrix`).
 
     >>> check_binary_matrix([[1, 0], [True, 1.0]]).tolist()
     [[1, 0], [1, 1]]

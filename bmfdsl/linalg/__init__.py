@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         dense_cross,
         gram,
         pattern_quadratic_forms,
+        random_factor,
         solve_rows_exact,
     )
     from bmfdsl.linalg._matrix import (

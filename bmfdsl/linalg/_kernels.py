@@ -7,7 +7,7 @@ arguments: it solves ``U`` first and keeps a row's current code on ties (``keep_
 the pipeline solves ``V`` first and breaks ties towards the lowest code index, as the chunked
 BLAS route of :func:`~bmfdsl.solvers.solve_bls` does.
 
-Everything here is ``numba.njit(cache=True)``: compiled (or loaded from numba's disk cache)
+The kernels are ``numba.njit(cache=True)``: compiled (or loaded from numba's disk cache)
 once per process, on first use. Errors are exact integers.
 """
 
@@ -62,6 +62,23 @@ def code_table(rank: int, exactly_one: bool, order: CodeOrder = "index") -> np.n
         codes = ((rows[:, None] >> bits) & 1).astype(np.int8)
     codes.flags.writeable = False
     return codes
+
+
+def random_factor(
+    rng: np.random.Generator, shape: tuple[int, ...], exactly_one: bool
+) -> np.ndarray:
+    """Uniformly random 0/1 rows of ``shape`` (one 1 per row, uniformly placed, with
+    ``exactly_one``).
+
+    >>> random_factor(np.random.default_rng(0), (3, 2), exactly_one=True).sum(axis=1).tolist()
+    [1, 1, 1]
+    """
+    if not exactly_one:
+        return (rng.random(shape) < 0.5).astype(np.int8)
+    out = np.zeros(shape, dtype=np.int8)
+    picks = rng.integers(shape[-1], size=shape[:-1])
+    np.put_along_axis(out, picks[..., None], 1, axis=-1)
+    return out
 
 
 @numba.njit(cache=True)

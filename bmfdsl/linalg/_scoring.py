@@ -18,8 +18,8 @@ def squared_error(A: Any, U: np.ndarray, V: np.ndarray) -> int:
     Computed in row chunks, so the temporaries stay small whatever the size of ``A`` (no
     ``m x n`` integer copy is made); a ``dask.array`` ``A`` is summed block by block, and a
     scipy sparse one as ``||A||² - 2 Σ(A ∘ UVᵀ) + Σ((UᵀU) ∘ (VᵀV))`` (integer ``U``, ``V``;
-    see :meth:`bmfdsl.linalg._matrix.SparseMatrix.squared_error`). A wrapped matrix
-    (:class:`~bmfdsl.linalg._matrix.BinaryMatrix`) scores itself.
+    see :meth:`bmfdsl.linalg.SparseMatrix.squared_error`). A wrapped matrix
+    (:class:`~bmfdsl.linalg.BinaryMatrix`) scores itself.
 
     >>> squared_error(np.eye(2, dtype=int), np.eye(2, dtype=int), np.eye(2, dtype=int))
     0

@@ -8,7 +8,7 @@
 * :func:`quadratized_residual` — the whole (masked, weighted) BMF objective, quadratized with
   either, the one-hot constraint and the structure claim: what the registered formulations run.
 
-They only call the public methods of :class:`~bmfdsl.modeling._dsl.ModelBuilder`, so a model
+They only call the public methods of :class:`~bmfdsl.modeling.ModelBuilder`, so a model
 script can do the same by hand; the builder itself never calls them.
 """
 

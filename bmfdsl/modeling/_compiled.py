@@ -23,6 +23,7 @@ from bmfdsl.errors import (
     ModelTooLargeError,
     UnknownNameError,
 )
+from bmfdsl.linalg import random_factor
 from bmfdsl.modeling._declaration import Declaration, WeightSpec
 from bmfdsl.modeling._expr import TERM_BYTES
 from bmfdsl.modeling._penalty_weights import SUFFICIENT, resolve_sufficient, sufficient_weights
@@ -145,12 +146,6 @@ class Lowered:
         return counts
 
 
-def _random_factor(rng: np.random.Generator, rows: int, rank: int, one_hot: bool) -> np.ndarray:
-    if one_hot:
-        return np.eye(rank, dtype=np.int8)[rng.integers(0, rank, rows)]
-    return (rng.random((rows, rank)) < 0.5).astype(np.int8)
-
-
 def verify_claim(lowered: Lowered, name: str, where: str) -> None:
     """Check a structure claim: energy == declared objective at U = V = 0 and random points."""
     model = lowered.declaration
@@ -162,8 +157,8 @@ def verify_claim(lowered: Lowered, name: str, where: str) -> None:
     zero_u, zero_v = np.zeros((m, r), np.int8), np.zeros((n, r), np.int8)
     if model.one_hot is not None:  # the feasible point nearest zero: every row in cluster 0
         (zero_u if model.one_hot == "U" else zero_v)[:, 0] = 1
-    Us = [zero_u] + [_random_factor(rng, m, r, model.one_hot == "U") for _ in range(_CHECK_POINTS)]
-    Vs = [zero_v] + [_random_factor(rng, n, r, model.one_hot == "V") for _ in range(_CHECK_POINTS)]
+    Us = [zero_u] + [random_factor(rng, (m, r), model.one_hot == "U") for _ in range(_CHECK_POINTS)]
+    Vs = [zero_v] + [random_factor(rng, (n, r), model.one_hot == "V") for _ in range(_CHECK_POINTS)]
     U, V = np.stack(Us), np.stack(Vs)
     X = lowered.in_bqm_order(lowered.fill(U, V))
     weights = {w: 1.0 for w in model.weights}

@@ -1,6 +1,6 @@
 """What a model script declared, as term tables: the records a declaration is made of.
 
-:class:`~bmfdsl.modeling._dsl.ModelBuilder` collects a declaration; :meth:`ModelBuilder.declaration`
+:class:`~bmfdsl.modeling.ModelBuilder` collects a declaration; :meth:`ModelBuilder.declaration`
 hands it over as a :class:`Declaration`: the variables, the named penalty weights, the
 constraint groups (index arrays, or penalty term tables for OR and custom groups), the
 objective's term table and the structure claim. Everything here is linear in the penalty
@@ -175,7 +175,7 @@ class SummedTerms:
 class Declaration:
     """One model declared on one instance: what its ``build(model)`` left on the builder.
 
-    Made by :meth:`~bmfdsl.modeling._dsl.ModelBuilder.declaration`; read-only by convention
+    Made by :meth:`~bmfdsl.modeling.ModelBuilder.declaration`; read-only by convention
     (its arrays are shared, not copied). ``objective`` is rebuilt from the compact
     :class:`SummedTerms` on each access: keep the result rather than asking twice.
 

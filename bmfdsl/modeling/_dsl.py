@@ -3,7 +3,7 @@
 A model script defines ``build(model)``; ``model`` is a :class:`ModelBuilder` holding the data
 (``model.A``, ``model.rank``, ``model.one_hot``, extra arrays in ``model.data``) and the
 building blocks. Variables are :class:`~bmfdsl.modeling._expr.PolyArray` objects: index, slice,
-transpose, broadcast, ``sum(axis=...)``, ``@`` and :func:`~bmfdsl.modeling._expr.einsum` work as in
+transpose, broadcast, ``sum(axis=...)``, ``@`` and :func:`~bmfdsl.modeling.einsum` work as in
 numpy, elementwise and vectorized.
 
 * :meth:`ModelBuilder.factors`, :meth:`ModelBuilder.binary` — binary variable arrays;
@@ -17,7 +17,7 @@ numpy, elementwise and vectorized.
   ``||A - UVᵀ||²``; ``compile_model`` verifies the claim before structured solvers may use it.
 
 A declaration is recorded as index arrays and coefficients, linear in the weights, and handed
-over once as a :class:`~bmfdsl.modeling._declaration.Declaration`
+over once as a :class:`~bmfdsl.modeling.Declaration`
 (:meth:`ModelBuilder.declaration`): the BQM is assembled from it with numpy, and
 :meth:`bmfdsl.modeling.CompiledModel.to_pyqubo` emits the same model as a PyQUBO Hamiltonian
 (a ``Placeholder`` per weight, a ``Constraint`` per group).

@@ -15,7 +15,7 @@ A product the model already constrains (``constrain_product(z, x, y)``) is not g
 auxiliary: :func:`declared_auxiliaries` finds its ``z``, so a model that declares its
 auxiliaries first (the registered formulations, with their documented labels) and one that
 lets the quadratizer name them get the same QUBO. This module computes index arrays only;
-:meth:`bmfdsl.modeling._dsl.ModelBuilder.minimize` allocates the missing auxiliaries and their
+:meth:`bmfdsl.modeling.ModelBuilder.minimize` allocates the missing auxiliaries and their
 constraints.
 """
 
@@ -28,7 +28,7 @@ import numpy as np
 from bmfdsl.errors import ModelDefinitionError
 from bmfdsl.modeling._expr import INDEX, PolyArray, pairs_within_elements
 
-#: The ways :meth:`~bmfdsl.modeling._dsl.ModelBuilder.minimize` can quadratize squares.
+#: The ways :meth:`~bmfdsl.modeling.ModelBuilder.minimize` can quadratize squares.
 QUADRATIZATIONS = ("products", "pairs")
 
 

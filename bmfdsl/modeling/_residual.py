@@ -1,7 +1,7 @@
 """The (masked, weighted) squared residual of an expression array, and its entry arrays.
 
 :func:`squared_residual` is the objective of every BMF model; a mask and entry weights are
-checked here, once, for it and for :meth:`~bmfdsl.modeling._dsl.ModelBuilder.declare_bmf`.
+checked here, once, for it and for :meth:`~bmfdsl.modeling.ModelBuilder.declare_bmf`.
 """
 
 from __future__ import annotations

@@ -243,7 +243,7 @@ def cheap_lower_bound(
 
     Args:
         A: the ``m x n`` 0/1 matrix factorized (numpy, scipy sparse, a
-            :class:`~bmfdsl.linalg._matrix.SparseMatrix` or ``dask.array``; the rank-1 search runs
+            :class:`~bmfdsl.linalg.SparseMatrix` or ``dask.array``; the rank-1 search runs
             only on small matrices, densified when sparse).
         rank: the rank ``r``.
         U, V: the answer (optional): its columns give a rank-1 error that decides whether

@@ -45,12 +45,6 @@ from bmfdsl.validation import (
     check_rank,
 )
 
-#: The backend when none is named (its reason: :mod:`bmfdsl.solvers._registry`).
-DEFAULT_BACKEND = DEFAULT_FACTORIZE_BACKEND
-#: ``method`` values: the QUBO pipeline and the paper's comparison methods (plus any
-#: method plug-in: see :mod:`bmfdsl.solvers.methods`).
-METHOD_NAMES = ("qubo", "baseline", "thresholded", "penalized")
-
 
 def factorize(
     A: Any,
@@ -429,7 +423,7 @@ def _solve_compiled(
     from bmfdsl.solvers import resolve_backend
 
     compiled, weights = compiled_and_weights
-    name, sampler = resolve_backend(backend, default=DEFAULT_BACKEND)
+    name, sampler = resolve_backend(backend, default=DEFAULT_FACTORIZE_BACKEND)
     params = dict(backend_params)
     if "seed" in sampler.parameters and "seed" not in params:
         params["seed"] = _seed_from(rng)

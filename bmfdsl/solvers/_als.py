@@ -71,7 +71,7 @@ def als(
         one_hot: ``"V"`` (``"U"``): every row of ``V`` (``U``) holds exactly one 1.
         chunk_rows: rows per chunk in the BLS scoring (bounded memory).
         backend, backend_params: the BLS QUBO backend for rank > 16 (see
-            :func:`bmfdsl.solvers._bls.solve_bls`).
+            :func:`bmfdsl.solvers.solve_bls`).
 
     Returns:
         An :class:`ALSResult`.

@@ -54,7 +54,7 @@ def mnist_reconstruction_figure(
     """Fig. 1: a binary digit and its rank-r reconstructions ``U Vᵀ`` (black = 1).
 
     Args:
-        image: a 0/1 image, e.g. from :func:`bmfdsl.apps._datafiles.load_mnist`.
+        image: a 0/1 image, e.g. from :func:`bmfdsl.apps.load_mnist`.
         method: ``(A, rank, settings) -> Factorization``.
         ranks: ranks to show.
         random_state: seed of the method.

@@ -13,7 +13,7 @@ Formulation 1 (2,880-18,600 variables, 4-1,024 runs, 1,000 iterations): sparse u
 1,024 runs (fewer blocks fit per SM) and would cap N at what fits (about 25,000 variables),
 so they stay in global memory.
 
-The algorithm is exactly that of :class:`~bmfdsl.solvers.da._array.ArrayRuns` (which is the CPU
+The algorithm is exactly that of :class:`~bmfdsl.solvers.da.ArrayRuns` (which is the CPU
 reference the tests compare against): trial ``i`` is accepted when ``(ΔE_i - E_off) / T <= 30``
 and ``u_i < min(1, exp(-(ΔE_i - E_off) / T))``; among the accepted, the largest ``u_i / p_i``
 wins, which is a uniform choice; no acceptance raises ``E_off`` by the increment, an accepted

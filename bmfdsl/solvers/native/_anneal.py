@@ -7,7 +7,7 @@ scored in Gray-code order at O(1) each and one is drawn from ``exp(-error / T)``
 flips are special cases of this move, so every state visited is feasible (it is the QUBO of
 Formulation 1 sampled on its feasible set ``W = U∘V``). At ``T = 0`` the update would be an
 exact binary least-squares (BLS) solve, i.e. one half-step of ALS: polishing uses the package's
-one compiled ALS (:func:`bmfdsl.linalg._kernels.als_loop`) for that.
+one compiled ALS (:func:`bmfdsl.linalg.als_loop`) for that.
 
 Everything here is ``numba.njit(cache=True)``; errors are exact integers.
 """
@@ -239,7 +239,7 @@ def als_polish(
     improvement or ``max_solves`` is reached; never worsens. Returns ``(error, solves)``.
 
     ``codes_u``/``codes_v`` come from :func:`row_codes` (the Gray-code flips are not needed by
-    exact solves); a row keeps its code on ties. Runs :func:`bmfdsl.linalg._kernels.als_loop`.
+    exact solves); a row keeps its code on ties. Runs :func:`bmfdsl.linalg.als_loop`.
     """
     history = np.zeros(max_solves + 1, dtype=np.int64)
     start = int(total_error(A, U, V))
@@ -260,7 +260,7 @@ def bls_step(
     as in :func:`als_polish` (a row keeps its code on ties); returns the new error. ``At`` is
     ``A.T`` (contiguous), ``codes`` those of the solved factor. One call per solve lets a
     caller count solves or watch the clock between them. Runs the shared
-    :func:`bmfdsl.linalg._kernels.solve_rows_exact`."""
+    :func:`bmfdsl.linalg.solve_rows_exact`."""
     if solve_u:
         return np.int64(solve_rows_exact(A, V, codes, U, True))
     return np.int64(solve_rows_exact(At, U, codes, V, True))

@@ -177,7 +177,7 @@ class _Problem:
     rows are zero in every optimum, unless that factor is one-hot) and a wide matrix
     transposed, so that ``m >= n``; :meth:`expand` maps a solution back.
 
-    The swap is :class:`~bmfdsl.linalg._matrix.Orientation`, as in :func:`bmfdsl.factorize`, which
+    The swap is :class:`~bmfdsl.linalg.Orientation`, as in :func:`bmfdsl.factorize`, which
     transposes only a sampled wide ``A``: this one stays, since ``solve_bmf`` takes any
     shape (a sampled core can be wide again, and zero lines are dropped first).
     """

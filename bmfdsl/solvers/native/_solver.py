@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from bmfdsl.linalg import random_factor
 from bmfdsl.solvers.native._anneal import anneal_replicas, bls_step, rank1_anneal, row_codes
 from bmfdsl.solvers.native._settings import (
     MIN_SWEEPS,
@@ -43,23 +44,6 @@ class SolutionPool:
         self.items.append((int(error), U.copy(), V.copy()))
         self.items.sort(key=lambda item: item[0])
         del self.items[self.size :]
-
-
-def random_factor(
-    rng: np.random.Generator, shape: tuple[int, ...], exactly_one: bool
-) -> np.ndarray:
-    """Uniformly random 0/1 rows of ``shape`` (one 1 per row, uniformly placed, with
-    ``exactly_one``).
-
-    >>> random_factor(np.random.default_rng(0), (3, 2), exactly_one=True).sum(axis=1).tolist()
-    [1, 1, 1]
-    """
-    if not exactly_one:
-        return (rng.random(shape) < 0.5).astype(np.int8)
-    out = np.zeros(shape, dtype=np.int8)
-    picks = rng.integers(shape[-1], size=shape[:-1])
-    np.put_along_axis(out, picks[..., None], 1, axis=-1)
-    return out
 
 
 def _project_one_hot(F: np.ndarray) -> np.ndarray:
