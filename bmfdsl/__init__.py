@@ -26,6 +26,8 @@ if TYPE_CHECKING:
         load_mnist,
         make_bernoulli,
         make_exact_rank,
+        plot_factorization,
+        plot_factors,
         read_data,
         read_matrix,
     )
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
         ModelDefinitionError,
         ModelTooLargeError,
         NotFittedError,
+        PerformanceWarning,
         SolverError,
         UnknownNameError,
     )

@@ -20,6 +20,7 @@ __all__ = [
     "ModelDefinitionError",
     "ModelTooLargeError",
     "NotFittedError",
+    "PerformanceWarning",
     "SolverError",
     "UnknownNameError",
 ]
@@ -80,3 +81,8 @@ class NotFittedError(BmfdslError, AttributeError, ValueError):
 
 class SolverError(BmfdslError, RuntimeError):
     """A solver or remote service failed while solving."""
+
+
+class PerformanceWarning(UserWarning):
+    """A call will be slow or use much memory (a large rank, a dask array loaded whole);
+    the message says how slow and what to do instead."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -96,6 +97,18 @@ class Factorization:
     def reconstruct(self) -> np.ndarray:
         """The Boolean-free product ``U Vᵀ`` as an integer array."""
         return np.asarray(self.U, dtype=np.int64) @ np.asarray(self.V, dtype=np.int64).T
+
+    def plot(self, A: Any = None, **options: Any) -> Any:
+        """A matplotlib figure of ``A``, ``U Vᵀ`` and the residual, rows and columns ordered
+        by their factor codes, with the factors as strips (needs ``pip install 'bmfdsl[plot]'``).
+
+        See :func:`bmfdsl.apps.plot_factorization` for ``options``; save the figure with
+        ``figure.savefig("out.png")``.
+        """
+        # drawing lives in the apps layer; it is loaded by name, as the registries load
+        # adapters, so that this leaf imports nothing above it
+        apps = importlib.import_module("bmfdsl.apps")
+        return apps.plot_factorization(self, A, **options)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable summary (factors as nested lists)."""

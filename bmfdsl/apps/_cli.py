@@ -17,6 +17,7 @@ import importlib.metadata
 import json
 import sys
 from collections.abc import Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -75,14 +76,38 @@ def _sample_rows(value: str) -> int | str:
         raise argparse.ArgumentTypeError(f"expected an integer or 'auto', got {value!r}") from None
 
 
-def _threshold(value: str) -> float:
+def _number(value: str) -> float:
+    """A finite number, also as a fraction: ``0.5``, ``1/7``, ``1e-3``."""
     try:
-        number = float(value)
+        return float(Fraction(value.strip()))
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(
+            f"expected a finite number such as 0.5 or 1/7, got {value!r}"
+        ) from None
+
+
+def _threshold(value: str) -> float | tuple[float, float]:
+    """``--binarize``: ``T`` (one-sided) or ``LOW:HIGH`` (the paper's two-sided rule)."""
+    if ":" not in value:
+        return _number(value)
+    low, _, high = value.partition(":")
+    bounds = (_number(low), _number(high))
+    if not 0 <= bounds[0] < bounds[1]:
+        raise argparse.ArgumentTypeError(
+            f"LOW:HIGH needs 0 <= LOW < HIGH, e.g. 1/7:5; got {value!r}"
+        )
+    return bounds
+
+
+def _image_shape(value: str) -> tuple[int, int]:
+    height, sep, width = value.lower().partition("x")
+    try:
+        shape = (int(height), int(width))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
-    if not np.isfinite(number):
-        raise argparse.ArgumentTypeError(f"the threshold must be a finite number, got {value!r}")
-    return number
+        shape = (0, 0)
+    if not sep or min(shape) < 1:
+        raise argparse.ArgumentTypeError(f"expected HEIGHTxWIDTH, e.g. 28x28; got {value!r}")
+    return shape
 
 
 def _index_col(value: str) -> int | str | None:
@@ -96,18 +121,57 @@ def _index_col(value: str) -> int | str | None:
         ) from None
 
 
-def _factorize(args: argparse.Namespace) -> int:
-    from bmfdsl.apps._io import read_data
-    from bmfdsl.pipeline import factorize
-    from bmfdsl.progress import activity
+def read_input(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The matrix ``bmfdsl factorize`` factorizes, as its reading options say: read, labelled
+    from label files, binarized, without empty rows/columns; and what was dropped (or None).
+    """
+    from dataclasses import replace
 
+    from bmfdsl.apps._io import TwoSidedThreshold, drop_empty, read_data, read_labels
+
+    rule: Any = args.binarize
+    if isinstance(rule, tuple):
+        rule = TwoSidedThreshold(
+            rule[0],
+            rule[1],
+            shift_nonnegative=args.shift_nonnegative,
+            normalize_columns=args.normalize_columns,
+        )
+    elif args.shift_nonnegative or args.normalize_columns:
+        raise ValueError(
+            "--shift-nonnegative and --normalize-columns belong to the two-sided rule; "
+            "give --binarize LOW:HIGH, e.g. --binarize 0.96:1.04"
+        )
     data = read_data(
         args.file,
-        binarize=args.binarize,
         header=args.header,
         index_col=args.index_col,
         delimiter=args.delimiter,
+        header_rows=args.header_rows,
     )
+    if args.row_labels is not None:
+        data = replace(data, row_labels=read_labels(args.row_labels, data.shape[0], what="row"))
+    if args.column_labels is not None:
+        labels = read_labels(args.column_labels, data.shape[1], what="column")
+        data = replace(data, column_labels=labels)
+    if rule is not None:
+        from bmfdsl.apps._io import binarize_values
+
+        data = binarize_values(data, rule)
+    if args.drop_empty is None:
+        return data, None
+    return drop_empty(
+        data,
+        rows=args.drop_empty in ("rows", "both"),
+        columns=args.drop_empty in ("columns", "both"),
+    )
+
+
+def _factorize(args: argparse.Namespace) -> int:
+    from bmfdsl.pipeline import factorize
+    from bmfdsl.progress import activity
+
+    data, dropped = read_input(args)
     extra: dict[str, Any] = {}
     if data.mask is not None:  # missing cells: only the observed entries count
         extra["mask"] = data.mask
@@ -142,15 +206,42 @@ def _factorize(args: argparse.Namespace) -> int:
         f"(relative {result.relative_error:.4f}) in {result.info['timings']['total']:.2f} s, "
         f"{quality}"
     )
+    if data.missing:
+        summary += f"; {data.missing} missing cells (only observed cells count)"
+    if dropped is not None:
+        summary += f"; {dropped.describe()}"
+    pictures = _write_plots(args, data, result) if args.plot is not None else []
     if args.out is None:
-        print(f"{summary}; nothing written (give --out DIR to write U.csv, V.csv, report.json)")
+        written_text = "nothing written (give --out DIR to write U.csv, V.csv, report.json)"
+        if pictures:
+            written_text = f"wrote {', '.join(str(path) for path in pictures)}"
+        print(f"{summary}; {written_text}")
         return 0
-    written = _write_outputs(Path(args.out), args, data, result)
-    print(f"{summary}; wrote {', '.join(str(path) for path in written)}")
+    written = _write_outputs(Path(args.out), args, data, result, dropped)
+    print(f"{summary}; wrote {', '.join(str(path) for path in [*written, *pictures])}")
     return 0
 
 
-def _write_outputs(out: Path, args: argparse.Namespace, data: Any, result: Any) -> list[Path]:
+def _write_plots(args: argparse.Namespace, data: Any, result: Any) -> list[Path]:
+    """``--plot FILE``: the factorization's picture; with ``--image-shape`` also the factors."""
+    from bmfdsl.apps._plots import plot_factorization, plot_factors
+
+    path = Path(args.plot)
+    A = data.values
+    if data.mask is not None:
+        A = np.where(data.mask, np.nan_to_num(np.asarray(A, dtype=np.float64)), np.nan)
+    plot_factorization(result, A).savefig(path, dpi=120)
+    written = [path]
+    if args.image_shape is not None:
+        factors = path.with_name(f"{path.stem}-factors{path.suffix}")
+        plot_factors(result, args.image_shape).savefig(factors, dpi=120)
+        written.append(factors)
+    return written
+
+
+def _write_outputs(
+    out: Path, args: argparse.Namespace, data: Any, result: Any, dropped: Any
+) -> list[Path]:
     from bmfdsl.apps._clusters import clusters_from_factor
     from bmfdsl.apps._io import write_labelled
 
@@ -189,6 +280,9 @@ def _write_outputs(out: Path, args: argparse.Namespace, data: Any, result: Any) 
         "rank": args.rank,
         "seed": args.seed,
         "missing_cells": data.missing,
+        "dropped": None
+        if dropped is None
+        else {"rows": dropped.row_names, "columns": dropped.column_names},
         "error": result.error,
         "relative_error": result.relative_error,
         "broken_constraints": result.broken_constraints,
@@ -274,6 +368,9 @@ def _add_factorize_command(commands: Any) -> None:
         epilog="examples:\n"
         "  bmfdsl factorize data.csv --rank 3 --out result/\n"
         "  bmfdsl factorize expr.tsv -r 2 --binarize 0.5 --one-hot V --out clusters/\n"
+        "  bmfdsl factorize ALL_AML_data.txt -r 2 --binarize 1/7:5 --drop-empty rows \\\n"
+        "      --row-labels ALL_AML_genes.txt --column-labels ALL_AML_samples.txt\n"
+        "  bmfdsl factorize data.csv -r 3 --plot result.png\n"
         "  cat data.csv | bmfdsl factorize - -r 2\n\n" + EPILOG,
         formatter_class=_HelpFormatter,
     )
@@ -292,6 +389,21 @@ def _add_factorize_command(commands: Any) -> None:
         metavar="DIR",
         help="write U.csv, V.csv (labelled when the input is), report.json and with --one-hot "
         "clusters.csv here, e.g. result/ (default: print a summary, write nothing)",
+    )
+    run.add_argument(
+        "--plot",
+        default=None,
+        metavar="FILE",
+        help="draw A, U Vᵀ and the residual, ordered by the factors, to FILE (.png, .svg, "
+        ".pdf; needs bmfdsl[plot]), e.g. result.png",
+    )
+    run.add_argument(
+        "--image-shape",
+        type=_image_shape,
+        default=None,
+        metavar="HxW",
+        help="with --plot, also draw each column of V as an H x W image to FILE-factors, "
+        "e.g. 28x28 for MNIST digits in rows",
     )
     run.set_defaults(func=_factorize)
 
@@ -368,14 +480,57 @@ def _add_solver_options(run: argparse.ArgumentParser) -> None:
 
 
 def _add_reading_options(run: argparse.ArgumentParser) -> None:
-    """How to read the file: binarization, header row, label column, delimiter."""
+    """How to read the file: binarization, header rows, labels, delimiter, empty lines."""
     run.add_argument(
         "--binarize",
         type=_threshold,
         default=None,
-        metavar="T",
-        help="1 where a value is >= T, else 0 (missing cells stay missing), e.g. 0.5 "
+        metavar="T|LOW:HIGH",
+        help="T: 1 where a value is >= T, else 0, e.g. 0.5. LOW:HIGH: the paper's two-sided "
+        "rule for expression data, 1 where a value is <= LOW*kappa or >= HIGH*kappa (kappa: "
+        "the mean value), e.g. 1/7:5 (leukemia). Missing cells stay missing "
         "(default: values must be 0/1)",
+    )
+    run.add_argument(
+        "--shift-nonnegative",
+        action="store_true",
+        help="with LOW:HIGH, first add -min to every value (data with negative values)",
+    )
+    run.add_argument(
+        "--normalize-columns",
+        action="store_true",
+        help="with LOW:HIGH, first scale each column to unit norm (melanoma: --binarize "
+        "0.96:1.04 --shift-nonnegative --normalize-columns)",
+    )
+    run.add_argument(
+        "--drop-empty",
+        nargs="?",
+        const="both",
+        default=None,
+        choices=["rows", "columns", "both"],
+        help="drop all-zero rows and/or columns after binarizing (both when given alone); "
+        "the summary and report.json say which (default: keep them)",
+    )
+    run.add_argument(
+        "--row-labels",
+        default=None,
+        metavar="FILE",
+        help="row labels, one per line (first field; a header line is allowed), e.g. "
+        "genes.txt (default: the file's label column, if any)",
+    )
+    run.add_argument(
+        "--column-labels",
+        default=None,
+        metavar="FILE",
+        help="column labels, one per line, e.g. samples.txt (default: the file's header)",
+    )
+    run.add_argument(
+        "--header-rows",
+        type=int,
+        default=1,
+        metavar="N",
+        help="lines the header spans: the first names the columns, the others (e.g. a row of "
+        "class labels) are skipped, e.g. 2",
     )
     header = run.add_mutually_exclusive_group()
     header.add_argument(

@@ -289,20 +289,45 @@ def binarize_expression(
         raise InvalidMatrixError(f"X must be a non-empty 2-D array; got shape {matrix.shape}")
     if not np.isfinite(matrix).all():
         raise InvalidMatrixError("X contains NaN or infinite values; fill or drop them first")
+    ones = expression_ones(
+        matrix, c1, c2, normalize_columns=normalize_columns, shift_nonnegative=shift_nonnegative
+    )
+    return ones.astype(np.int8)
+
+
+def expression_ones(
+    matrix: np.ndarray,
+    c1: float,
+    c2: float,
+    *,
+    normalize_columns: bool = False,
+    shift_nonnegative: bool = False,
+) -> np.ndarray:
+    """Where the two-sided rule of :func:`binarize_expression` gives a 1, as a boolean array;
+    NaN cells are missing: they count in no statistic (minimum, column norm, ``kappa``) and
+    come back False. The one implementation of the rule (the CLI's ``--binarize LOW:HIGH``).
+
+    >>> expression_ones(np.array([[1.0, np.nan], [4.0, 12.0]]), 0.5, 2.0).tolist()
+    [[True, False], [False, True]]
+    """
     if not 0 <= c1 < c2:
         raise InvalidParameterError(f"need 0 <= c1 < c2; got c1={c1!r}, c2={c2!r}")
+    matrix = np.array(matrix, dtype=np.float64)
+    observed = ~np.isnan(matrix)
+    if not observed.any():
+        raise InvalidMatrixError("every value is missing; there is nothing to binarize")
     if shift_nonnegative:
-        matrix -= matrix.min()
-    elif matrix.min() < 0:
+        matrix -= np.nanmin(matrix)
+    elif np.nanmin(matrix) < 0:
         raise InvalidMatrixError(
             "X has negative entries; pass shift_nonnegative=True to add -min(X) first"
         )
     if normalize_columns:
-        norms = np.linalg.norm(matrix, axis=0)
+        norms = np.linalg.norm(np.where(observed, matrix, 0.0), axis=0)
         norms[norms == 0] = 1.0  # an all-zero column stays zero
         matrix /= norms
-    kappa = matrix.mean()
-    return ((matrix <= kappa * c1) | (matrix >= kappa * c2)).astype(np.int8)
+    kappa = matrix.mean() if observed.all() else matrix[observed].mean()
+    return observed & ((matrix <= kappa * c1) | (matrix >= kappa * c2))
 
 
 @dataclass(frozen=True)

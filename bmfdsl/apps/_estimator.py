@@ -9,6 +9,7 @@ honours ``set_output`` and passes scikit-learn's estimator checks (see
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,9 @@ from bmfdsl.errors import (
     InvalidMatrixError,
     InvalidParameterError,
     NotFittedError,
+    PerformanceWarning,
 )
+from bmfdsl.linalg import is_dask_array
 from bmfdsl.registry import check_known_names
 from bmfdsl.validation import check_one_hot, is_sparse
 
@@ -111,6 +114,14 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
         """
         from bmfdsl.validation import check_binary_matrix, check_sparse_binary_matrix
 
+        if is_dask_array(X):  # scikit-learn's input checks load it whole
+            warnings.warn(
+                f"{type(self).__name__} loads a dask array fully into memory "
+                f"({X.shape[0]} x {X.shape[1]}); bmfdsl.factorize(X, rank) keeps it out of "
+                "core (blockwise, sampled rows), then transform new rows with solve_bls",
+                PerformanceWarning,
+                stacklevel=3,
+            )
         try:
             X = validate_data(self, X, reset=reset, accept_sparse=("csr", "csc", "coo"))
         except ValueError as exc:  # the same message, as our typed error

@@ -38,6 +38,40 @@ _DELIMITERS = ("\t", ",", ";", "|")
 
 
 @dataclass(frozen=True)
+class TwoSidedThreshold:
+    """The paper's two-sided binarization of expression data (Zhang et al. 2010).
+
+    With ``kappa`` the mean of the (optionally shifted and column-normalised) values, a value
+    becomes 1 when it is ``<= kappa * low`` or ``>= kappa * high``, else 0. The leukemia data
+    take ``TwoSidedThreshold(1/7, 5)``, the melanoma data ``TwoSidedThreshold(0.96, 1.04,
+    shift_nonnegative=True, normalize_columns=True)`` (see
+    :func:`bmfdsl.apps._datafiles.binarize_expression`). On the command line:
+    ``--binarize LOW:HIGH [--shift-nonnegative] [--normalize-columns]``.
+
+    Attributes:
+        low, high: the factors ``0 <= low < high`` of ``kappa``.
+        shift_nonnegative: add ``-min`` to every value first (data with negative values).
+        normalize_columns: scale each column to unit Euclidean norm before thresholding.
+    """
+
+    low: float
+    high: float
+    shift_nonnegative: bool = False
+    normalize_columns: bool = False
+
+    def __post_init__(self) -> None:
+        finite = all(
+            isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
+            for x in (self.low, self.high)
+        )
+        if not (finite and 0 <= self.low < self.high):
+            raise InvalidParameterError(
+                f"a two-sided threshold needs finite 0 <= low < high, e.g. 1/7:5; got "
+                f"low={self.low!r}, high={self.high!r}"
+            )
+
+
+@dataclass(frozen=True)
 class MatrixData:
     """A matrix read from a file, with what the file said about it.
 
@@ -92,18 +126,23 @@ def read_matrix(path: str | os.PathLike[str], *, binarize: float | None = None) 
 def read_data(
     path: str | os.PathLike[str],
     *,
-    binarize: float | None = None,
+    binarize: float | TwoSidedThreshold | None = None,
     header: bool | None = None,
     index_col: int | str | None = "auto",
     delimiter: str | None = None,
+    header_rows: int = 1,
 ) -> MatrixData:
     """Read a matrix with its labels and missing-data mask (see the module docstring).
 
     Args:
         path: a file, or ``"-"`` for standard input.
-        binarize: ``None`` to keep the values, or a finite threshold ``t``: entries ``>= t``
-            become 1, the others 0; missing cells stay missing.
+        binarize: ``None`` to keep the values, a finite threshold ``t`` (entries ``>= t``
+            become 1, the others 0) or a :class:`TwoSidedThreshold`; missing cells stay
+            missing.
         header: ``None`` detects a header row; ``True``/``False`` say there is (not) one.
+        header_rows: lines the header spans (delimited text): the first names the columns,
+            the others (e.g. a row of class labels under the sample names) are skipped.
+            More than 1 implies ``header=True``.
         index_col: ``"auto"`` (labels in the first column when it is not numeric), ``None``
             (no row labels) or the position of the label column.
         delimiter: the field separator of delimited text; ``None`` sniffs it.
@@ -116,8 +155,18 @@ def read_data(
     (['g1', 'g2'], ['s1', 's2'], [[True, True], [False, True]])
     """
     real = isinstance(binarize, numbers.Real) and not isinstance(binarize, bool)
-    if binarize is not None and not (real and math.isfinite(binarize)):
-        raise InvalidParameterError(f"binarize must be a finite number; got {binarize!r}")
+    if not (binarize is None or isinstance(binarize, TwoSidedThreshold)) and not (
+        real and math.isfinite(binarize)  # type: ignore[arg-type]
+    ):
+        raise InvalidParameterError(
+            f"binarize must be a finite number or a TwoSidedThreshold; got {binarize!r}"
+        )
+    if isinstance(header_rows, bool) or not isinstance(header_rows, int) or header_rows < 1:
+        raise InvalidParameterError(f"header_rows must be an integer >= 1; got {header_rows!r}")
+    if header_rows > 1:
+        if header is False:
+            raise InvalidParameterError("header_rows > 1 says there is a header; drop header=False")
+        header = True
     name = _name(path)
     if str(path) == "-":
         raw = sys.stdin.buffer.read()
@@ -142,21 +191,29 @@ def read_data(
                 ".npy, .npz or .mtx"
             )
         raw = source.getvalue() if isinstance(source, io.BytesIO) else source.read_bytes()
-        data = _read_delimited(raw, name, header=header, index_col=index_col, sep=delimiter)
+        data = _read_delimited(
+            raw, name, header=header, index_col=index_col, sep=delimiter, header_rows=header_rows
+        )
     else:
         data = MatrixData(_read_binary(source, suffix, name))
     return data if binarize is None else binarize_values(data, binarize)
 
 
-def binarize_values(data: MatrixData, threshold: float) -> MatrixData:
-    """``data`` with entries ``>= threshold`` set to 1 and the rest to 0 (missing stay NaN).
+def binarize_values(data: MatrixData, threshold: float | TwoSidedThreshold) -> MatrixData:
+    """``data`` with entries ``>= threshold`` set to 1 and the rest to 0 (missing stay NaN),
+    or binarized by a :class:`TwoSidedThreshold`.
 
     Sparse values stay sparse when ``threshold > 0`` (zeros stay zeros).
 
     >>> binarize_values(MatrixData(np.array([[0.2, np.nan], [3.0, 1.0]])), 1).values.tolist()
     [[0.0, nan], [1.0, 1.0]]
+    >>> rule = TwoSidedThreshold(0.5, 2.0)
+    >>> binarize_values(MatrixData(np.array([[1.0, np.nan], [4.0, 12.0]])), rule).values.tolist()
+    [[1.0, nan], [0.0, 1.0]]
     """
     values = data.values
+    if isinstance(threshold, TwoSidedThreshold):
+        return _binarize_two_sided(data, threshold)
     if hasattr(values, "toarray"):
         if threshold > 0:
             import scipy.sparse
@@ -175,6 +232,132 @@ def binarize_values(data: MatrixData, threshold: float) -> MatrixData:
     else:  # missing cells stay missing: the mask says which, the value is NaN
         binary = np.where(mask, values >= threshold, np.nan)
     return MatrixData(binary, data.row_labels, data.column_labels, mask)
+
+
+def _binarize_two_sided(data: MatrixData, rule: TwoSidedThreshold) -> MatrixData:
+    from bmfdsl.apps._datafiles import expression_ones
+
+    values = data.values
+    values = np.asarray(values.toarray() if hasattr(values, "toarray") else values)
+    if not np.issubdtype(values.dtype, np.number):
+        raise InvalidMatrixError("cannot binarize non-numeric values")
+    values = values.astype(np.float64)
+    mask = data.mask
+    if mask is None and np.isnan(values).any():
+        mask = ~np.isnan(values)
+    ones = expression_ones(
+        values if mask is None else np.where(mask, values, np.nan),
+        rule.low,
+        rule.high,
+        normalize_columns=rule.normalize_columns,
+        shift_nonnegative=rule.shift_nonnegative,
+    )
+    binary = ones.astype(np.int8) if mask is None else np.where(mask, ones, np.nan)
+    return MatrixData(binary, data.row_labels, data.column_labels, mask)
+
+
+@dataclass(frozen=True)
+class DroppedLines:
+    """What :func:`drop_empty` removed: positions (in the matrix as read) of the rows and
+    columns without a single non-zero observed value, and their labels (positions as text
+    when the file had none)."""
+
+    rows: list[int]
+    columns: list[int]
+    row_names: list[str]
+    column_names: list[str]
+
+    def describe(self) -> str:
+        """``"dropped all-zero 2 rows (g3, g7) and 0 columns"``, naming the first few.
+
+        >>> DroppedLines([2], [], ["g3"], []).describe()
+        'dropped all-zero 1 row (g3) and 0 columns'
+        """
+        parts = []
+        for kind, names in (("row", self.row_names), ("column", self.column_names)):
+            text = f"{len(names)} {kind}{'' if len(names) == 1 else 's'}"
+            if names:
+                text += f" ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
+            parts.append(text)
+        return f"dropped all-zero {parts[0]} and {parts[1]}"
+
+
+def drop_empty(
+    data: MatrixData, *, rows: bool = True, columns: bool = True
+) -> tuple[MatrixData, DroppedLines]:
+    """``data`` without its all-zero rows and/or columns (missing cells count as zero), and
+    what was dropped; labels and mask follow. They carry no information for BMF: their
+    factor rows are 0 in every optimum.
+
+    >>> data, dropped = drop_empty(MatrixData(np.array([[0, 0, 0], [1, 0, 1]])))
+    >>> data.values.tolist(), dropped.rows, dropped.columns
+    ([[1, 1]], [0], [1])
+    """
+    values = data.values
+    if hasattr(values, "toarray"):
+        nonzero = values.tocsr().copy()
+        nonzero.eliminate_zeros()
+        row_count = np.diff(nonzero.indptr)
+        column_count = np.bincount(nonzero.indices, minlength=values.shape[1])
+    else:
+        present = np.nan_to_num(np.asarray(values, dtype=np.float64)) != 0
+        row_count, column_count = present.sum(axis=1), present.sum(axis=0)
+    keep_rows = row_count > 0 if rows else np.ones(values.shape[0], dtype=bool)
+    keep_columns = column_count > 0 if columns else np.ones(values.shape[1], dtype=bool)
+    if not (keep_rows.any() and keep_columns.any()):
+        raise InvalidMatrixError(
+            "every row or every column is all zero; there is nothing to factorize"
+        )
+    kept = values[keep_rows][:, keep_columns]
+    if hasattr(kept, "tocsr"):
+        kept = kept.tocsr()
+    gone_rows = np.flatnonzero(~keep_rows).tolist()
+    gone_columns = np.flatnonzero(~keep_columns).tolist()
+    dropped = DroppedLines(
+        gone_rows,
+        gone_columns,
+        [data.row_labels[i] if data.row_labels else str(i) for i in gone_rows],
+        [data.column_labels[j] if data.column_labels else str(j) for j in gone_columns],
+    )
+    result = MatrixData(
+        np.ascontiguousarray(kept) if isinstance(kept, np.ndarray) else kept,
+        row_labels=_pick(data.row_labels, keep_rows),
+        column_labels=_pick(data.column_labels, keep_columns),
+        mask=None if data.mask is None else data.mask[keep_rows][:, keep_columns],
+    )
+    return result, dropped
+
+
+def _pick(labels: list[str] | None, keep: np.ndarray) -> list[str] | None:
+    return None if labels is None else [label for label, k in zip(labels, keep, strict=True) if k]
+
+
+def read_labels(path: str | os.PathLike[str], count: int, *, what: str = "row") -> list[str]:
+    """``count`` labels from a file: one per line, the first field of a tab- (or, without
+    tabs, comma-) separated line. When the file has one line more than ``count``, the first
+    is a header and skipped; blank lines and trailing NUL padding are ignored.
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "genes.txt"
+    >>> _ = path.write_text("Name\tDescription\ng1\tfirst gene\ng2\tsecond\n")
+    >>> read_labels(path, 2)
+    ['g1', 'g2']
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise FileNotFoundError(f"no such {what} label file: {str(file)!r}")
+    text = _decode_utf8(file.read_bytes().rstrip(b"\x00"), file.name)
+    lines = [line for line in text.splitlines() if line.strip()]
+    separator = "\t" if any("\t" in line for line in lines) else ","
+    labels = [line.split(separator)[0].strip().strip('"') for line in lines]
+    if len(labels) == count + 1:
+        labels = labels[1:]
+    if len(labels) != count:
+        raise InvalidMatrixError(
+            f"{file.name!r} holds {len(labels)} {what} labels, but the matrix has {count} "
+            f"{what}s; give one label per line (a header line is allowed)"
+        )
+    return labels
 
 
 def write_labelled(
@@ -304,8 +487,11 @@ def _read_delimited(
     header: bool | None,
     index_col: int | str | None,
     sep: str | None,
+    header_rows: int = 1,
 ) -> MatrixData:
     text = _decode_utf8(raw, name)
+    if header_rows > 1:
+        text = _without_extra_header_rows(text, header_rows, name)
     lines = [line.rstrip("\r") for line in text.split("\n", 40)[:40] if line.strip()][:20]
     if not lines:
         raise InvalidMatrixError(f"{name!r} is empty")
@@ -328,6 +514,23 @@ def _read_delimited(
         column_labels=[str(label) for label in frame.columns] if header else None,
         mask=None if observed.all() else observed,
     )
+
+
+def _without_extra_header_rows(text: str, header_rows: int, name: str) -> str:
+    """``text`` without non-blank lines 2 to ``header_rows`` (the first names the columns).
+
+    >>> _without_extra_header_rows("a,b\nML1,ML2\n1,0\n", 2, "x.csv")
+    'a,b\n1,0\n'
+    """
+    lines = text.split("\n")
+    non_blank = [number for number, line in enumerate(lines) if line.strip()]
+    if len(non_blank) <= header_rows:
+        raise InvalidMatrixError(
+            f"{name!r} has {len(non_blank)} non-blank lines; with {header_rows} header rows "
+            "no data is left"
+        )
+    extra = set(non_blank[1:header_rows])
+    return "\n".join(line for number, line in enumerate(lines) if number not in extra)
 
 
 def _decode_utf8(raw: bytes, name: str) -> str:

@@ -139,6 +139,7 @@ def factorize(
         _check_mask_options(A, method, one_hot, weights, sample_rows, certify, backend_params)
     data, s = _load(A, rank, sample_rows)
     rank = check_rank(rank, data.shape)
+    _warn_if_rank_impractical(data.shape, rank)
     one_hot = check_one_hot(one_hot)
     method_key = _check_method(method, one_hot, weights, backend_params)
     objective = _Objective(None if mask is None else check_mask(mask, data.shape))
@@ -195,6 +196,13 @@ def factorize(
         info=info,
         lower_bound=proof.bound.value,
     )
+
+
+def _warn_if_rank_impractical(shape: tuple[int, int], rank: int) -> None:
+    """Every method ends in exact BLS/ALS solves that cost ``2**rank`` per row: warn once."""
+    from bmfdsl.solvers.native import warn_if_rank_impractical
+
+    warn_if_rank_impractical(shape, rank)
 
 
 def _extend_and_polish(

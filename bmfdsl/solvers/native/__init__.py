@@ -12,17 +12,27 @@ The Digital Annealer's algorithm lives beside it in :mod:`bmfdsl.solvers.da`.
 
 from bmfdsl.solvers.native._certify import exact_rank1
 from bmfdsl.solvers.native._portfolio import NativeResult, compile_kernels, solve_bmf
-from bmfdsl.solvers.native._settings import WORK_PER_SECOND, NativeSettings, auto_work_limit
+from bmfdsl.solvers.native._settings import (
+    PRACTICAL_MAX_RANK,
+    WORK_PER_SECOND,
+    NativeSettings,
+    auto_work_limit,
+    exact_solve_seconds,
+    warn_if_rank_impractical,
+)
 from bmfdsl.solvers.native._weighted import solve_weighted_bmf, weighted_als
 
 __all__ = [
+    "PRACTICAL_MAX_RANK",
     "WORK_PER_SECOND",
     "NativeResult",
     "NativeSettings",
     "auto_work_limit",
     "compile_kernels",
     "exact_rank1",
+    "exact_solve_seconds",
     "solve_bmf",
     "solve_weighted_bmf",
+    "warn_if_rank_impractical",
     "weighted_als",
 ]

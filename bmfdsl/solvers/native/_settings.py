@@ -11,9 +11,10 @@ opt-in wall-clock deadline of ``time_limit``.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
-from bmfdsl.errors import InvalidParameterError
+from bmfdsl.errors import InvalidParameterError, PerformanceWarning
 from bmfdsl.solvers.native._certify import DEFAULT_MAX_ENUMERATION
 from bmfdsl.timings import WorkBudget
 
@@ -31,6 +32,9 @@ _SOLVE_CELL_WORK = 24.0
 WORK_PER_SECOND = 3e9
 #: The fewest sweeps worth an annealing restart; below that a restart is skipped.
 MIN_SWEEPS = 50
+#: The largest rank that :func:`warn_if_rank_impractical` lets pass silently: an exact BLS
+#: solve scores all ``2**r`` codes of a row, so its cost doubles with each rank beyond.
+PRACTICAL_MAX_RANK = 12
 
 
 @dataclass(frozen=True)
@@ -175,3 +179,42 @@ def solve_budget(settings: NativeSettings, shape: tuple[int, int], started: floa
     return WorkBudget(
         work_limit, settings.time_limit, seconds_per_unit=1.0 / WORK_PER_SECOND, started=started
     )
+
+
+def exact_solve_seconds(shape: tuple[int, int], rank: int) -> float:
+    """Seconds of one exact BLS solve of a ``shape`` matrix at ``rank`` by the cost model
+    (:func:`solve_work` at :data:`WORK_PER_SECOND`; a busy or slower machine takes longer).
+
+    >>> round(exact_solve_seconds((10_000, 784), 20))
+    45
+    """
+    codes = 2**rank
+    return solve_work(shape[0], shape[1], codes, codes) / WORK_PER_SECOND
+
+
+_warned_about_rank = False
+
+
+def warn_if_rank_impractical(shape: tuple[int, int], rank: int) -> bool:
+    """Warn (once per process) when ``rank`` exceeds :data:`PRACTICAL_MAX_RANK`, with the
+    time of one exact BLS solve on ``shape`` by the cost model; True when it warned.
+
+    Every method polishes with exact BLS and ALS, so a large rank is slow whatever the
+    backend; the warning names the faster routes.
+    """
+    global _warned_about_rank
+    if rank <= PRACTICAL_MAX_RANK or _warned_about_rank:
+        return False
+    _warned_about_rank = True
+    seconds = exact_solve_seconds(shape, rank)
+    warnings.warn(
+        f"rank {rank} is beyond the practical range (up to {PRACTICAL_MAX_RANK}): one exact "
+        f"BLS solve scores all 2^{rank} codes of each row, about {seconds:,.1f} s on this "
+        f"{shape[0]} x {shape[1]} matrix by the native solver's cost model (calibrated on an "
+        "idle 2-core machine), and a factorization runs several (seeds, ALS). Use a smaller "
+        "rank, method='baseline' or 'thresholded', or als=False with a generic backend on a "
+        "sampled core. (Shown once per process.)",
+        PerformanceWarning,
+        stacklevel=4,
+    )
+    return True
