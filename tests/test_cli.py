@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -10,8 +11,8 @@ import numpy as np
 import pytest
 
 import bmfdsl
-from bmfdsl.apps import main, make_exact_rank
-from bmfdsl.apps._cli import EXIT_DATA_ERROR, EXIT_USAGE, build_parser
+from bmfdsl.apps import load_leukemia, load_melanoma, main, make_exact_rank
+from bmfdsl.apps._cli import EXIT_DATA_ERROR, EXIT_USAGE, build_parser, read_input
 
 
 def run_module(*args, stdin=None, cwd=None):
@@ -139,3 +140,107 @@ def test_backends_without_credentials_say_so(monkeypatch, capsys):
     line = next(x for x in out.splitlines() if x.startswith("fujitsu-da"))
     assert "available" in line and "no credentials" not in line
     assert "not-a-real-key" not in out
+
+
+# -- data as it comes: expression files, label files, two-sided binarization, empty lines --
+
+
+def matrix_sha256(values):
+    return hashlib.sha256(np.ascontiguousarray(values, dtype=np.int8).tobytes()).hexdigest()
+
+
+def read_as_the_cli_does(*argv):
+    return read_input(build_parser().parse_args(["factorize", *argv, "-r", "2"]))
+
+
+@pytest.mark.data
+def test_the_cli_reads_leukemia_as_the_loader_does(data_dir):
+    folder = data_dir / "leukemia"
+    data, dropped = read_as_the_cli_does(
+        str(folder / "ALL_AML_data.txt"),
+        "--binarize",
+        "1/7:5",
+        "--drop-empty",
+        "--row-labels",
+        str(folder / "ALL_AML_genes.txt"),
+        "--column-labels",
+        str(folder / "ALL_AML_samples.txt"),
+    )
+    expected = load_leukemia(data_dir)
+    assert data.shape == expected.matrix.shape == (4806, 38)
+    assert matrix_sha256(data.values) == matrix_sha256(expected.matrix)
+    assert tuple(data.row_labels) == expected.genes
+    assert tuple(data.column_labels) == expected.samples
+    assert len(dropped.rows) == 5000 - 4806 and dropped.columns == []
+
+
+@pytest.mark.data
+def test_the_cli_reads_melanoma_as_the_loader_does(data_dir):
+    data, _ = read_as_the_cli_does(
+        str(data_dir / "melanoma" / "bittner-2000_database.txt"),
+        "--header-rows",
+        "2",
+        "--index-col",
+        "0",
+        "--binarize",
+        "0.96:1.04",
+        "--shift-nonnegative",
+        "--normalize-columns",
+        "--drop-empty",
+    )
+    expected = load_melanoma(data_dir)
+    assert data.shape == expected.matrix.shape == (2201, 38)
+    assert matrix_sha256(data.values) == matrix_sha256(expected.matrix)
+    assert tuple(data.row_labels) == expected.genes
+    assert tuple(data.column_labels) == expected.samples
+
+
+def test_two_sided_binarization_keeps_missing_cells_and_the_summary_reports_drops(tmp_path, capsys):
+    values = np.array(
+        [[1.0, 9.0, 1.0, 9.0], [5.0, 5.0, 5.0, 5.0], [9.0, 1.0, 5.0, np.nan], [1, 9, 1, 9]]
+    )
+    kappa = np.nanmean(values)  # 5.0: 1 <= kappa/2 and 9 >= 1.5 kappa are ones, 5 is not
+    lines = ["gene,s1,s2,s3,s4", "class,A,B,A,B"]
+    lines += [
+        f"g{i}," + ",".join("" if np.isnan(x) else f"{x:g}" for x in row)
+        for i, row in enumerate(values)
+    ]
+    source = tmp_path / "expr.csv"
+    source.write_text("\n".join(lines) + "\n")
+    labels = tmp_path / "samples.txt"
+    labels.write_text("sample\nx1\nx2\nx3\nx4\n\x00\x00")  # a header line and NUL padding
+    data, dropped = read_as_the_cli_does(
+        str(source),
+        "--header-rows",
+        "2",
+        "--binarize",
+        "1/2:1.5",
+        "--drop-empty",
+        "rows",
+        "--column-labels",
+        str(labels),
+    )
+    assert kappa == 5.0 and data.row_labels == ["g0", "g2", "g3"]
+    assert data.column_labels == ["x1", "x2", "x3", "x4"]
+    assert np.isnan(data.values[1, 3]) and data.missing == 1
+    assert np.array_equal(np.nan_to_num(data.values), [[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 1]])
+    assert dropped.row_names == ["g1"] and dropped.columns == []
+    argv = ["factorize", str(source), "-r", "1", "--header-rows", "2", "--seed", "0"]
+    assert main([*argv, "--binarize", "1/2:1.5", "--drop-empty", "--out", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert "1 missing cells" in out and "dropped all-zero 1 row (g1) and 0 columns" in out
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert report["dropped"] == {"rows": ["g1"], "columns": []} and report["missing_cells"] == 1
+
+
+def test_reading_options_refuse_what_cannot_work(tmp_path, capsys):
+    source = tmp_path / "A.csv"
+    np.savetxt(source, make_exact_rank(4, 3, 1, random_state=2), fmt="%d", delimiter=",")
+    labels = tmp_path / "rows.txt"
+    labels.write_text("a\nb\n")
+    argv = ["factorize", str(source), "-r", "1"]
+    assert main([*argv, "--binarize", "5:1"]) == EXIT_USAGE
+    assert main([*argv, "--shift-nonnegative"]) == EXIT_DATA_ERROR
+    assert "--binarize LOW:HIGH" in capsys.readouterr().err
+    assert main([*argv, "--row-labels", str(labels)]) == EXIT_DATA_ERROR
+    assert "holds 2 row labels, but the matrix has 4 rows" in capsys.readouterr().err

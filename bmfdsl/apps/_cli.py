@@ -395,7 +395,7 @@ def _add_factorize_command(commands: Any) -> None:
         default=None,
         metavar="FILE",
         help="draw A, U Vᵀ and the residual, ordered by the factors, to FILE (.png, .svg, "
-        ".pdf; needs bmfdsl[plot]), e.g. result.png",
+        ".pdf; needs bmfdsl[plot]), e.g. result.png (default: no picture)",
     )
     run.add_argument(
         "--image-shape",
@@ -403,7 +403,7 @@ def _add_factorize_command(commands: Any) -> None:
         default=None,
         metavar="HxW",
         help="with --plot, also draw each column of V as an H x W image to FILE-factors, "
-        "e.g. 28x28 for MNIST digits in rows",
+        "e.g. 28x28 for MNIST digits in rows (default: no such picture)",
     )
     run.set_defaults(func=_factorize)
 
@@ -494,13 +494,14 @@ def _add_reading_options(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--shift-nonnegative",
         action="store_true",
-        help="with LOW:HIGH, first add -min to every value (data with negative values)",
+        help="with LOW:HIGH, first add -min to every value, e.g. for log ratios with negative "
+        "values (default: values must be >= 0)",
     )
     run.add_argument(
         "--normalize-columns",
         action="store_true",
-        help="with LOW:HIGH, first scale each column to unit norm (melanoma: --binarize "
-        "0.96:1.04 --shift-nonnegative --normalize-columns)",
+        help="with LOW:HIGH, first scale each column to unit norm, e.g. melanoma: --binarize "
+        "0.96:1.04 --shift-nonnegative --normalize-columns (default: no scaling)",
     )
     run.add_argument(
         "--drop-empty",
@@ -508,8 +509,8 @@ def _add_reading_options(run: argparse.ArgumentParser) -> None:
         const="both",
         default=None,
         choices=["rows", "columns", "both"],
-        help="drop all-zero rows and/or columns after binarizing (both when given alone); "
-        "the summary and report.json say which (default: keep them)",
+        help="drop all-zero rows and/or columns after binarizing (both when given alone), "
+        "e.g. rows; the summary and report.json say which (default: keep them)",
     )
     run.add_argument(
         "--row-labels",

@@ -88,6 +88,7 @@ def plot_factorization(
     >>> [axis.get_title() for axis in figure.axes]
     ['Vᵀ', 'U', 'A', 'U Vᵀ', 'A − U Vᵀ']
     """
+    figure = new_figure(layout="constrained")  # first: a missing matplotlib names the extra
     from matplotlib.colors import ListedColormap
 
     U = np.asarray(result.U, dtype=np.int64)
@@ -98,15 +99,15 @@ def plot_factorization(
     columns = factor_order(V) if order else np.arange(V.shape[0])
 
     panels: list[tuple[str, np.ndarray, Any]] = []
-    binary = ListedColormap(["white", "black"])
-    binary.set_bad(_MISSING_COLOR)
+    binary = ListedColormap(["white", "black"]).with_extremes(bad=_MISSING_COLOR)
     if observed is not None:
         panels.append(("A", observed[rows][:, columns], binary))
     panels.append(("U Vᵀ", np.minimum(product, 1)[rows][:, columns], binary))
     if observed is not None:
         residual = np.ma.clip(observed - product, -1, 1)
-        residual_map = ListedColormap([_EXTRA_COLOR, "white", _MISSED_COLOR])
-        residual_map.set_bad(_MISSING_COLOR)
+        residual_map = ListedColormap([_EXTRA_COLOR, "white", _MISSED_COLOR]).with_extremes(
+            bad=_MISSING_COLOR
+        )
         panels.append(("A − U Vᵀ", residual[rows][:, columns], residual_map))
 
     m, n = product.shape
@@ -116,7 +117,7 @@ def plot_factorization(
     strip = float(np.clip(0.12 * r, 0.15, 0.9))
     if figsize is None:
         figsize = (strip + panel_width * len(panels) + 0.6, strip + panel_height + 0.9)
-    figure = new_figure(figsize=figsize, layout="constrained")
+    figure.set_size_inches(figsize)
     grid = figure.add_gridspec(
         2,
         1 + len(panels),
