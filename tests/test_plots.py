@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -126,3 +128,13 @@ def test_a_missing_matplotlib_names_the_extra(planted, monkeypatch):
         result.plot()
     with pytest.raises(BackendUnavailableError, match="bmfdsl\\[plot\\]"):
         plot_factors(result, image_shape=(3, 6))
+
+
+def test_the_readme_figure_script_draws_its_picture(tmp_path):
+    script = Path(__file__).resolve().parents[1] / "docs" / "figures" / "make_readme_figure.py"
+    out = tmp_path / "factorization.png"
+    result = subprocess.run(
+        [sys.executable, str(script), str(out)], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    assert out.read_bytes()[:8] == PNG_MAGIC and 5_000 < out.stat().st_size < 100_000
