@@ -1,11 +1,12 @@
 # Two commands set everything up on a fresh machine (each creates .venv on first use):
 #   make demo   - factorize a small planted matrix with a local annealer; print U, V, error
-#   make test   - lint and run the whole test suite
+#   make test   - lint, type-check, run the whole test suite and build the API reference
+#   make docs   - the API reference alone (build/docs/index.html; warnings are errors)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench clean
+.PHONY: demo test docs bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +21,10 @@ test: $(VENV)/.installed
 	$(BIN)/ruff check bmfdsl models backends tests examples bench
 	$(BIN)/mypy bmfdsl models backends
 	$(BIN)/pytest
+	$(BIN)/mkdocs build --strict --quiet
+
+docs: $(VENV)/.installed
+	$(BIN)/mkdocs build --strict
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/bench_compile.py
