@@ -339,7 +339,7 @@ def read_labels(path: str | os.PathLike[str], count: int, *, what: str = "row") 
 
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "genes.txt"
-    >>> _ = path.write_text("Name\tDescription\ng1\tfirst gene\ng2\tsecond\n")
+    >>> _ = path.write_text("Name\\tDescription\\ng1\\tfirst gene\\ng2\\tsecond\\n")
     >>> read_labels(path, 2)
     ['g1', 'g2']
     """
@@ -519,8 +519,8 @@ def _read_delimited(
 def _without_extra_header_rows(text: str, header_rows: int, name: str) -> str:
     """``text`` without non-blank lines 2 to ``header_rows`` (the first names the columns).
 
-    >>> _without_extra_header_rows("a,b\nML1,ML2\n1,0\n", 2, "x.csv")
-    'a,b\n1,0\n'
+    >>> _without_extra_header_rows("a,b\\nML1,ML2\\n1,0\\n", 2, "x.csv")
+    'a,b\\n1,0\\n'
     """
     lines = text.split("\n")
     non_blank = [number for number, line in enumerate(lines) if line.strip()]
