@@ -45,15 +45,8 @@ def fence_doctests(text: str) -> str:
     """Docstrings end in doctests (``>>>`` lines and their output) that Markdown would read as
     quotes and links: wrap each run of them in a ``pycon`` code fence.
 
-    >>> print(fence_doctests("Sum.\\n\\n>>> [1] + [2]\\n[1, 2]\\n\\nMore."))
-    Sum.
-    <BLANKLINE>
-    ```pycon
-    >>> [1] + [2]
-    [1, 2]
-    ```
-    <BLANKLINE>
-    More.
+    >>> fence_doctests("Sum.\\n>>> 1 + 1\\n2\\n\\nMore.").split("\\n")
+    ['Sum.', '```pycon', '>>> 1 + 1', '2', '```', '', 'More.']
     """
     out: list[str] = []
     inside = False

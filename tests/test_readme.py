@@ -36,7 +36,8 @@ def python_blocks(text: str) -> list[tuple[int, str, str]]:
     """``(line number, kind, code)`` of each python block; ``kind`` is ``"python"``,
     ``"pycon"`` (a doctest) or ``"no-run"``.
 
-    >>> text = "```python\\na = 1\\n```\\n```pycon\\n>>> a\\n1\\n```\\n```python no-run\\nb\\n```\\n"
+    >>> text = "```python\\na = 1\\n```\\n```pycon\\n>>> a\\n1\\n```\\n"
+    >>> text += "```python no-run\\nb\\n```\\n"
     >>> python_blocks(text)
     [(2, 'python', 'a = 1\\n'), (5, 'pycon', '>>> a\\n1\\n'), (9, 'no-run', 'b\\n')]
     """
