@@ -127,7 +127,14 @@ def read_input(args: argparse.Namespace) -> tuple[Any, Any]:
     """
     from dataclasses import replace
 
-    from bmfdsl.apps._io import TwoSidedThreshold, drop_empty, read_data, read_labels
+    from bmfdsl.apps._io import (
+        TwoSidedThreshold,
+        binarize_values,
+        drop_empty,
+        read_data,
+        read_labels,
+    )
+    from bmfdsl.errors import InvalidParameterError
 
     rule: Any = args.binarize
     if isinstance(rule, tuple):
@@ -138,7 +145,7 @@ def read_input(args: argparse.Namespace) -> tuple[Any, Any]:
             normalize_columns=args.normalize_columns,
         )
     elif args.shift_nonnegative or args.normalize_columns:
-        raise ValueError(
+        raise InvalidParameterError(
             "--shift-nonnegative and --normalize-columns belong to the two-sided rule; "
             "give --binarize LOW:HIGH, e.g. --binarize 0.96:1.04"
         )
@@ -155,8 +162,6 @@ def read_input(args: argparse.Namespace) -> tuple[Any, Any]:
         labels = read_labels(args.column_labels, data.shape[1], what="column")
         data = replace(data, column_labels=labels)
     if rule is not None:
-        from bmfdsl.apps._io import binarize_values
-
         data = binarize_values(data, rule)
     if args.drop_empty is None:
         return data, None
@@ -618,7 +623,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         message = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
         if "only 0 and 1" in message and getattr(args, "binarize", "absent") is None:
-            message += " Or pass --binarize T to map values >= T to 1."
+            message += (
+                " Or pass --binarize T to map values >= T to 1, or --binarize LOW:HIGH for the "
+                "paper's two-sided rule for expression data (e.g. 1/7:5)."
+            )
         print(f"bmfdsl: error: {scrub(message)}", file=sys.stderr)
         return EXIT_DATA_ERROR
 
