@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from bmfdsl.apps._plots import new_figure
 from bmfdsl.apps.experiments._report import (
     PAPER_METHODS,
     group_order,
@@ -23,17 +24,6 @@ from bmfdsl.apps.experiments._report import (
 )
 from bmfdsl.apps.experiments._runner import Method, load_records, resolve_methods
 from bmfdsl.apps.experiments._tables import EXPERIMENTS, MethodSettings, paper_method_for
-from bmfdsl.errors import BackendUnavailableError
-
-
-def _figure_class() -> Any:
-    try:
-        from matplotlib.figure import Figure
-    except ImportError as exc:
-        raise BackendUnavailableError(
-            "figures need matplotlib: pip install 'bmfdsl[plot]'"
-        ) from exc
-    return Figure
 
 
 def _save(figure: Any, stem: Path, formats: Sequence[str]) -> list[Path]:
@@ -59,8 +49,7 @@ def mnist_reconstruction_figure(
         ranks: ranks to show.
         random_state: seed of the method.
     """
-    Figure = _figure_class()
-    figure = Figure(figsize=(1.6 * (len(ranks) + 1), 2.0))
+    figure = new_figure(figsize=(1.6 * (len(ranks) + 1), 2.0))
     axes = figure.subplots(1, len(ranks) + 1)
     panels = [("binary digit", image)]
     for rank in ranks:
@@ -78,8 +67,7 @@ def mnist_reconstruction_figure(
 
 def leukemia_figure(matrix: np.ndarray) -> Any:
     """Fig. 2: the thresholded leukemia matrix (genes x samples; black = 1)."""
-    Figure = _figure_class()
-    figure = Figure(figsize=(4.0, 6.0))
+    figure = new_figure(figsize=(4.0, 6.0))
     axis = figure.subplots()
     axis.imshow(matrix, cmap="gray_r", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
     axis.set_xlabel("sample")
@@ -90,12 +78,11 @@ def leukemia_figure(matrix: np.ndarray) -> Any:
 
 def error_vs_rank_figure(records: Sequence[dict[str, Any]], experiment: str) -> Any:
     """Relative error vs rank per block of a table: ours solid (± std), the paper's dashed."""
-    Figure = _figure_class()
     table = EXPERIMENTS[experiment].number
     summary = summarize(records)
     paper = load_paper_tables()
     groups = group_order(k[1] for k in summary if k[0] == table)
-    figure = Figure(figsize=(4.2 * max(len(groups), 1), 3.4))
+    figure = new_figure(figsize=(4.2 * max(len(groups), 1), 3.4))
     axes = np.atleast_1d(figure.subplots(1, max(len(groups), 1)))
     # A method of ours and the paper's row it is compared with share a colour.
     paper_colors = {method: f"C{index}" for index, method in enumerate(PAPER_METHODS)}
