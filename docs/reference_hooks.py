@@ -65,15 +65,28 @@ def fence_doctests(text: str) -> str:
     return "\n".join(out)
 
 
+ROLE = re.compile(r":(?:func|class|mod|data|meth|attr|exc|obj):`(~?)([^`]+)`")
+
+
+def plain_roles(text: str) -> str:
+    """Sphinx roles read as code spans (``~`` keeps the last part of the name).
+
+    >>> plain_roles("see :func:`~bmfdsl.pipeline.factorize` and :mod:`bmfdsl.linalg`")
+    'see `factorize` and `bmfdsl.linalg`'
+    """
+    return ROLE.sub(lambda m: f"`{m.group(2).split('.')[-1] if m.group(1) else m.group(2)}`", text)
+
+
 try:  # a griffe extension when mkdocstrings loads this file (`extensions:` in mkdocs.yml)
     import griffe
 
     class DoctestBlocks(griffe.Extension):
-        """Fence the doctests of every docstring before it is parsed."""
+        """Fence the doctests and plain the Sphinx roles of every docstring before it is
+        parsed."""
 
         def on_instance(self, *, obj: Any, **kwargs: Any) -> None:
             if obj.docstring is not None:
-                obj.docstring.value = fence_doctests(obj.docstring.value)
+                obj.docstring.value = fence_doctests(plain_roles(obj.docstring.value))
 
 except ImportError:  # only the MkDocs hook is used
     pass
