@@ -138,3 +138,14 @@ def test_the_readme_figure_script_draws_its_picture(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert out.read_bytes()[:8] == PNG_MAGIC and 5_000 < out.stat().st_size < 100_000
+
+
+def test_a_matrix_too_large_to_draw_is_refused_before_solving(tmp_path, monkeypatch, capsys):
+    import bmfdsl.apps._plots as plots
+
+    monkeypatch.setattr(plots, "MAX_PLOT_CELLS", 10)
+    data = tmp_path / "A.csv"
+    np.savetxt(data, make_exact_rank(6, 4, 2, random_state=0), fmt="%d", delimiter=",")
+    out = tmp_path / "picture.png"
+    assert main(["factorize", str(data), "-r", "2", "--plot", str(out)]) == 1
+    assert "more than 10 to draw" in capsys.readouterr().err and not out.exists()

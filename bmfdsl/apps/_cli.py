@@ -177,6 +177,10 @@ def _factorize(args: argparse.Namespace) -> int:
     from bmfdsl.progress import activity
 
     data, dropped = read_input(args)
+    if args.plot is not None:  # refuse a picture too large to draw before solving, not after
+        from bmfdsl.apps._plots import check_drawable
+
+        check_drawable(data.shape)
     extra: dict[str, Any] = {}
     if data.mask is not None:  # missing cells: only the observed entries count
         extra["mask"] = data.mask

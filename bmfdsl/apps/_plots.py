@@ -211,13 +211,21 @@ def plot_factors(
     return figure
 
 
-def _masked_matrix(A: Any, shape: tuple[int, int]) -> Any:
-    """``A`` as a dense integer masked array: NaN and masked cells are missing."""
-    if int(np.prod(shape)) > MAX_PLOT_CELLS:
+def check_drawable(shape: tuple[int, int]) -> None:
+    """Refuse a matrix of more than :data:`MAX_PLOT_CELLS` cells (the picture densifies it).
+
+    >>> check_drawable((100, 100))
+    """
+    if shape[0] * shape[1] > MAX_PLOT_CELLS:
         raise InvalidParameterError(
             f"A has {shape[0]} x {shape[1]} cells, more than {MAX_PLOT_CELLS:,} to draw; "
             "factorize and plot a row sample instead"
         )
+
+
+def _masked_matrix(A: Any, shape: tuple[int, int]) -> Any:
+    """``A`` as a dense integer masked array: NaN and masked cells are missing."""
+    check_drawable(shape)
     missing = np.ma.getmaskarray(A) if np.ma.isMaskedArray(A) else np.zeros(shape, dtype=bool)
     values = np.ma.getdata(A)
     if hasattr(values, "toarray"):
