@@ -126,12 +126,11 @@ def plot_factorization(
     )
     colors = _component_colors(r)
     top = figure.add_subplot(grid[0, 1])
-    top.imshow(
-        _colored(V[columns], colors).transpose(1, 0, 2), aspect="auto", interpolation="nearest"
-    )
+    smooth = _interpolation(product.shape)
+    top.imshow(_colored(V[columns], colors).transpose(1, 0, 2), aspect="auto", **smooth)
     _label(top, "Vᵀ", ylabel="k")
     left = figure.add_subplot(grid[1, 0])
-    left.imshow(_colored(U[rows], colors), aspect="auto", interpolation="nearest")
+    left.imshow(_colored(U[rows], colors), aspect="auto", **smooth)
     _label(left, "U", xlabel="k")
     for position, (name, values, cmap) in enumerate(panels, start=1):
         axis = figure.add_subplot(grid[1, position], sharey=left)
@@ -141,7 +140,7 @@ def plot_factorization(
             vmin=-1 if "−" in name else 0,
             vmax=1,
             aspect="auto",
-            interpolation="nearest",
+            **smooth,
         )
         columns_label = f"{n} columns" + (" (by V)" if order else "")
         if "−" in name:
@@ -238,6 +237,18 @@ def _masked_matrix(A: Any, shape: tuple[int, int]) -> Any:
         )
     missing = missing | np.isnan(values)
     return np.ma.masked_array(np.where(missing, 0, values).astype(np.int64), mask=missing)
+
+
+#: Rows or columns beyond which a panel has fewer pixels than cells: cells are then averaged.
+_SHARP_CELLS = 400
+
+
+def _interpolation(shape: tuple[int, int]) -> dict[str, str]:
+    """Sharp cells for a small matrix; for a large one, colours averaged over the cells of a
+    pixel (matplotlib's antialiasing), so that density shows instead of every k-th row."""
+    if max(shape) <= _SHARP_CELLS:
+        return {"interpolation": "nearest"}
+    return {"interpolation": "antialiased", "interpolation_stage": "rgba"}
 
 
 def _image_shape(image_shape: Any, length: int, factor: str) -> tuple[int, int]:
