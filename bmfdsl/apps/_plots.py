@@ -77,10 +77,11 @@ def plot_factorization(
 
     Returns:
         A ``matplotlib.figure.Figure``; save it with ``figure.savefig("out.png")``. Its axes
-        are titled ``"Vᵀ"``, ``"U"``, ``"A"``, ``"U Vᵀ"`` and ``"A − U Vᵀ"`` (without ``A``
-        the last two are absent and ``"U Vᵀ"`` stays). Black is 1; in the residual red marks a
-        1 of ``A`` left uncovered and blue a cell covered although ``A`` is 0 there (or
-        covered by several components).
+        are titled ``"Vᵀ"``, ``"U"``, ``"A"``, ``"U Vᵀ"`` and ``"A − U Vᵀ"`` (without ``A``:
+        ``"Vᵀ"``, ``"U"`` and ``"U Vᵀ"``). Black is 1 (in ``U Vᵀ``: covered at least once); in
+        the residual red marks a 1 of ``A`` left uncovered and blue a cell covered although
+        ``A`` is 0 there (or covered by several components). Matrices of more than 400 rows or
+        columns are drawn with each pixel's cells averaged, so that density shows.
 
     >>> from bmfdsl import factorize
     >>> A = np.array([[1, 1, 0], [0, 0, 1], [1, 1, 0]])
