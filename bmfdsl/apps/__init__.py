@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from bmfdsl.apps._datafiles import load_leukemia, load_melanoma, load_mnist
     from bmfdsl.apps._datasets import make_bernoulli, make_exact_rank
     from bmfdsl.apps._estimator import BinaryMatrixFactorization
-    from bmfdsl.apps._io import read_data, read_matrix
+    from bmfdsl.apps._io import TwoSidedThreshold, read_data, read_matrix
     from bmfdsl.apps._plots import plot_factorization, plot_factors
 
 __getattr__, __dir__, __all__ = lazy_exports(globals())

@@ -45,7 +45,7 @@ class TwoSidedThreshold:
     becomes 1 when it is ``<= kappa * low`` or ``>= kappa * high``, else 0. The leukemia data
     take ``TwoSidedThreshold(1/7, 5)``, the melanoma data ``TwoSidedThreshold(0.96, 1.04,
     shift_nonnegative=True, normalize_columns=True)`` (see
-    :func:`bmfdsl.apps._datafiles.binarize_expression`). On the command line:
+    the loaders :func:`load_leukemia` and :func:`load_melanoma`). On the command line:
     ``--binarize LOW:HIGH [--shift-nonnegative] [--normalize-columns]``.
 
     Attributes:
