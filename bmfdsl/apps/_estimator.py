@@ -109,8 +109,14 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
         A dense ``int8`` array, or for sparse ``X`` a CSR ``int8`` pattern (never densified,
         except by ``binarize <= 0``, which turns every implicit zero into a 1).
         """
-        from bmfdsl.validation import check_binary_matrix, check_sparse_binary_matrix
+        from bmfdsl.validation import (
+            check_binary_matrix,
+            check_sparse_binary_matrix,
+            check_sparse_structure,
+        )
 
+        if is_sparse(X):  # scikit-learn's checks convert formats: kernels that trust indices
+            check_sparse_structure(X, name="X")
         try:
             X = validate_data(self, X, reset=reset, accept_sparse=("csr", "csc", "coo"))
         except ValueError as exc:  # the same message, as our typed error

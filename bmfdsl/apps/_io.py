@@ -35,6 +35,14 @@ TEXT_SUFFIXES = (".csv", ".tsv", ".txt", ".dat")
 #: Bytes inspected for binary junk (a NUL byte) before any parsing starts.
 _SNIFF_BYTES = 64 * 1024
 _DELIMITERS = ("\t", ",", ";", "|")
+#: The most memory a binary file (``.npy``, ``.npz``, ``.mtx``) may expand to, from what its
+#: header says (shape x item size, or stored entries), checked before anything is allocated:
+#: a few compressed megabytes can claim gigabytes. Raise it with ``read_data(max_bytes=...)``
+#: or, for the command line, the environment variable :data:`MAX_READ_BYTES_ENV`.
+MAX_READ_BYTES = 2 * 2**30
+MAX_READ_BYTES_ENV = "BMFDSL_MAX_READ_BYTES"
+#: Integers are exact in float64 below this; text cells above it stay floats.
+_FLOAT64_EXACT = 2**53
 
 
 @dataclass(frozen=True)
@@ -96,6 +104,7 @@ def read_data(
     header: bool | None = None,
     index_col: int | str | None = "auto",
     delimiter: str | None = None,
+    max_bytes: int | None = None,
 ) -> MatrixData:
     """Read a matrix with its labels and missing-data mask (see the module docstring).
 
@@ -107,6 +116,9 @@ def read_data(
         index_col: ``"auto"`` (labels in the first column when it is not numeric), ``None``
             (no row labels) or the position of the label column.
         delimiter: the field separator of delimited text; ``None`` sniffs it.
+        max_bytes: the most memory a binary file may expand to, judged from its header
+            before reading (``None``: :data:`MAX_READ_BYTES`, or the environment variable
+            ``BMFDSL_MAX_READ_BYTES`` when set).
 
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "a.csv"
@@ -118,6 +130,16 @@ def read_data(
     real = isinstance(binarize, numbers.Real) and not isinstance(binarize, bool)
     if binarize is not None and not (real and math.isfinite(binarize)):
         raise InvalidParameterError(f"binarize must be a finite number; got {binarize!r}")
+    if not isinstance(path, str | os.PathLike):
+        raise InvalidParameterError(
+            f"path must be a file path (str or os.PathLike) or '-' for standard input; "
+            f"got {type(path).__name__} {path!r:.40}"
+        )
+    if header is not None and not isinstance(header, bool | np.bool_):
+        raise InvalidParameterError(
+            f"header must be None (detect it), True or False; got {header!r:.40}"
+        )
+    limit = _read_limit(max_bytes)
     name = _name(path)
     if str(path) == "-":
         raw = sys.stdin.buffer.read()
@@ -125,6 +147,11 @@ def read_data(
         source: Any = io.BytesIO(raw)
     else:
         file = Path(path)
+        if file.is_dir():
+            raise InvalidParameterError(
+                f"{str(file)!r} is a folder; give one matrix file in it "
+                f"({', '.join(SUPPORTED_SUFFIXES)})"
+            )
         if not file.is_file():
             raise FileNotFoundError(f"no such file: {str(file)!r}")
         suffix = file.suffix.lower()
@@ -144,7 +171,7 @@ def read_data(
         raw = source.getvalue() if isinstance(source, io.BytesIO) else source.read_bytes()
         data = _read_delimited(raw, name, header=header, index_col=index_col, sep=delimiter)
     else:
-        data = MatrixData(_read_binary(source, suffix, name))
+        data = MatrixData(_read_binary(source, suffix, name, limit))
     return data if binarize is None else binarize_values(data, binarize)
 
 
@@ -217,33 +244,126 @@ def _head(path: Path) -> bytes:
         return handle.read(_SNIFF_BYTES)
 
 
-def _read_binary(source: Any, suffix: str, name: str) -> Any:
-    """``.npy``, ``.npz`` or ``.mtx``; sparse matrices stay sparse (CSR)."""
+def _read_limit(max_bytes: Any) -> int:
+    """``max_bytes``, or the environment's :data:`MAX_READ_BYTES_ENV`, or the default."""
+    where = "max_bytes"
+    if max_bytes is None:
+        max_bytes = os.environ.get(MAX_READ_BYTES_ENV) or MAX_READ_BYTES
+        where = MAX_READ_BYTES_ENV
+        if isinstance(max_bytes, str) and max_bytes.strip().isdigit():
+            max_bytes = int(max_bytes)
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, numbers.Integral) or max_bytes < 1:
+        raise InvalidParameterError(
+            f"{where} must be a positive number of bytes; got {max_bytes!r}"
+        )
+    return int(max_bytes)
+
+
+def _check_expansion(size: int, name: str, limit: int, what: str) -> None:
+    if size > limit:
+        raise InvalidMatrixError(
+            f"{name!r} would expand to {size / 2**30:.2f} GiB ({what}), over the limit of "
+            f"{limit / 2**30:.2f} GiB; if you mean it, raise the limit with "
+            f"read_data(max_bytes=...) or the environment variable {MAX_READ_BYTES_ENV}"
+        )
+
+
+_MAGIC = {".npy": b"\x93NUMPY", ".npz": b"PK"}
+
+
+def _read_binary(source: Any, suffix: str, name: str, limit: int = MAX_READ_BYTES) -> Any:
+    """``.npy``, ``.npz`` or ``.mtx``; sparse matrices stay sparse (CSR), checked.
+
+    The size a file claims (its header) is checked against ``limit`` before it is read, and a
+    sparse matrix's index arrays before any scipy kernel reads them.
+    """
+    from bmfdsl.validation import check_sparse_structure, is_sparse
+
+    magic = _MAGIC.get(suffix)
+    if magic is not None and _peek(source, len(magic)) != magic:
+        raise InvalidMatrixError(
+            f"cannot read {name!r} as {suffix}: it is not a NumPy {suffix} file (its first "
+            "bytes are not the format's signature); give a file saved by numpy.save / "
+            "numpy.savez / scipy.sparse.save_npz, or a CSV/.mtx file with its own suffix"
+        )
     try:
         if suffix == ".npy":
+            _check_npy_header(source, name, limit)
             matrix = np.load(source, allow_pickle=False)
         elif suffix == ".npz":
-            matrix = _read_npz(source, name)
+            matrix = _read_npz(source, name, limit)
         else:
-            import scipy.io
-
-            matrix = scipy.io.mmread(source)
+            matrix = _read_mtx(source, name, limit)
     except InvalidMatrixError:
         raise
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as exc:
+        reason = str(exc)
+        if "allow_pickle" in reason:  # numpy's advice to unpickle is not ours to give
+            reason = "it holds Python objects (pickled data), which bmfdsl never loads"
         raise InvalidMatrixError(
-            f"cannot read {name!r} as {suffix}: the file is damaged or not in that format ({exc})"
+            f"cannot read {name!r} as {suffix}: the file is damaged or not in that format "
+            f"({reason}); save the matrix as a numeric array"
         ) from exc
-    if hasattr(matrix, "tocsr"):
+    if is_sparse(matrix):
+        check_sparse_structure(matrix, name=repr(name))
         matrix = matrix.tocsr()
     if matrix.ndim != 2:
         raise InvalidMatrixError(f"{name!r} holds a {matrix.ndim}-D array; a matrix is 2-D")
     return matrix
 
 
-def _read_npz(source: Any, name: str) -> Any:
+def _peek(source: Any, size: int) -> bytes:
+    if isinstance(source, io.BytesIO):
+        start = source.tell()
+        head = source.read(size)
+        source.seek(start)
+        return head
+    with Path(source).open("rb") as handle:
+        return handle.read(size)
+
+
+def _npy_bytes(handle: Any) -> int:
+    """The bytes the array behind a ``.npy`` header takes (shape x item size)."""
+    version = np.lib.format.read_magic(handle)
+    if version == (1, 0):
+        shape, _, dtype = np.lib.format.read_array_header_1_0(handle)
+    else:
+        shape, _, dtype = np.lib.format.read_array_header_2_0(handle)
+    return math.prod(int(size) for size in shape) * max(int(dtype.itemsize), 1)
+
+
+def _check_npy_header(source: Any, name: str, limit: int) -> None:
+    if isinstance(source, io.BytesIO):
+        size = _npy_bytes(source)
+        source.seek(0)
+    else:
+        with Path(source).open("rb") as handle:
+            size = _npy_bytes(handle)
+    _check_expansion(size, name, limit, "the shape and dtype in its header")
+
+
+def _read_mtx(source: Any, name: str, limit: int) -> Any:
+    import scipy.io
+
+    rows, columns, entries, layout, _, _ = scipy.io.mminfo(source)
+    if hasattr(source, "seek"):
+        source.seek(0)
+    if layout == "array":  # dense: every cell, as float64
+        size, what = rows * columns * 8, f"a dense {rows}x{columns} array"
+    else:  # coordinates: row, column and value of every entry, and the CSR copy
+        size, what = entries * 40, f"{entries} stored entries"
+    _check_expansion(size, name, limit, what)
+    return scipy.io.mmread(source)
+
+
+def _read_npz(source: Any, name: str, limit: int = MAX_READ_BYTES) -> Any:
     with np.load(source, allow_pickle=False) as archive:
         keys = set(archive.files)
+        expanded = 0
+        for member in archive.zip.namelist():
+            with archive.zip.open(member) as handle:
+                expanded += _npy_bytes(handle)
+        _check_expansion(expanded, name, limit, "the shapes and dtypes of its arrays")
         if {"data", "indices", "indptr", "shape", "format"} <= keys or {"row", "col"} <= keys:
             import scipy.sparse
 
@@ -306,16 +426,23 @@ def _read_delimited(
     sep: str | None,
 ) -> MatrixData:
     text = _decode_utf8(raw, name)
+    if "\r" in text:  # Windows (CR LF) and classic Mac (CR only) line endings
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     lines = [line.rstrip("\r") for line in text.split("\n", 40)[:40] if line.strip()][:20]
     if not lines:
         raise InvalidMatrixError(f"{name!r} is empty")
     delimiter = sep if sep is not None else _sniff_delimiter(lines[0])
     first = [cell.strip() for cell in _split(lines[0], delimiter)]
     index = _label_column(index_col, lines, delimiter)
+    if index is not None and index >= len(first):
+        raise InvalidParameterError(
+            f"index_col={index} is past the last column of {name!r} (it has {len(first)} "
+            f"columns: 0..{len(first) - 1}); give a column position, None or 'auto'"
+        )
     if header is None:
         header = _detect_header(first, index, name)
 
-    if delimiter is not None and '"' not in text:
+    if delimiter is not None:
         _check_rectangular(text, delimiter, name)
     frame = _parse_numbers(text, name, delimiter=delimiter, header=header, index=index)
     values = frame.to_numpy(dtype=np.float64)
@@ -356,9 +483,14 @@ def _label_column(
         labels_below = [_split(line, delimiter)[0].strip() for line in lines[1:]]
         is_label = [bool(label) and not _is_number(label) for label in labels_below]
         return 0 if is_label and all(is_label) else None
-    if index_col is None or isinstance(index_col, int):
-        return index_col
-    raise InvalidParameterError(f"index_col must be 'auto', None or an int; got {index_col!r}")
+    if index_col is None:
+        return None
+    flag = isinstance(index_col, bool | np.bool_)  # True is an int to Python, not a column
+    if isinstance(index_col, numbers.Integral) and not flag and int(index_col) >= 0:
+        return int(index_col)
+    raise InvalidParameterError(
+        f"index_col must be 'auto', None or a column position (0, 1, ...); got {index_col!r}"
+    )
 
 
 def _parse_numbers(
@@ -387,6 +519,9 @@ def _parse_numbers(
         if not pd.api.types.is_numeric_dtype(frame[column].dtype):
             numbers = pd.to_numeric(frame[column], errors="coerce")
             bad = frame[column].notna() & numbers.isna()
+            if not bad.any():  # numbers pandas kept as text, e.g. beyond 64-bit integers
+                frame[column] = numbers.astype(np.float64)
+                continue
             row = int(np.flatnonzero(bad.to_numpy())[0])
             line = row + 1 + int(bool(header))
             raise InvalidMatrixError(
@@ -424,8 +559,23 @@ def _detect_header(first: list[str], index: int | None, name: str) -> bool:
 
 
 def _check_rectangular(text: str, delimiter: str, name: str) -> None:
-    """Every non-blank line has as many fields as the first (pandas pads short lines)."""
-    counts = [line.count(delimiter) for line in text.splitlines() if line.strip()]
+    """Every non-blank line has as many fields as the first (pandas pads short lines).
+
+    Quoted cells may hold the delimiter: then the csv module counts the fields.
+
+    >>> _check_rectangular('"1",0,1\\n0,1\\n', ",", "a.csv")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bmfdsl.errors.InvalidMatrixError: 'a.csv' is ragged: non-blank line 2 has 2 fields, ...
+    """
+    if '"' in text:
+        try:
+            rows = csv.reader(io.StringIO(text), delimiter=delimiter)
+            counts = [len(row) - 1 for row in rows if any(cell.strip() for cell in row)]
+        except csv.Error as exc:
+            raise InvalidMatrixError(f"cannot parse {name!r}: {exc}") from exc
+    else:
+        counts = [line.count(delimiter) for line in text.splitlines() if line.strip()]
     width = counts[0]
     for number, count in enumerate(counts, start=1):
         if count != width:
@@ -437,6 +587,7 @@ def _check_rectangular(text: str, delimiter: str, name: str) -> None:
 
 def _narrow(values: np.ndarray) -> np.ndarray:
     """Whole-number values as int64 (so 0/1 text reads as integers), the rest as float."""
-    if np.isfinite(values).all() and (values == np.round(values)).all():
+    whole = np.isfinite(values).all() and (values == np.round(values)).all()
+    if whole and (np.abs(values) < _FLOAT64_EXACT).all():  # int64 holds them exactly
         return values.astype(np.int64)
     return values
