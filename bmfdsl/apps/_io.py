@@ -14,12 +14,14 @@ when its cells below the first row are not numbers (``index_col="auto"``). Empty
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import math
 import numbers
 import os
 import sys
+import tempfile
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -45,7 +47,7 @@ MAX_READ_BYTES_ENV = "BMFDSL_MAX_READ_BYTES"
 _FLOAT64_EXACT = 2**53
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class MatrixData:
     """A matrix read from a file, with what the file said about it.
 
@@ -72,6 +74,23 @@ class MatrixData:
     def missing(self) -> int:
         """The number of missing cells."""
         return 0 if self.mask is None else int(self.mask.size - self.mask.sum())
+
+    def __repr__(self) -> str:
+        """A one-line summary: labels and values of a large file do not flood a REPL.
+
+        >>> MatrixData(np.eye(2), row_labels=["a", "b"])
+        MatrixData(2x2 ndarray, row labels: 2, column labels: none, missing cells: 0)
+        """
+
+        def count(labels: list[str] | None) -> str:
+            return "none" if labels is None else str(len(labels))
+
+        rows, columns = self.shape
+        return (
+            f"{type(self).__name__}({rows}x{columns} {type(self.values).__name__}, "
+            f"row labels: {count(self.row_labels)}, column labels: "
+            f"{count(self.column_labels)}, missing cells: {self.missing})"
+        )
 
 
 def read_matrix(path: str | os.PathLike[str], *, binarize: float | None = None) -> np.ndarray:
@@ -211,23 +230,116 @@ def write_labelled(
     row_labels: Sequence[str] | None = None,
     column_labels: Sequence[str] | None = None,
     index_name: str = "",
+    escape_formulas: bool = False,
 ) -> Path:
     """Write a 2-D integer array as CSV, with a header and a label column when given.
 
+    Labels are written verbatim (quoted as CSV needs). A spreadsheet runs a cell that starts
+    with ``=``, ``+``, ``-`` or ``@`` as a formula: ``escape_formulas=True`` prefixes such
+    labels with ``'`` so that they open as text. The file is written atomically
+    (:func:`write_text_atomic`: never half a file, never through a symlink).
+
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "U.csv"
-    >>> _ = write_labelled(path, np.eye(2, dtype=int), row_labels=["a", "b"],
-    ...                    column_labels=["k0", "k1"], index_name="row")
+    >>> _ = write_labelled(path, np.eye(2, dtype=int), row_labels=["a", "=b"],
+    ...                    column_labels=["k0", "k1"], index_name="row", escape_formulas=True)
     >>> path.read_text().splitlines()
-    ['row,k0,k1', 'a,1,0', 'b,0,1']
+    ['row,k0,k1', 'a,1,0', "'=b,0,1"]
     """
     import pandas as pd
 
+    if escape_formulas:
+        row_labels = None if row_labels is None else [escape_formula(x) for x in row_labels]
+        column_labels = (
+            None if column_labels is None else [escape_formula(x) for x in column_labels]
+        )
+        index_name = escape_formula(index_name)
     path = Path(path)
     frame = pd.DataFrame(np.asarray(values), index=row_labels, columns=column_labels)
     frame.index.name = index_name or None
-    frame.to_csv(path, header=column_labels is not None, index=row_labels is not None)
+    text = frame.to_csv(header=column_labels is not None, index=row_labels is not None)
+    write_text_atomic(path, text)
     return path
+
+
+#: First characters that make a spreadsheet read a cell as a formula.
+FORMULA_STARTS = ("=", "+", "-", "@")
+
+
+def escape_formula(label: Any) -> str:
+    """``label`` as text, with ``'`` in front when a spreadsheet would run it as a formula.
+
+    >>> escape_formula("=HYPERLINK(1)"), escape_formula("gene-1"), escape_formula(3)
+    ("'=HYPERLINK(1)", 'gene-1', '3')
+    """
+    text = str(label)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def _umask() -> int:
+    """The process's file-creation mask (read without changing it where Linux allows)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)  # elsewhere: set and restore (no file is created in between)
+    os.umask(mask)
+    return mask
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename.
+
+    A crash leaves the old file or the new one, never half of one; a symlink at ``path`` is
+    replaced, never followed. The file gets the permissions any new file gets (the umask).
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "a.txt"
+    >>> write_text_atomic(path, "x"); path.read_text()
+    'x'
+    """
+    path = Path(path)
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "wb") as stream:
+            os.fchmod(stream.fileno(), 0o666 & ~_umask())  # mkstemp makes it 0600
+            stream.write(text.encode("utf-8"))
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)  # replaces a symlink itself, never its target
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def check_out_dir(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a folder that can be written to (created later, by the writer).
+
+    Checked before long work starts, so that a typo does not cost a solve: ``path`` must be
+    a folder or not exist yet, and the nearest existing folder on its way must be writable.
+
+    >>> import tempfile, pathlib
+    >>> check_out_dir(pathlib.Path(tempfile.mkdtemp()) / "new" / "dir").name
+    'dir'
+    """
+    out = Path(path)
+    existing = out
+    while not existing.exists() and existing != existing.parent:
+        if existing.is_symlink():  # a dangling link: mkdir would fail later
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InvalidParameterError(
+            f"cannot write results to {str(out)!r}: {str(existing)!r} is not a folder; "
+            "choose another output folder"
+        )
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InvalidParameterError(
+            f"cannot write results to {str(out)!r}: the folder {str(existing)!r} is not "
+            "writable; choose another output folder"
+        )
+    return out
 
 
 # --------------------------------------------------------------------------------------

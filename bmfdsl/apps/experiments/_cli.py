@@ -25,6 +25,7 @@ def _experiment(args: argparse.Namespace) -> int:
     names = list(EXPERIMENTS) if args.name == "all" else [args.name]
     if args.sizes and len(names) > 1:
         raise BmfdslError("--sizes applies to one table at a time; name the table")
+    failed = 0
     for name in names:
         records = run_experiment(
             name,
@@ -40,8 +41,20 @@ def _experiment(args: argparse.Namespace) -> int:
             progress=not (args.no_progress or getattr(args, "quiet", False)),
             command=_command_line(args),
         )
-        print(f"{name}: {len(records)} finished runs in {args.out}/{name}.jsonl")
+        failed += records.failed
+        failures = f", {records.failed} failed" if records.failed else ""
+        print(
+            f"{name}: {len(records)} of {records.planned} runs finished{failures} "
+            f"in {args.out}/{name}.jsonl"
+        )
     print(f"report: {write_report(args.out)}")
+    if failed:
+        print(
+            f"bmfdsl: error: {failed} run(s) failed; their messages are in the JSONL records "
+            "and the report; re-running the same command retries them",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
@@ -60,8 +73,9 @@ def _command_line(args: argparse.Namespace) -> str:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from bmfdsl.apps.experiments._report import render_report, write_report
+    from bmfdsl.apps.experiments._report import render_report, results_files, write_report
 
+    results_files(args.dir)  # a missing folder, or one without results, is an error
     if args.output == "-":
         sys.stdout.write(render_report(args.dir))
     else:
