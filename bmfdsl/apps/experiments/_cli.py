@@ -145,7 +145,8 @@ def _add_experiment_command(subparsers: Any) -> None:
     )
     where.add_argument(
         "--scheduler",
-        help="Dask scheduler address, e.g. tcp://host:8786 (default: local processes)",
+        help="Dask scheduler address, e.g. tcp://host:8786 (default: local processes); "
+        "the scheduler is trusted: Dask exchanges pickled code with it, so use only your own",
     )
     experiment.add_argument(
         "--data-dir",

@@ -234,7 +234,9 @@ def run_experiment(
         workers: local worker processes; ``1`` runs serially in this process; default the
             number of CPUs. Ignored when ``scheduler`` is given.
         scheduler: address of a Dask distributed scheduler (``tcp://host:8786``); the
-            workers need bmfdsl installed and the data folder at the same path.
+            workers need bmfdsl installed and the data folder at the same path. The
+            scheduler is trusted: Dask sends it pickled functions and unpickles what it
+            returns, so connect only to a cluster you control.
         data_dir: folder with ``mnist/``, ``leukemia/``, ``melanoma/``; default
             ``$BMFDSL_DATA_DIR``.
         seed: base seed of all runs.
