@@ -334,7 +334,8 @@ def _add_factorize_command(commands: Any) -> None:
         "--escape-formulas",
         action="store_true",
         help="prefix labels starting with = + - @ with ' in the CSV files, so that a "
-        "spreadsheet opens them as text, not formulas (default: labels verbatim)",
+        "spreadsheet opens them as text, e.g. =SUM(A1) is written as '=SUM(A1) "
+        "(default: labels verbatim)",
     )
     run.set_defaults(func=_factorize)
 
