@@ -408,13 +408,16 @@ def _read_binary(source: Any, suffix: str, name: str, limit: int = MAX_READ_BYTE
             matrix = _read_mtx(source, name, limit)
     except InvalidMatrixError:
         raise
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as exc:
+    except (OSError, ValueError, OverflowError, EOFError, zipfile.BadZipFile, KeyError) as exc:
         reason = str(exc)
         if "allow_pickle" in reason:  # numpy's advice to unpickle is not ours to give
-            reason = "it holds Python objects (pickled data), which bmfdsl never loads"
+            reason = (
+                "it holds Python objects (pickled data), which bmfdsl never loads; save the "
+                "matrix as a numeric array"
+            )
         raise InvalidMatrixError(
             f"cannot read {name!r} as {suffix}: the file is damaged or not in that format "
-            f"({reason}); save the matrix as a numeric array"
+            f"({reason})"
         ) from exc
     if is_sparse(matrix):
         check_sparse_structure(matrix, name=repr(name))
@@ -457,13 +460,14 @@ def _check_npy_header(source: Any, name: str, limit: int) -> None:
 def _read_mtx(source: Any, name: str, limit: int) -> Any:
     import scipy.io
 
-    rows, columns, entries, layout, _, _ = scipy.io.mminfo(source)
+    rows, columns, entries, layout, _, symmetry = scipy.io.mminfo(source)
     if hasattr(source, "seek"):
         source.seek(0)
     if layout == "array":  # dense: every cell, as float64
         size, what = rows * columns * 8, f"a dense {rows}x{columns} array"
     else:  # coordinates: row, column and value of every entry, and the CSR copy
-        size, what = entries * 40, f"{entries} stored entries"
+        mirrored = 1 if symmetry == "general" else 2  # a symmetric file stores one triangle
+        size, what = entries * 40 * mirrored, f"{entries} stored entries"
     _check_expansion(size, name, limit, what)
     return scipy.io.mmread(source)
 
