@@ -245,6 +245,10 @@ def test_item6_experiment_checks_the_data_folder_before_any_run(tmp_path, monkey
     assert status == 1
     assert "table5 needs the mnist data" in capsys.readouterr().err
     assert not (out / "table5.jsonl").exists()  # no failed records, one per run, as before
+    # `all` checks every table's data before table1's first run
+    status = main(["experiment", "all", "--data-dir", str(tmp_path / "none"), "--out", str(out)])
+    assert status == 1 and "needs the mnist data" in capsys.readouterr().err
+    assert not out.exists() or list(out.glob("*.jsonl")) == []
 
 
 # --------------------------------------------------------------------------------------

@@ -20,11 +20,13 @@ from bmfdsl.errors import BmfdslError
 
 def _experiment(args: argparse.Namespace) -> int:
     from bmfdsl.apps.experiments._report import write_report
-    from bmfdsl.apps.experiments._scheduling import run_experiment
+    from bmfdsl.apps.experiments._scheduling import check_experiment_data, run_experiment
 
     names = list(EXPERIMENTS) if args.name == "all" else [args.name]
     if args.sizes and len(names) > 1:
         raise BmfdslError("--sizes applies to one table at a time; name the table")
+    for name in names:  # every table's data before the first run of any
+        check_experiment_data(name, sizes=args.sizes, data_dir=args.data_dir)
     failed = 0
     for name in names:
         records = run_experiment(

@@ -55,6 +55,32 @@ class RunRecords(list[dict[str, Any]]):
         self.failed = failed
 
 
+def _data_dir_text(data_dir: str | os.PathLike[str] | None) -> str | None:
+    """The data folder as an absolute path (workers may run elsewhere), or ``None``."""
+    if data_dir is None and os.environ.get("BMFDSL_DATA_DIR"):
+        data_dir = os.environ["BMFDSL_DATA_DIR"]
+    return None if data_dir is None else str(Path(data_dir).resolve())
+
+
+def check_experiment_data(
+    name: str,
+    *,
+    sizes: Sequence[Any] | None = None,
+    data_dir: str | os.PathLike[str] | None = None,
+) -> None:
+    """Fail now when the data an experiment needs cannot be read (``experiment all`` checks
+    every table before the first run; :func:`run_experiment` checks its own).
+
+    >>> check_experiment_data("table2")  # synthetic data: nothing to read
+    """
+    experiment = get_experiment(name)
+    folder = _data_dir_text(data_dir)
+    one_per_instance = plan_runs(
+        experiment, sizes=sizes, ranks=[1], trials=1, methods=["-"], data_dir=folder
+    )
+    _check_data(experiment, one_per_instance)
+
+
 def _check_data(experiment: Experiment, tasks: Sequence[RunTask]) -> None:
     """Load each data set the runs need once, before any run: a missing folder is one error.
 
@@ -254,9 +280,7 @@ def run_experiment(
     """
     experiment = get_experiment(name)
     resolved = resolve_methods(methods, method_table, defaults=experiment.default_methods)
-    if data_dir is None and os.environ.get("BMFDSL_DATA_DIR"):
-        data_dir = os.environ["BMFDSL_DATA_DIR"]
-    data_text = None if data_dir is None else str(Path(data_dir).resolve())
+    data_text = _data_dir_text(data_dir)
     tasks = plan_runs(
         experiment,
         sizes=sizes,
