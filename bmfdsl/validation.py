@@ -129,7 +129,12 @@ def check_sparse_binary_matrix(A: Any, *, name: str = "A") -> Any:
     if not (np.issubdtype(A.dtype, np.number) or A.dtype == bool):
         raise InvalidMatrixError(f"{name} must be numeric 0/1; got dtype {A.dtype}")
     check_sparse_structure(A, name=name)  # before any scipy kernel reads the index arrays
-    csr = A.tocsr()  # the same object when A is CSR already
+    try:
+        csr = A.tocsr()  # the same object when A is CSR already
+    except (ValueError, IndexError, TypeError) as exc:  # LIL or DOK whose lists disagree
+        raise InvalidMatrixError(f"{name} is a damaged sparse matrix: {exc}") from exc
+    if csr is not A:  # LIL and DOK hold indices in Python lists: check what they became
+        check_sparse_structure(csr, name=name)
     if not csr.has_canonical_format:
         csr = csr.copy()  # sum_duplicates works in place: never on the caller's matrix
         csr.sum_duplicates()
@@ -168,8 +173,9 @@ def check_sparse_structure(A: Any, *, name: str = "A") -> None:
     index outside the shape, or an ``indptr`` that is not a running count, makes them read or
     write outside memory. Every sparse input is checked here before any kernel touches it:
     CSR, CSC and BSR (what ``check_format(full_check=True)`` checks, without modifying the
-    caller's object) and COO (every coordinate inside the shape). Other formats (DIA, LIL,
-    DOK) are converted by Python code that checks its own indices.
+    caller's object), COO (every coordinate inside the shape), DIA (one row of data per
+    offset) and LIL (as many values as column indices in each row; the column indices are
+    checked in the CSR copy, as DOK's).
 
     >>> import scipy.sparse
     >>> check_sparse_structure(scipy.sparse.eye(2, format="csr"))
@@ -199,6 +205,26 @@ def check_sparse_structure(A: Any, *, name: str = "A") -> None:
                     f"{damaged}: {label} has {coordinate.size} entries and data {data.size}{advice}"
                 )
             _indices_within(coordinate, size, label, damaged, advice)
+        return
+    if layout == "DIA":
+        offsets = _index_array(A.offsets, "offsets", damaged, advice)
+        data = np.asarray(A.data)
+        if data.ndim != 2 or data.shape[0] != offsets.size:
+            raise InvalidMatrixError(
+                f"{damaged}: data must hold one row per offset ({offsets.size}); got shape "
+                f"{data.shape}{advice}"
+            )
+        return
+    if layout == "LIL":  # Python lists, converted by a kernel that trusts their lengths
+        rows, values = A.rows, A.data
+        if len(rows) != shape[0] or len(values) != shape[0]:
+            raise InvalidMatrixError(f"{damaged}: rows and data must have {shape[0]} lists{advice}")
+        for row, (columns, entries) in enumerate(zip(rows, values, strict=True)):
+            if len(columns) != len(entries):
+                raise InvalidMatrixError(
+                    f"{damaged}: row {row} has {len(columns)} column indices and "
+                    f"{len(entries)} values{advice}"
+                )
         return
     if layout not in ("CSR", "CSC", "BSR"):
         return

@@ -84,7 +84,9 @@ def test_item1_crafted_csr_is_refused(tmp_path):
     assert "bmfdsl: error:" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_item1_structure_check_covers_csc_coo_and_bsr():
+def test_item1_structure_check_covers_csc_coo_bsr_dia_and_lil():
+    from bmfdsl import factorize
+
     good = scipy.sparse.random(5, 4, density=0.5, random_state=0, format="csr")
     for layout in ("csr", "csc", "coo", "bsr"):
         check_sparse_structure(good.asformat(layout))  # a well-formed matrix passes
@@ -98,6 +100,19 @@ def test_item1_structure_check_covers_csc_coo_and_bsr():
     for bad in (csc, coo, bsr):
         with pytest.raises(InvalidMatrixError, match="damaged sparse"):
             check_sparse_structure(bad)
+    dia = scipy.sparse.dia_array((np.ones((2, 4)), [0, 1]), shape=(4, 4))
+    dia.data = np.ones((1, 4))  # one row of values for two diagonals
+    lil = scipy.sparse.lil_array((3, 3))
+    lil[0, 0] = 1
+    lil.rows[0] = [0, 1]  # two columns, one value
+    for bad in (dia, lil):
+        with pytest.raises(InvalidMatrixError, match="damaged sparse"):
+            factorize(bad, 1)
+    lil.rows[0], lil.data[0] = [7], [1.0]  # consistent lists, a column outside the shape
+    with pytest.raises(InvalidMatrixError, match="indices holds 7"):
+        factorize(lil, 1)
+    with pytest.raises(InvalidMatrixError, match="indices holds 7"):
+        BinaryMatrixFactorization(1).fit(lil)
     short = scipy.sparse.csr_matrix(good)
     short.indptr = short.indptr[:-1]
     with pytest.raises(InvalidMatrixError, match="indptr has 5 entries"):

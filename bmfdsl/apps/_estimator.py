@@ -117,6 +117,9 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
 
         if is_sparse(X):  # scikit-learn's checks convert formats: kernels that trust indices
             check_sparse_structure(X, name="X")
+            if X.format not in ("csr", "csc", "coo"):  # LIL, DOK: indices in Python lists
+                X = X.tocsr()
+                check_sparse_structure(X, name="X")
         try:
             X = validate_data(self, X, reset=reset, accept_sparse=("csr", "csc", "coo"))
         except ValueError as exc:  # the same message, as our typed error
