@@ -25,7 +25,7 @@ def _experiment(args: argparse.Namespace) -> int:
     names = list(EXPERIMENTS) if args.name == "all" else [args.name]
     if args.sizes and len(names) > 1:
         raise BmfdslError("--sizes applies to one table at a time; name the table")
-    for name in names:  # every table's data before the first run of any
+    for name in names if args.scheduler is None else []:  # a cluster's data is its own
         check_experiment_data(name, sizes=args.sizes, data_dir=args.data_dir)
     failed = 0
     for name in names:

@@ -276,7 +276,7 @@ def run_experiment(
 
     Raises:
         InvalidParameterError: bad settings, or a data set the runs need cannot be read
-            (checked before any run starts).
+            (checked before any run starts, on this machine: not with ``scheduler``).
     """
     experiment = get_experiment(name)
     resolved = resolve_methods(methods, method_table, defaults=experiment.default_methods)
@@ -292,7 +292,8 @@ def run_experiment(
     )
     if workers is not None and (isinstance(workers, bool) or workers < 1):
         raise InvalidParameterError(f"workers must be a positive integer; got {workers!r}")
-    _check_data(experiment, tasks)
+    if scheduler is None:  # a cluster's workers may hold data this machine does not
+        _check_data(experiment, tasks)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with lock_out_dir(out):  # one runner per folder: two would compute every run twice
