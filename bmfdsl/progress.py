@@ -52,7 +52,9 @@ def activity(description: str, *, enabled: bool | None = None, delay: float = 2.
 
     def tick() -> None:  # the work itself never calls back often enough to move a clock
         while not done.wait(0.5):
-            bar.refresh()
+            # update(0) redraws only after ``delay`` and notes that it drew: refresh() did
+            # neither, so the line showed at once and close() thought there was none to clear
+            bar.update(0)
 
     ticker = threading.Thread(target=tick, daemon=True)
     ticker.start()

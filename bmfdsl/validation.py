@@ -18,6 +18,7 @@ __all__ = [
     "check_random_state",
     "check_rank",
     "check_sparse_binary_matrix",
+    "check_sparse_structure",
     "is_sparse",
 ]
 
@@ -127,7 +128,13 @@ def check_sparse_binary_matrix(A: Any, *, name: str = "A") -> Any:
         raise InvalidMatrixError(f"{name} is empty (shape {shape}); give at least 1x1")
     if not (np.issubdtype(A.dtype, np.number) or A.dtype == bool):
         raise InvalidMatrixError(f"{name} must be numeric 0/1; got dtype {A.dtype}")
-    csr = A.tocsr()  # the same object when A is CSR already
+    check_sparse_structure(A, name=name)  # before any scipy kernel reads the index arrays
+    try:
+        csr = A.tocsr()  # the same object when A is CSR already
+    except (ValueError, IndexError, TypeError) as exc:  # LIL or DOK whose lists disagree
+        raise InvalidMatrixError(f"{name} is a damaged sparse matrix: {exc}") from exc
+    if csr is not A:  # LIL and DOK hold indices in Python lists: check what they became
+        check_sparse_structure(csr, name=name)
     if not csr.has_canonical_format:
         csr = csr.copy()  # sum_duplicates works in place: never on the caller's matrix
         csr.sum_duplicates()
@@ -157,6 +164,132 @@ def check_sparse_binary_matrix(A: Any, *, name: str = "A") -> Any:
     reuse = values.dtype == np.int8 and indices is csr.indices  # int8 ones already
     ones = values if reuse else np.ones(indices.size, dtype=np.int8)
     return scipy.sparse.csr_array((ones, indices, indptr), shape=shape, copy=False)
+
+
+def check_sparse_structure(A: Any, *, name: str = "A") -> None:
+    """Refuse a scipy sparse matrix whose index arrays contradict its shape, in ``O(nnz)``.
+
+    scipy's compiled kernels (``tocsr``, ``toarray``, products) trust the index arrays: an
+    index outside the shape, or an ``indptr`` that is not a running count, makes them read or
+    write outside memory. Every sparse input is checked here before any kernel touches it:
+    CSR, CSC and BSR (what ``check_format(full_check=True)`` checks, without modifying the
+    caller's object), COO (every coordinate inside the shape), DIA (one row of data per
+    offset) and LIL (as many values as column indices in each row; the column indices are
+    checked in the CSR copy, as DOK's).
+
+    >>> import scipy.sparse
+    >>> check_sparse_structure(scipy.sparse.eye(2, format="csr"))
+    >>> bad = scipy.sparse.csr_array(([1.0], [0], [0, 1]), shape=(1, 2))
+    >>> bad.indices[0] = 7  # what a crafted file or a buggy caller can do
+    >>> check_sparse_structure(bad)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bmfdsl.errors.InvalidMatrixError: A is a damaged sparse CSR matrix: indices holds 7, ...
+    """
+    layout = str(getattr(A, "format", "")).upper()
+    shape = tuple(int(size) for size in A.shape)
+    damaged = f"{name} is a damaged sparse {layout} matrix"
+    advice = "; rebuild it (e.g. scipy.sparse.csr_array(dense)) or check how it was made"
+    if layout == "COO":
+        coords = A.coords if hasattr(A, "coords") else (A.row, A.col)
+        data = _structure_array(A.data, "data", damaged, advice)
+        if len(coords) != len(shape):
+            raise InvalidMatrixError(
+                f"{damaged}: {len(coords)} coordinate arrays for a {len(shape)}-D shape{advice}"
+            )
+        for axis, (coordinate, size) in enumerate(zip(coords, shape, strict=True)):
+            label = ("row", "col")[axis] if axis < 2 else f"coords[{axis}]"
+            coordinate = _index_array(coordinate, label, damaged, advice)
+            if coordinate.size != data.size:
+                raise InvalidMatrixError(
+                    f"{damaged}: {label} has {coordinate.size} entries and data {data.size}{advice}"
+                )
+            _indices_within(coordinate, size, label, damaged, advice)
+        return
+    if layout == "DIA":
+        offsets = _index_array(A.offsets, "offsets", damaged, advice)
+        data = np.asarray(A.data)
+        if data.ndim != 2 or data.shape[0] != offsets.size:
+            raise InvalidMatrixError(
+                f"{damaged}: data must hold one row per offset ({offsets.size}); got shape "
+                f"{data.shape}{advice}"
+            )
+        return
+    if layout == "LIL":  # Python lists, converted by a kernel that trusts their lengths
+        rows, values = A.rows, A.data
+        if len(rows) != shape[0] or len(values) != shape[0]:
+            raise InvalidMatrixError(f"{damaged}: rows and data must have {shape[0]} lists{advice}")
+        for row, (columns, entries) in enumerate(zip(rows, values, strict=True)):
+            if len(columns) != len(entries):
+                raise InvalidMatrixError(
+                    f"{damaged}: row {row} has {len(columns)} column indices and "
+                    f"{len(entries)} values{advice}"
+                )
+        return
+    if layout not in ("CSR", "CSC", "BSR"):
+        return
+    indptr = _index_array(A.indptr, "indptr", damaged, advice)
+    indices = _index_array(A.indices, "indices", damaged, advice)
+    data = np.asarray(A.data)
+    rows, columns = 1, 1  # block shape
+    if layout == "BSR":
+        if data.ndim != 3:
+            raise InvalidMatrixError(f"{damaged}: data must be 3-D (blocks); got {data.ndim}-D")
+        rows, columns = int(data.shape[1]), int(data.shape[2])
+        if rows < 1 or columns < 1 or shape[0] % rows or shape[1] % columns:
+            raise InvalidMatrixError(
+                f"{damaged}: blocks of {rows}x{columns} do not tile the shape {shape}{advice}"
+            )
+    elif data.ndim != 1:
+        raise InvalidMatrixError(f"{damaged}: data must be 1-D; got {data.ndim}-D{advice}")
+    major, minor = (shape[0] // rows, shape[1] // columns)
+    if layout == "CSC":
+        major, minor = minor, major
+    if indptr.size != major + 1:
+        raise InvalidMatrixError(
+            f"{damaged}: indptr has {indptr.size} entries; a {shape[0]}x{shape[1]} {layout} "
+            f"matrix needs {major + 1}{advice}"
+        )
+    if indices.size != data.shape[0]:
+        raise InvalidMatrixError(
+            f"{damaged}: indices has {indices.size} entries and data {data.shape[0]}{advice}"
+        )
+    stored = int(indptr[-1])
+    if int(indptr[0]) != 0 or not 0 <= stored <= indices.size:
+        raise InvalidMatrixError(
+            f"{damaged}: indptr must run from 0 to at most {indices.size} (the stored "
+            f"entries); it runs from {int(indptr[0])} to {stored}{advice}"
+        )
+    if indptr.size > 1 and (np.diff(indptr) < 0).any():
+        raise InvalidMatrixError(f"{damaged}: indptr decreases somewhere{advice}")
+    _indices_within(indices[:stored], minor, "indices", damaged, advice)
+
+
+def _structure_array(values: Any, label: str, damaged: str, advice: str) -> np.ndarray:
+    array = np.asarray(values)
+    if array.ndim != 1:
+        raise InvalidMatrixError(f"{damaged}: {label} must be 1-D; got {array.ndim}-D{advice}")
+    return array
+
+
+def _index_array(values: Any, label: str, damaged: str, advice: str) -> np.ndarray:
+    array = _structure_array(values, label, damaged, advice)
+    if array.dtype == bool or not np.issubdtype(array.dtype, np.integer):
+        raise InvalidMatrixError(
+            f"{damaged}: {label} must hold integers; got dtype {array.dtype}{advice}"
+        )
+    return array
+
+
+def _indices_within(indices: np.ndarray, size: int, label: str, damaged: str, advice: str) -> None:
+    if not indices.size:
+        return
+    low, high = int(indices.min()), int(indices.max())
+    if low < 0 or high >= size:
+        outside = low if low < 0 else high
+        raise InvalidMatrixError(
+            f"{damaged}: {label} holds {outside}, outside 0..{size - 1}{advice}"
+        )
 
 
 def check_mask(mask: Any, shape: tuple[int, int]) -> np.ndarray:

@@ -228,7 +228,7 @@ def test_two_sided_binarization_keeps_missing_cells_and_the_summary_reports_drop
     argv = ["factorize", str(source), "-r", "1", "--header-rows", "2", "--seed", "0"]
     assert main([*argv, "--binarize", "1/2:1.5", "--drop-empty", "--out", str(tmp_path / "o")]) == 0
     out = capsys.readouterr().out
-    assert "1 missing cells" in out and "dropped all-zero 1 row (g1) and 0 columns" in out
+    assert "1 missing cell ignored" in out and "dropped all-zero 1 row (g1) and 0 columns" in out
     report = json.loads((tmp_path / "o" / "report.json").read_text())
     assert report["dropped"] == {"rows": ["g1"], "columns": []} and report["missing_cells"] == 1
 

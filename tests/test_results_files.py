@@ -11,6 +11,7 @@ import textwrap
 import numpy as np
 import pytest
 
+from bmfdsl.apps._io import write_text_atomic
 from bmfdsl.apps.experiments import run_experiment
 from bmfdsl.apps.experiments._records import (
     LOCK_NAME,
@@ -18,7 +19,6 @@ from bmfdsl.apps.experiments._records import (
     ResultsPathError,
     lock_out_dir,
     read_records,
-    write_text_atomic,
 )
 from bmfdsl.apps.experiments._report import render_report, write_report
 from bmfdsl.apps.experiments._runner import results_path

@@ -110,6 +110,17 @@ def _image_shape(value: str) -> tuple[int, int]:
     return shape
 
 
+def _seed(value: str) -> int:
+    """``--seed``: numpy seeds are non-negative integers."""
+    try:
+        seed = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {value!r}") from None
+    if seed < 0:
+        raise argparse.ArgumentTypeError(f"a seed is a non-negative integer, got {value!r}")
+    return seed
+
+
 def _index_col(value: str) -> int | str | None:
     if value in ("auto", "none"):
         return None if value == "none" else "auto"
@@ -173,9 +184,12 @@ def read_input(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def _factorize(args: argparse.Namespace) -> int:
+    from bmfdsl.apps._io import check_out_dir
     from bmfdsl.pipeline import factorize
     from bmfdsl.progress import activity
 
+    if args.out is not None:  # before the solve: a bad folder must not cost one
+        check_out_dir(args.out)
     data, dropped = read_input(args)
     if args.plot is not None:  # refuse a picture too large to draw before solving, not after
         from bmfdsl.apps._plots import check_drawable
@@ -213,10 +227,8 @@ def _factorize(args: argparse.Namespace) -> int:
     summary = (
         f"{data.shape[0]}x{data.shape[1]}, rank {args.rank}: error {result.error} "
         f"(relative {result.relative_error:.4f}) in {result.info['timings']['total']:.2f} s, "
-        f"{quality}"
+        f"{quality}{_summary_notes(data, result)}"
     )
-    if data.missing:
-        summary += f"; {data.missing} missing cells (only observed cells count)"
     if dropped is not None:
         summary += f"; {dropped.describe()}"
     pictures = _write_plots(args, data, result) if args.plot is not None else []
@@ -248,13 +260,25 @@ def _write_plots(args: argparse.Namespace, data: Any, result: Any) -> list[Path]
     return written
 
 
+def _summary_notes(data: Any, result: Any) -> str:
+    """What the summary line must not leave out: ignored cells, a certificate not tried."""
+    notes = []
+    if data.missing:
+        notes.append(f"{data.missing} missing cell{'s' if data.missing != 1 else ''} ignored")
+    certify = result.info.get("certify") or {}
+    if certify.get("status") == "skipped":
+        notes.append(f"certify skipped: {certify.get('reason', 'no reason given')}")
+    return "".join(f", {note}" for note in notes)
+
+
 def _write_outputs(
     out: Path, args: argparse.Namespace, data: Any, result: Any, dropped: Any
 ) -> list[Path]:
     from bmfdsl.apps._clusters import clusters_from_factor
-    from bmfdsl.apps._io import write_labelled
+    from bmfdsl.apps._io import write_labelled, write_text_atomic
 
     out.mkdir(parents=True, exist_ok=True)
+    escape = args.escape_formulas
     components = [f"k{k}" for k in range(result.U.shape[1])]
     labelled = data.row_labels is not None or data.column_labels is not None
     header = components if labelled else None
@@ -262,10 +286,20 @@ def _write_outputs(
     columns = data.column_labels
     written = [
         write_labelled(
-            out / "U.csv", result.U, row_labels=rows, column_labels=header, index_name="row"
+            out / "U.csv",
+            result.U,
+            row_labels=rows,
+            column_labels=header,
+            index_name="row",
+            escape_formulas=escape,
         ),
         write_labelled(
-            out / "V.csv", result.V, row_labels=columns, column_labels=header, index_name="column"
+            out / "V.csv",
+            result.V,
+            row_labels=columns,
+            column_labels=header,
+            index_name="column",
+            escape_formulas=escape,
         ),
     ]
     if args.one_hot is not None:
@@ -281,6 +315,7 @@ def _write_outputs(
                 row_labels=names,
                 column_labels=["cluster"],
                 index_name=kind,
+                escape_formulas=escape,
             )
         )
     report = {
@@ -300,7 +335,7 @@ def _write_outputs(
         "certified_optimal": result.certified_optimal,
         "info": result.info,
     }
-    (out / "report.json").write_text(json.dumps(report, indent=2, default=str))
+    write_text_atomic(out / "report.json", json.dumps(report, indent=2, default=str))
     return [*written, out / "report.json"]
 
 
@@ -397,7 +432,15 @@ def _add_factorize_command(commands: Any) -> None:
         default=None,
         metavar="DIR",
         help="write U.csv, V.csv (labelled when the input is), report.json and with --one-hot "
-        "clusters.csv here, e.g. result/ (default: print a summary, write nothing)",
+        "clusters.csv here, e.g. result/ (default: print a summary, write nothing); labels "
+        "are written verbatim",
+    )
+    run.add_argument(
+        "--escape-formulas",
+        action="store_true",
+        help="prefix labels starting with = + - @ with ' in the CSV files, so that a "
+        "spreadsheet opens them as text, e.g. =SUM(A1) is written as '=SUM(A1) "
+        "(default: labels verbatim)",
     )
     run.add_argument(
         "--plot",
@@ -474,7 +517,7 @@ def _add_solver_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--no-als", action="store_true", help="skip the ALS polish (default: polish)")
     run.add_argument(
         "--seed",
-        type=int,
+        type=_seed,
         default=None,
         help="seed for every random choice, e.g. 0 (default: fresh entropy)",
     )

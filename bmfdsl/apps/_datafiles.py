@@ -330,7 +330,7 @@ def expression_ones(
     return observed & ((matrix <= kappa * c1) | (matrix >= kappa * c2))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class GeneExpressionData:
     """A binarised gene-expression matrix with its names and known sample classes.
 
@@ -353,6 +353,21 @@ class GeneExpressionData:
     def labels(self) -> tuple[str, ...]:
         """The main class labels of the samples."""
         return next(iter(self.classes.values()))
+
+    def __repr__(self) -> str:
+        """A one-line summary (the full fields run to tens of thousands of characters).
+
+        >>> GeneExpressionData(np.ones((2, 3), dtype=np.int8), ("g1", "g2"), ("a", "b", "c"),
+        ...                    {"type": ("x", "x", "y")}, (4, 3))  # doctest: +ELLIPSIS
+        GeneExpressionData(matrix: 2x3 (6 ones), genes: 2, samples: 3, classes: ['type'], ...)
+        """
+        rows, columns = self.matrix.shape
+        return (
+            f"{type(self).__name__}(matrix: {rows}x{columns} "
+            f"({int(np.count_nonzero(self.matrix))} ones), genes: {len(self.genes)}, "
+            f"samples: {len(self.samples)}, classes: {list(self.classes)}, "
+            f"raw_shape: {tuple(self.raw_shape)})"
+        )
 
 
 def _without_zero_rows(

@@ -112,7 +112,11 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
         A dense ``int8`` array, or for sparse ``X`` a CSR ``int8`` pattern (never densified,
         except by ``binarize <= 0``, which turns every implicit zero into a 1).
         """
-        from bmfdsl.validation import check_binary_matrix, check_sparse_binary_matrix
+        from bmfdsl.validation import (
+            check_binary_matrix,
+            check_sparse_binary_matrix,
+            check_sparse_structure,
+        )
 
         if is_dask_array(X):  # scikit-learn's input checks load it whole
             warnings.warn(
@@ -122,6 +126,11 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
                 PerformanceWarning,
                 stacklevel=3,
             )
+        if is_sparse(X):  # scikit-learn's checks convert formats: kernels that trust indices
+            check_sparse_structure(X, name="X")
+            if X.format not in ("csr", "csc", "coo"):  # LIL, DOK: indices in Python lists
+                X = X.tocsr()
+                check_sparse_structure(X, name="X")
         try:
             X = validate_data(self, X, reset=reset, accept_sparse=("csr", "csc", "coo"))
         except ValueError as exc:  # the same message, as our typed error

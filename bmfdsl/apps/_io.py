@@ -14,12 +14,14 @@ when its cells below the first row are not numbers (``index_col="auto"``). Empty
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import math
 import numbers
 import os
 import sys
+import tempfile
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,6 +37,14 @@ TEXT_SUFFIXES = (".csv", ".tsv", ".txt", ".dat")
 #: Bytes inspected for binary junk (a NUL byte) before any parsing starts.
 _SNIFF_BYTES = 64 * 1024
 _DELIMITERS = ("\t", ",", ";", "|")
+#: The most memory a binary file (``.npy``, ``.npz``, ``.mtx``) may expand to, from what its
+#: header says (shape x item size, or stored entries), checked before anything is allocated:
+#: a few compressed megabytes can claim gigabytes. Raise it with ``read_data(max_bytes=...)``
+#: or, for the command line, the environment variable :data:`MAX_READ_BYTES_ENV`.
+MAX_READ_BYTES = 2 * 2**30
+MAX_READ_BYTES_ENV = "BMFDSL_MAX_READ_BYTES"
+#: Integers are exact in float64 below this; text cells above it stay floats.
+_FLOAT64_EXACT = 2**53
 
 
 @dataclass(frozen=True)
@@ -71,7 +81,7 @@ class TwoSidedThreshold:
             )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class MatrixData:
     """A matrix read from a file, with what the file said about it.
 
@@ -98,6 +108,23 @@ class MatrixData:
     def missing(self) -> int:
         """The number of missing cells."""
         return 0 if self.mask is None else int(self.mask.size - self.mask.sum())
+
+    def __repr__(self) -> str:
+        """A one-line summary: labels and values of a large file do not flood a REPL.
+
+        >>> MatrixData(np.eye(2), row_labels=["a", "b"])
+        MatrixData(2x2 ndarray, row labels: 2, column labels: none, missing cells: 0)
+        """
+
+        def count(labels: list[str] | None) -> str:
+            return "none" if labels is None else str(len(labels))
+
+        rows, columns = self.shape
+        return (
+            f"{type(self).__name__}({rows}x{columns} {type(self.values).__name__}, "
+            f"row labels: {count(self.row_labels)}, column labels: "
+            f"{count(self.column_labels)}, missing cells: {self.missing})"
+        )
 
 
 def read_matrix(path: str | os.PathLike[str], *, binarize: float | None = None) -> np.ndarray:
@@ -131,6 +158,7 @@ def read_data(
     index_col: int | str | None = "auto",
     delimiter: str | None = None,
     header_rows: int = 1,
+    max_bytes: int | None = None,
 ) -> MatrixData:
     """Read a matrix with its labels and missing-data mask (see the module docstring).
 
@@ -146,6 +174,9 @@ def read_data(
         index_col: ``"auto"`` (labels in the first column when it is not numeric), ``None``
             (no row labels) or the position of the label column.
         delimiter: the field separator of delimited text; ``None`` sniffs it.
+        max_bytes: the most memory a binary file may expand to, judged from its header
+            before reading (``None``: :data:`MAX_READ_BYTES`, or the environment variable
+            ``BMFDSL_MAX_READ_BYTES`` when set).
 
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "a.csv"
@@ -167,6 +198,16 @@ def read_data(
         if header is False:
             raise InvalidParameterError("header_rows > 1 says there is a header; drop header=False")
         header = True
+    if not isinstance(path, str | os.PathLike):
+        raise InvalidParameterError(
+            f"path must be a file path (str or os.PathLike) or '-' for standard input; "
+            f"got {type(path).__name__} {path!r:.40}"
+        )
+    if header is not None and not isinstance(header, bool | np.bool_):
+        raise InvalidParameterError(
+            f"header must be None (detect it), True or False; got {header!r:.40}"
+        )
+    limit = _read_limit(max_bytes)
     name = _name(path)
     if str(path) == "-":
         raw = sys.stdin.buffer.read()
@@ -174,6 +215,11 @@ def read_data(
         source: Any = io.BytesIO(raw)
     else:
         file = Path(path)
+        if file.is_dir():
+            raise InvalidParameterError(
+                f"{str(file)!r} is a folder; give one matrix file in it "
+                f"({', '.join(SUPPORTED_SUFFIXES)})"
+            )
         if not file.is_file():
             raise FileNotFoundError(f"no such file: {str(file)!r}")
         suffix = file.suffix.lower()
@@ -195,7 +241,7 @@ def read_data(
             raw, name, header=header, index_col=index_col, sep=delimiter, header_rows=header_rows
         )
     else:
-        data = MatrixData(_read_binary(source, suffix, name))
+        data = MatrixData(_read_binary(source, suffix, name, limit))
     return data if binarize is None else binarize_values(data, binarize)
 
 
@@ -367,23 +413,116 @@ def write_labelled(
     row_labels: Sequence[str] | None = None,
     column_labels: Sequence[str] | None = None,
     index_name: str = "",
+    escape_formulas: bool = False,
 ) -> Path:
     """Write a 2-D integer array as CSV, with a header and a label column when given.
 
+    Labels are written verbatim (quoted as CSV needs). A spreadsheet runs a cell that starts
+    with ``=``, ``+``, ``-`` or ``@`` as a formula: ``escape_formulas=True`` prefixes such
+    labels with ``'`` so that they open as text. The file is written atomically
+    (:func:`write_text_atomic`: never half a file, never through a symlink).
+
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "U.csv"
-    >>> _ = write_labelled(path, np.eye(2, dtype=int), row_labels=["a", "b"],
-    ...                    column_labels=["k0", "k1"], index_name="row")
+    >>> _ = write_labelled(path, np.eye(2, dtype=int), row_labels=["a", "=b"],
+    ...                    column_labels=["k0", "k1"], index_name="row", escape_formulas=True)
     >>> path.read_text().splitlines()
-    ['row,k0,k1', 'a,1,0', 'b,0,1']
+    ['row,k0,k1', 'a,1,0', "'=b,0,1"]
     """
     import pandas as pd
 
+    if escape_formulas:
+        row_labels = None if row_labels is None else [escape_formula(x) for x in row_labels]
+        column_labels = (
+            None if column_labels is None else [escape_formula(x) for x in column_labels]
+        )
+        index_name = escape_formula(index_name)
     path = Path(path)
     frame = pd.DataFrame(np.asarray(values), index=row_labels, columns=column_labels)
     frame.index.name = index_name or None
-    frame.to_csv(path, header=column_labels is not None, index=row_labels is not None)
+    text = frame.to_csv(header=column_labels is not None, index=row_labels is not None)
+    write_text_atomic(path, text)
     return path
+
+
+#: First characters that make a spreadsheet read a cell as a formula.
+FORMULA_STARTS = ("=", "+", "-", "@")
+
+
+def escape_formula(label: Any) -> str:
+    """``label`` as text, with ``'`` in front when a spreadsheet would run it as a formula.
+
+    >>> escape_formula("=HYPERLINK(1)"), escape_formula("gene-1"), escape_formula(3)
+    ("'=HYPERLINK(1)", 'gene-1', '3')
+    """
+    text = str(label)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def _umask() -> int:
+    """The process's file-creation mask (read without changing it where Linux allows)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)  # elsewhere: set and restore (no file is created in between)
+    os.umask(mask)
+    return mask
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename.
+
+    A crash leaves the old file or the new one, never half of one; a symlink at ``path`` is
+    replaced, never followed. The file gets the permissions any new file gets (the umask).
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "a.txt"
+    >>> write_text_atomic(path, "x"); path.read_text()
+    'x'
+    """
+    path = Path(path)
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "wb") as stream:
+            os.fchmod(stream.fileno(), 0o666 & ~_umask())  # mkstemp makes it 0600
+            stream.write(text.encode("utf-8"))
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)  # replaces a symlink itself, never its target
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def check_out_dir(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a folder that can be written to (created later, by the writer).
+
+    Checked before long work starts, so that a typo does not cost a solve: ``path`` must be
+    a folder or not exist yet, and the nearest existing folder on its way must be writable.
+
+    >>> import tempfile, pathlib
+    >>> check_out_dir(pathlib.Path(tempfile.mkdtemp()) / "new" / "dir").name
+    'dir'
+    """
+    out = Path(path)
+    existing = out
+    while not existing.exists() and existing != existing.parent:
+        if existing.is_symlink():  # a dangling link: mkdir would fail later
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InvalidParameterError(
+            f"cannot write results to {str(out)!r}: {str(existing)!r} is not a folder; "
+            "choose another output folder"
+        )
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InvalidParameterError(
+            f"cannot write results to {str(out)!r}: the folder {str(existing)!r} is not "
+            "writable; choose another output folder"
+        )
+    return out
 
 
 # --------------------------------------------------------------------------------------
@@ -400,33 +539,130 @@ def _head(path: Path) -> bytes:
         return handle.read(_SNIFF_BYTES)
 
 
-def _read_binary(source: Any, suffix: str, name: str) -> Any:
-    """``.npy``, ``.npz`` or ``.mtx``; sparse matrices stay sparse (CSR)."""
+def _read_limit(max_bytes: Any) -> int:
+    """``max_bytes``, or the environment's :data:`MAX_READ_BYTES_ENV`, or the default."""
+    where = "max_bytes"
+    if max_bytes is None:
+        max_bytes = os.environ.get(MAX_READ_BYTES_ENV) or MAX_READ_BYTES
+        where = MAX_READ_BYTES_ENV
+        if isinstance(max_bytes, str) and max_bytes.strip().isdigit():
+            max_bytes = int(max_bytes)
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, numbers.Integral) or max_bytes < 1:
+        raise InvalidParameterError(
+            f"{where} must be a positive number of bytes; got {max_bytes!r}"
+        )
+    return int(max_bytes)
+
+
+def _check_expansion(size: int, name: str, limit: int, what: str) -> None:
+    if size > limit:
+        raise InvalidMatrixError(
+            f"{name!r} would expand to {size / 2**30:.2f} GiB ({what}), over the limit of "
+            f"{limit / 2**30:.2f} GiB; if you mean it, raise the limit with "
+            f"read_data(max_bytes=...) or the environment variable {MAX_READ_BYTES_ENV}"
+        )
+
+
+_MAGIC = {".npy": b"\x93NUMPY", ".npz": b"PK"}
+
+
+def _read_binary(source: Any, suffix: str, name: str, limit: int = MAX_READ_BYTES) -> Any:
+    """``.npy``, ``.npz`` or ``.mtx``; sparse matrices stay sparse (CSR), checked.
+
+    The size a file claims (its header) is checked against ``limit`` before it is read, and a
+    sparse matrix's index arrays before any scipy kernel reads them.
+    """
+    from bmfdsl.validation import check_sparse_structure, is_sparse
+
+    magic = _MAGIC.get(suffix)
+    if magic is not None and _peek(source, len(magic)) != magic:
+        raise InvalidMatrixError(
+            f"cannot read {name!r} as {suffix}: it is not a NumPy {suffix} file (its first "
+            "bytes are not the format's signature); give a file saved by numpy.save / "
+            "numpy.savez / scipy.sparse.save_npz, or a CSV/.mtx file with its own suffix"
+        )
     try:
         if suffix == ".npy":
+            _check_npy_header(source, name, limit)
             matrix = np.load(source, allow_pickle=False)
         elif suffix == ".npz":
-            matrix = _read_npz(source, name)
+            matrix = _read_npz(source, name, limit)
         else:
-            import scipy.io
-
-            matrix = scipy.io.mmread(source)
+            matrix = _read_mtx(source, name, limit)
     except InvalidMatrixError:
         raise
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as exc:
+    except (OSError, ValueError, OverflowError, EOFError, zipfile.BadZipFile, KeyError) as exc:
+        reason = str(exc)
+        if "allow_pickle" in reason:  # numpy's advice to unpickle is not ours to give
+            reason = (
+                "it holds Python objects (pickled data), which bmfdsl never loads; save the "
+                "matrix as a numeric array"
+            )
         raise InvalidMatrixError(
-            f"cannot read {name!r} as {suffix}: the file is damaged or not in that format ({exc})"
+            f"cannot read {name!r} as {suffix}: the file is damaged or not in that format "
+            f"({reason})"
         ) from exc
-    if hasattr(matrix, "tocsr"):
+    if is_sparse(matrix):
+        check_sparse_structure(matrix, name=repr(name))
         matrix = matrix.tocsr()
     if matrix.ndim != 2:
         raise InvalidMatrixError(f"{name!r} holds a {matrix.ndim}-D array; a matrix is 2-D")
     return matrix
 
 
-def _read_npz(source: Any, name: str) -> Any:
+def _peek(source: Any, size: int) -> bytes:
+    if isinstance(source, io.BytesIO):
+        start = source.tell()
+        head = source.read(size)
+        source.seek(start)
+        return head
+    with Path(source).open("rb") as handle:
+        return handle.read(size)
+
+
+def _npy_bytes(handle: Any) -> int:
+    """The bytes the array behind a ``.npy`` header takes (shape x item size)."""
+    version = np.lib.format.read_magic(handle)
+    if version == (1, 0):
+        shape, _, dtype = np.lib.format.read_array_header_1_0(handle)
+    else:
+        shape, _, dtype = np.lib.format.read_array_header_2_0(handle)
+    return math.prod(int(size) for size in shape) * max(int(dtype.itemsize), 1)
+
+
+def _check_npy_header(source: Any, name: str, limit: int) -> None:
+    if isinstance(source, io.BytesIO):
+        size = _npy_bytes(source)
+        source.seek(0)
+    else:
+        with Path(source).open("rb") as handle:
+            size = _npy_bytes(handle)
+    _check_expansion(size, name, limit, "the shape and dtype in its header")
+
+
+def _read_mtx(source: Any, name: str, limit: int) -> Any:
+    import scipy.io
+
+    rows, columns, entries, layout, _, symmetry = scipy.io.mminfo(source)
+    if hasattr(source, "seek"):
+        source.seek(0)
+    if layout == "array":  # dense: every cell, as float64
+        size, what = rows * columns * 8, f"a dense {rows}x{columns} array"
+    else:  # coordinates: row, column and value of every entry, and the CSR copy
+        mirrored = 1 if symmetry == "general" else 2  # a symmetric file stores one triangle
+        size, what = entries * 40 * mirrored, f"{entries} stored entries"
+    _check_expansion(size, name, limit, what)
+    return scipy.io.mmread(source)
+
+
+def _read_npz(source: Any, name: str, limit: int = MAX_READ_BYTES) -> Any:
     with np.load(source, allow_pickle=False) as archive:
         keys = set(archive.files)
+        expanded = 0
+        for member in archive.zip.namelist():
+            with archive.zip.open(member) as handle:
+                expanded += _npy_bytes(handle)
+        _check_expansion(expanded, name, limit, "the shapes and dtypes of its arrays")
         if {"data", "indices", "indptr", "shape", "format"} <= keys or {"row", "col"} <= keys:
             import scipy.sparse
 
@@ -490,6 +726,8 @@ def _read_delimited(
     header_rows: int = 1,
 ) -> MatrixData:
     text = _decode_utf8(raw, name)
+    if "\r" in text:  # Windows (CR LF) and classic Mac (CR only) line endings
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     if header_rows > 1:
         text = _without_extra_header_rows(text, header_rows, name)
     lines = [line.rstrip("\r") for line in text.split("\n", 40)[:40] if line.strip()][:20]
@@ -498,10 +736,15 @@ def _read_delimited(
     delimiter = sep if sep is not None else _sniff_delimiter(lines[0])
     first = [cell.strip() for cell in _split(lines[0], delimiter)]
     index = _label_column(index_col, lines, delimiter)
+    if index is not None and index >= len(first):
+        raise InvalidParameterError(
+            f"index_col={index} is past the last column of {name!r} (it has {len(first)} "
+            f"columns: 0..{len(first) - 1}); give a column position, None or 'auto'"
+        )
     if header is None:
         header = _detect_header(first, index, name)
 
-    if delimiter is not None and '"' not in text:
+    if delimiter is not None:
         _check_rectangular(text, delimiter, name)
     frame = _parse_numbers(text, name, delimiter=delimiter, header=header, index=index)
     values = frame.to_numpy(dtype=np.float64)
@@ -559,9 +802,14 @@ def _label_column(
         labels_below = [_split(line, delimiter)[0].strip() for line in lines[1:]]
         is_label = [bool(label) and not _is_number(label) for label in labels_below]
         return 0 if is_label and all(is_label) else None
-    if index_col is None or isinstance(index_col, int):
-        return index_col
-    raise InvalidParameterError(f"index_col must be 'auto', None or an int; got {index_col!r}")
+    if index_col is None:
+        return None
+    flag = isinstance(index_col, bool | np.bool_)  # True is an int to Python, not a column
+    if isinstance(index_col, numbers.Integral) and not flag and int(index_col) >= 0:
+        return int(index_col)
+    raise InvalidParameterError(
+        f"index_col must be 'auto', None or a column position (0, 1, ...); got {index_col!r}"
+    )
 
 
 def _parse_numbers(
@@ -590,6 +838,9 @@ def _parse_numbers(
         if not pd.api.types.is_numeric_dtype(frame[column].dtype):
             numbers = pd.to_numeric(frame[column], errors="coerce")
             bad = frame[column].notna() & numbers.isna()
+            if not bad.any():  # numbers pandas kept as text, e.g. beyond 64-bit integers
+                frame[column] = numbers.astype(np.float64)
+                continue
             row = int(np.flatnonzero(bad.to_numpy())[0])
             line = row + 1 + int(bool(header))
             raise InvalidMatrixError(
@@ -627,8 +878,23 @@ def _detect_header(first: list[str], index: int | None, name: str) -> bool:
 
 
 def _check_rectangular(text: str, delimiter: str, name: str) -> None:
-    """Every non-blank line has as many fields as the first (pandas pads short lines)."""
-    counts = [line.count(delimiter) for line in text.splitlines() if line.strip()]
+    """Every non-blank line has as many fields as the first (pandas pads short lines).
+
+    Quoted cells may hold the delimiter: then the csv module counts the fields.
+
+    >>> _check_rectangular('"1",0,1\\n0,1\\n', ",", "a.csv")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bmfdsl.errors.InvalidMatrixError: 'a.csv' is ragged: non-blank line 2 has 2 fields, ...
+    """
+    if '"' in text:
+        try:
+            rows = csv.reader(io.StringIO(text), delimiter=delimiter)
+            counts = [len(row) - 1 for row in rows if any(cell.strip() for cell in row)]
+        except csv.Error as exc:
+            raise InvalidMatrixError(f"cannot parse {name!r}: {exc}") from exc
+    else:
+        counts = [line.count(delimiter) for line in text.splitlines() if line.strip()]
     width = counts[0]
     for number, count in enumerate(counts, start=1):
         if count != width:
@@ -640,6 +906,7 @@ def _check_rectangular(text: str, delimiter: str, name: str) -> None:
 
 def _narrow(values: np.ndarray) -> np.ndarray:
     """Whole-number values as int64 (so 0/1 text reads as integers), the rest as float."""
-    if np.isfinite(values).all() and (values == np.round(values)).all():
+    whole = np.isfinite(values).all() and (values == np.round(values)).all()
+    if whole and (np.abs(values) < _FLOAT64_EXACT).all():  # int64 holds them exactly
         return values.astype(np.int64)
     return values

@@ -20,11 +20,14 @@ from bmfdsl.errors import BmfdslError
 
 def _experiment(args: argparse.Namespace) -> int:
     from bmfdsl.apps.experiments._report import write_report
-    from bmfdsl.apps.experiments._scheduling import run_experiment
+    from bmfdsl.apps.experiments._scheduling import check_experiment_data, run_experiment
 
     names = list(EXPERIMENTS) if args.name == "all" else [args.name]
     if args.sizes and len(names) > 1:
         raise BmfdslError("--sizes applies to one table at a time; name the table")
+    for name in names if args.scheduler is None else []:  # a cluster's data is its own
+        check_experiment_data(name, sizes=args.sizes, data_dir=args.data_dir)
+    failed = 0
     for name in names:
         records = run_experiment(
             name,
@@ -40,8 +43,20 @@ def _experiment(args: argparse.Namespace) -> int:
             progress=not (args.no_progress or getattr(args, "quiet", False)),
             command=_command_line(args),
         )
-        print(f"{name}: {len(records)} finished runs in {args.out}/{name}.jsonl")
+        failed += records.failed
+        failures = f", {records.failed} failed" if records.failed else ""
+        print(
+            f"{name}: {len(records)} of {records.planned} runs finished{failures} "
+            f"in {args.out}/{name}.jsonl"
+        )
     print(f"report: {write_report(args.out)}")
+    if failed:
+        print(
+            f"bmfdsl: error: {failed} run(s) failed; their messages are in the JSONL records "
+            "and the report; re-running the same command retries them",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
@@ -60,8 +75,9 @@ def _command_line(args: argparse.Namespace) -> str:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from bmfdsl.apps.experiments._report import render_report, write_report
+    from bmfdsl.apps.experiments._report import render_report, results_files, write_report
 
+    results_files(args.dir)  # a missing folder, or one without results, is an error
     if args.output == "-":
         sys.stdout.write(render_report(args.dir))
     else:
@@ -131,7 +147,8 @@ def _add_experiment_command(subparsers: Any) -> None:
     )
     where.add_argument(
         "--scheduler",
-        help="Dask scheduler address, e.g. tcp://host:8786 (default: local processes)",
+        help="Dask scheduler address, e.g. tcp://host:8786 (default: local processes); "
+        "the scheduler is trusted: Dask exchanges pickled code with it, so use only your own",
     )
     experiment.add_argument(
         "--data-dir",

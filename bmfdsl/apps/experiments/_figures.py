@@ -24,6 +24,7 @@ from bmfdsl.apps.experiments._report import (
 )
 from bmfdsl.apps.experiments._runner import Method, load_records, resolve_methods
 from bmfdsl.apps.experiments._tables import EXPERIMENTS, MethodSettings, paper_method_for
+from bmfdsl.errors import InvalidParameterError
 
 
 def _save(figure: Any, stem: Path, formats: Sequence[str]) -> list[Path]:
@@ -141,6 +142,10 @@ def make_figures(
     digit 3, as in the paper) and Fig. 2 need the data folder (``data_dir`` or
     ``$BMFDSL_DATA_DIR``); without it they are skipped with a note on stderr.
     """
+    if not Path(results_dir).is_dir():  # a typo must not create a folder and succeed
+        raise InvalidParameterError(
+            f"no results folder {str(results_dir)!r}; give the --out folder of `bmfdsl experiment`"
+        )
     out = Path(out_dir) if out_dir is not None else Path(results_dir) / "figures"
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []

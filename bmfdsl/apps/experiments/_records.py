@@ -3,9 +3,10 @@
 * :func:`read_records` reads a JSONL results file line by line and keeps only well-formed
   records; every other line (bad UTF-8, not JSON, missing or wrong-typed fields) is
   reported by line number, so a report can name it and a resumed run redoes it.
-* :func:`write_text_atomic` writes through a temporary file in the same folder and a
-  rename: a crash leaves the old file or the new one, never half of one, and a symlink at
-  the path is replaced rather than followed. :func:`append_line` refuses symlinks too.
+* ``write_text_atomic`` (its one home is ``bmfdsl.apps._io``, also used by
+  ``factorize --out``) writes through a temporary file in the same folder and a rename: a
+  crash leaves the old file or the new one, never half of one, and a symlink at the path
+  is replaced rather than followed. :func:`append_line` refuses symlinks too.
 * :func:`lock_out_dir` holds an exclusive lock on a results folder for one runner. The lock
   is an ``flock`` on ``OUT/.bmfdsl.lock``: the kernel drops it when its process dies, so a
   killed runner never leaves a stale lock behind; the file names the holder's pid.
@@ -18,7 +19,6 @@ import json
 import math
 import os
 import socket
-import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,15 +43,65 @@ class RecordsFile:
 
     records: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    #: run ids of the damaged lines that name one (a line cut short names none)
+    skipped_runs: list[str] = field(default_factory=list)
 
     def skipped_summary(self, path: str | os.PathLike[str]) -> str:
-        """One line naming the skipped lines (``""`` when none were skipped)."""
+        """One line naming the skipped lines (``""`` when none were skipped).
+
+        A damaged line whose run has a good record (it was redone by a resumed call) is
+        said to be redone; the others are redone by re-running the experiment.
+        """
         if not self.skipped:
             return ""
         shown = "; ".join(self.skipped[:5]) + ("; ..." if len(self.skipped) > 5 else "")
+        good = {record["run_id"] for record in self.records if record["status"] == "ok"}
+        redone = sum(run_id in good for run_id in self.skipped_runs)
+        unnamed = len(self.skipped) - len(self.skipped_runs)
+        if redone == len(self.skipped):
+            outcome = "each of their runs has been redone since"
+        elif redone or unnamed:
+            outcome = (
+                f"{redone} of their runs redone since; re-running the experiment redoes any "
+                "run still without a record"
+            )
+        else:
+            outcome = "re-running the experiment redoes them"
+        return f"{path}: skipped {len(self.skipped)} damaged record(s) ({shown}); {outcome}"
+
+    def conflicts(self) -> list[str]:
+        """Run ids with two successful records that disagree on the result (the last counts).
+
+        Runs are deterministic, so two answers for one run id mean two program versions or
+        hand-edited files wrote to one results file.
+
+        >>> ok = {"status": "ok", "table": 1, "group": "g", "method": "m", "rank": 1}
+        >>> records = [{**ok, "run_id": "a", "error": 1, "relative_error": 0.1},
+        ...            {**ok, "run_id": "a", "error": 2, "relative_error": 0.2}]
+        >>> RecordsFile(records).conflicts()
+        ['a']
+        """
+        seen: dict[str, tuple[Any, ...]] = {}
+        conflicting: dict[str, None] = {}
+        for record in self.records:
+            if record["status"] != "ok":
+                continue
+            result = tuple(record.get(name) for name in _RESULT_FIELDS)
+            earlier = seen.setdefault(record["run_id"], result)
+            if earlier != result:
+                conflicting[record["run_id"]] = None
+        return list(conflicting)
+
+    def conflicts_summary(self, path: str | os.PathLike[str]) -> str:
+        """One line naming the conflicting run ids (``""`` when there are none)."""
+        runs = self.conflicts()
+        if not runs:
+            return ""
+        shown = ", ".join(repr(run[:80]) for run in runs[:5]) + (", ..." if len(runs) > 5 else "")
         return (
-            f"{path}: skipped {len(self.skipped)} damaged record(s) ({shown}); "
-            "re-running the experiment redoes them"
+            f"{path}: {len(runs)} run(s) have successful records that disagree ({shown}); "
+            "the last record of each counts. Runs are deterministic: results of different "
+            "versions or settings were mixed; move one of them to another folder"
         )
 
 
@@ -74,6 +124,8 @@ _OK: dict[str, Any] = {
     "relative_error": _is_number,
 }
 _OPTIONAL_OK: dict[str, Any] = {"time": _is_number}
+# What two records of one run must agree on (timings differ from call to call).
+_RESULT_FIELDS = ("error", "relative_error", "lower_bound")
 
 
 def _matches(value: Any, kind: Any) -> bool:
@@ -138,6 +190,8 @@ def read_records(path: str | os.PathLike[str]) -> RecordsFile:
                 run_id = record.get("run_id") if isinstance(record, dict) else None
                 named = f" ({run_id[:80]!r})" if isinstance(run_id, str) else ""
                 result.skipped.append(f"line {number}{named}: {problem}")
+                if isinstance(run_id, str):
+                    result.skipped_runs.append(run_id)
                 continue
             result.records.append(record)
     return result
@@ -150,22 +204,6 @@ def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     except (OSError, ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
-
-
-def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename."""
-    path = Path(path)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(descriptor, "wb") as stream:
-            stream.write(text.encode("utf-8"))
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)  # replaces a symlink itself, never its target
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
 
 
 def append_line(path: str | os.PathLike[str], line: bytes) -> None:

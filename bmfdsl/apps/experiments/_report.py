@@ -21,9 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from bmfdsl.apps.experiments._records import read_json_object, read_records, write_text_atomic
+from bmfdsl.apps._io import write_text_atomic
+from bmfdsl.apps.experiments._records import read_json_object, read_records
 from bmfdsl.apps.experiments._runner import record_seconds
 from bmfdsl.apps.experiments._tables import EXPERIMENTS, paper_method_for
+from bmfdsl.errors import InvalidParameterError
 
 PAPER_METHODS: tuple[str, ...] = ("DA", "DA+ALS", "Penalized", "Thresholded", "Baseline")
 """The paper's rows, in its order."""
@@ -416,6 +418,27 @@ def _wall_seconds(meta: Mapping[str, Any] | None) -> float | None:
     return None
 
 
+def results_files(results_dir: str | os.PathLike[str]) -> list[Path]:
+    """The ``<table>.jsonl`` files of a results folder; an error when there are none.
+
+    Raises:
+        InvalidParameterError: the folder does not exist, or holds no results file.
+    """
+    directory = Path(results_dir)
+    if not directory.is_dir():
+        raise InvalidParameterError(
+            f"no results folder {str(directory)!r}; give the --out folder of `bmfdsl experiment`"
+        )
+    files = [directory / f"{name}.jsonl" for name in EXPERIMENTS]
+    found = [path for path in files if path.is_file()]
+    if not found:
+        raise InvalidParameterError(
+            f"no results in {str(directory)!r} (expected files like table1.jsonl, written by "
+            "`bmfdsl experiment ... --out DIR`)"
+        )
+    return found
+
+
 def render_report(results_dir: str | os.PathLike[str]) -> str:
     """Markdown for every ``<table>.jsonl`` in ``results_dir``, paper values alongside."""
     directory = Path(results_dir)
@@ -436,6 +459,9 @@ def render_report(results_dir: str | os.PathLike[str]) -> str:
         records = stored.records
         if stored.skipped:
             print(stored.skipped_summary(path), file=sys.stderr)
+        conflicts = stored.conflicts_summary(path.name)
+        if conflicts:
+            print(f"warning: {conflicts}", file=sys.stderr)
         if not records and not stored.skipped:
             continue
         found = True
@@ -451,6 +477,8 @@ def render_report(results_dir: str | os.PathLike[str]) -> str:
         parts.append(f"Runs: {len(ok)} ok, {len(failed)} failed; runs per cell: {counts}.")
         if stored.skipped:
             parts += ["", f"**Skipped** {stored.skipped_summary(path.name)}."]
+        if conflicts:
+            parts += ["", f"**Conflicting records** {conflicts}."]
         parts += _figure_lines(directory, name)
         for group in group_order(r["group"] for r in ok):
             parts += ["", f"### {_group_title(group)}", ""]
@@ -470,7 +498,17 @@ def render_report(results_dir: str | os.PathLike[str]) -> str:
 def write_report(
     results_dir: str | os.PathLike[str], output: str | os.PathLike[str] | None = None
 ) -> Path:
-    """Render the report and write it to ``output`` (default ``results_dir/report.md``)."""
+    """Render the report and write it to ``output`` (default ``results_dir/report.md``).
+
+    Raises:
+        InvalidParameterError: ``results_dir`` does not exist, or the output's folder.
+    """
+    if not Path(results_dir).is_dir():
+        results_files(results_dir)  # the error that names the missing folder
     path = Path(output) if output is not None else Path(results_dir) / "report.md"
+    if not path.parent.is_dir():
+        raise InvalidParameterError(
+            f"cannot write the report to {str(path)!r}: no folder {str(path.parent)!r}"
+        )
     write_text_atomic(path, render_report(results_dir))
     return path

@@ -21,20 +21,84 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bmfdsl.apps.experiments._records import lock_out_dir, read_records, write_text_atomic
+from bmfdsl.apps._io import write_text_atomic
+from bmfdsl.apps.experiments._records import lock_out_dir, read_records
 from bmfdsl.apps.experiments._run_progress import RunProgress
 from bmfdsl.apps.experiments._runner import (
     Method,
     RunTask,
     append_record,
+    build_matrix,
     execute_run,
     plan_runs,
+    record_seconds,
     resolve_methods,
     results_path,
 )
 from bmfdsl.apps.experiments._tables import Experiment, get_experiment
-from bmfdsl.errors import BackendUnavailableError, InvalidParameterError
+from bmfdsl.errors import BackendUnavailableError, BmfdslError, InvalidParameterError
 from bmfdsl.result import to_jsonable
+
+
+class RunRecords(list[dict[str, Any]]):
+    """The successful records of an experiment's planned runs (a list), and what failed.
+
+    Attributes:
+        planned: the number of runs the call planned.
+        failed: how many of them failed in this call (each is recorded in the JSONL file
+            with its message; re-running retries them).
+    """
+
+    def __init__(self, records: Iterable[dict[str, Any]], *, planned: int, failed: int) -> None:
+        super().__init__(records)
+        self.planned = planned
+        self.failed = failed
+
+
+def _data_dir_text(data_dir: str | os.PathLike[str] | None) -> str | None:
+    """The data folder as an absolute path (workers may run elsewhere), or ``None``."""
+    if data_dir is None and os.environ.get("BMFDSL_DATA_DIR"):
+        data_dir = os.environ["BMFDSL_DATA_DIR"]
+    return None if data_dir is None else str(Path(data_dir).resolve())
+
+
+def check_experiment_data(
+    name: str,
+    *,
+    sizes: Sequence[Any] | None = None,
+    data_dir: str | os.PathLike[str] | None = None,
+) -> None:
+    """Fail now when the data an experiment needs cannot be read (``experiment all`` checks
+    every table before the first run; :func:`run_experiment` checks its own).
+
+    >>> check_experiment_data("table2")  # synthetic data: nothing to read
+    """
+    experiment = get_experiment(name)
+    folder = _data_dir_text(data_dir)
+    one_per_instance = plan_runs(
+        experiment, sizes=sizes, ranks=[1], trials=1, methods=["-"], data_dir=folder
+    )
+    _check_data(experiment, one_per_instance)
+
+
+def _check_data(experiment: Experiment, tasks: Sequence[RunTask]) -> None:
+    """Load each data set the runs need once, before any run: a missing folder is one error.
+
+    Without this, every run of Table 5 failed on its own (2,000 failed records).
+    """
+    if experiment.kind not in ("mnist", "gene"):
+        return
+    firsts: dict[str, RunTask] = {}
+    for task in tasks:
+        firsts.setdefault(task.instance.dataset, task)
+    for dataset, task in firsts.items():
+        try:
+            build_matrix(experiment, task)
+        except (OSError, ValueError, BmfdslError) as exc:
+            raise InvalidParameterError(
+                f"{experiment.name} needs the {dataset} data, checked before any run: {exc} "
+                "(`bmfdsl datasets check DIR` checks a data folder)"
+            ) from exc
 
 
 def _versions() -> dict[str, str]:
@@ -181,7 +245,7 @@ def run_experiment(
     method_table: Mapping[str, Method] | None = None,
     progress: bool = True,
     command: str | None = None,
-) -> list[dict[str, Any]]:
+) -> RunRecords:
     """Run (or finish) one of the paper's experiments and return its records.
 
     Args:
@@ -196,7 +260,9 @@ def run_experiment(
         workers: local worker processes; ``1`` runs serially in this process; default the
             number of CPUs. Ignored when ``scheduler`` is given.
         scheduler: address of a Dask distributed scheduler (``tcp://host:8786``); the
-            workers need bmfdsl installed and the data folder at the same path.
+            workers need bmfdsl installed and the data folder at the same path. The
+            scheduler is trusted: Dask sends it pickled functions and unpickles what it
+            returns, so connect only to a cluster you control.
         data_dir: folder with ``mnist/``, ``leukemia/``, ``melanoma/``; default
             ``$BMFDSL_DATA_DIR``.
         seed: base seed of all runs.
@@ -205,13 +271,16 @@ def run_experiment(
         command: the command line to record with the results (default ``sys.argv``).
 
     Returns:
-        The successful records of the planned runs, old and new.
+        The successful records of the planned runs, old and new, as a :class:`RunRecords`
+        list whose ``failed`` counts the runs that failed in this call.
+
+    Raises:
+        InvalidParameterError: bad settings, or a data set the runs need cannot be read
+            (checked before any run starts, on this machine: not with ``scheduler``).
     """
     experiment = get_experiment(name)
     resolved = resolve_methods(methods, method_table, defaults=experiment.default_methods)
-    if data_dir is None and os.environ.get("BMFDSL_DATA_DIR"):
-        data_dir = os.environ["BMFDSL_DATA_DIR"]
-    data_text = None if data_dir is None else str(Path(data_dir).resolve())
+    data_text = _data_dir_text(data_dir)
     tasks = plan_runs(
         experiment,
         sizes=sizes,
@@ -223,6 +292,8 @@ def run_experiment(
     )
     if workers is not None and (isinstance(workers, bool) or workers < 1):
         raise InvalidParameterError(f"workers must be a positive integer; got {workers!r}")
+    if scheduler is None:  # a cluster's workers may hold data this machine does not
+        _check_data(experiment, tasks)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with lock_out_dir(out):  # one runner per folder: two would compute every run twice
@@ -255,11 +326,13 @@ def _run_locked(
     seed: int,
     progress: bool,
     command: str | None,
-) -> list[dict[str, Any]]:
+) -> RunRecords:
     path = results_path(out, name)
     stored = read_records(path)
     if stored.skipped:
         print(stored.skipped_summary(path), file=sys.stderr)
+    if stored.conflicts():
+        print(f"warning: {stored.conflicts_summary(path)}", file=sys.stderr)
     finished = {r["run_id"]: r for r in stored.records if r["status"] == "ok"}
     todo = [task for task in tasks if task.run_id not in finished]
     meta = _new_meta(
@@ -292,7 +365,8 @@ def _run_locked(
             f"{failures} run(s) failed (recorded in {path}); re-running retries them",
             file=sys.stderr,
         )
-    return [finished[t.run_id] for t in tasks if t.run_id in finished]
+    ok = [finished[t.run_id] for t in tasks if t.run_id in finished]
+    return RunRecords(ok, planned=len(tasks), failed=failures)
 
 
 def _stream_runs(
@@ -324,22 +398,26 @@ def _append_as_finished(
     """
     by_id = {task.run_id: task for task in todo}
     failures = 0
+    earlier = len(finished)  # successful runs saved by earlier calls
+    saved = 0  # records this call appended (successful or not)
     try:
         for record in stream:
             append_record(path, record)
+            saved += 1
             if record["status"] == "ok":
                 finished[record["run_id"]] = record
             else:
                 failures += 1
                 print(f"\n{record['run_id']} failed: {record['message']}", file=sys.stderr)
             if bar is not None:
-                seconds = record.get("time")
-                bar.finished(by_id.get(record["run_id"]), seconds)
+                seconds = record_seconds(record)  # records keep it in timings["total"]
+                bar.finished(by_id.get(record["run_id"]), seconds if seconds >= 0 else None)
     except KeyboardInterrupt:
-        # one line, printed by whoever catches it (the CLI): no partial state is lost
+        # one line, printed by whoever catches it (the CLI): no partial state is lost;
+        # counted as appended, so a run cut off mid-way is not among them
         raise KeyboardInterrupt(
-            f"{len(finished)} finished runs are saved in {path}; "
-            "run the same command again to finish the rest"
+            f"{saved} run(s) of this call and {earlier} earlier successful one(s) are saved "
+            f"in {path}; run the same command again to finish the rest"
         ) from None
     finally:
         stream.close()  # shuts a local Dask cluster down now, also on interruption
