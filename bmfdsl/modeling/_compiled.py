@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +64,8 @@ class Lowered:
         self.declaration = declaration
         space = declaration.space
         parts: dict[str, list[Any]] = {"": [declaration.objective]}
+        for name, part in declaration.weighted_objective.items():  # linear in its weight too
+            parts.setdefault(name, []).append(part)
         for group in declaration.groups.values():
             parts.setdefault(group.weight, []).append(group.penalties)
         used = np.zeros(space.size + 1, dtype=bool)  # the extra last slot takes var == -1
@@ -190,6 +192,7 @@ class CompiledModel:
         data: the extra data arrays passed to the model script.
         weights: the penalty weights the model declares, with their defaults.
         group_weights: constraint group name -> the weight it uses.
+        objective_weights: the weights that multiply objective terms (``mu * U.sum()``).
         structure_check: how the structure claim was verified (``"instance"``,
             ``"sub-instances"``) or ``None`` when the model claims no structure.
     """
@@ -218,12 +221,13 @@ class CompiledModel:
         self.data = dict(data)
         self.weights: dict[str, WeightSpec] = dict(metadata.weights)
         self.group_weights = {g.name: g.weight for g in metadata.groups.values()}
+        self.objective_weights = tuple(metadata.weighted_objective_terms)
         self.structure = structure
         self.structure_check = structure_check
         self._declare = declare  # runs build(model) on this instance: at most once
         self._declaration = declaration if lowered is None else lowered.declaration
         self._lowered = lowered  # built and checked already, or on first use
-        self._sufficient: dict[str, float] | None = None
+        self._sufficient: dict[tuple[tuple[str, float], ...], dict[str, float]] = {}
         self._size_estimate = size_estimate  # (terms, variables) before the model is built
         self._memory_limit = memory_limit
 
@@ -327,19 +331,36 @@ class CompiledModel:
         Raises:
             UnknownNameError: a name the model does not declare.
             InvalidParameterError: a required weight is missing, or a value is not a finite
-                positive number.
+                positive number (a weight of objective terms only may also be 0).
         """
         for name in weights:
             if name not in self.weights:
                 raise UnknownNameError(
                     "weight", name, self.weights, hint=f"model {self.model_name!r} declares these"
                 )
-        if any(isinstance(value, str) and value == SUFFICIENT for value in weights.values()):
-            weights = resolve_sufficient(weights, self.sufficient_weights())
-        resolved: dict[str, float] = {}
-        for name, value in weights.items():
-            resolved[name] = check_weight(name, value)
-        pending = [spec for spec in self.weights.values() if spec.name not in resolved]
+        asked = [name for name, value in weights.items() if _is_sufficient(value)]
+        if asked:
+            given = {name: value for name, value in weights.items() if name not in asked}
+            known = self._resolved(given, unknown=set(asked))
+            objective = {name: known[name] for name in self.objective_weights if name in known}
+            weights = resolve_sufficient(weights, self.sufficient_weights(**objective))
+        return self._resolved(weights)
+
+    def _resolved(
+        self, weights: Mapping[str, Any], unknown: Collection[str] = ()
+    ) -> dict[str, float]:
+        """Every weight from ``weights`` and the defaults; with ``unknown`` names, those and the
+        weights defaulting to them are left out rather than reported missing."""
+        penalty = set(self.group_weights.values())
+        resolved = {
+            name: check_weight(name, value, allow_zero=name not in penalty)
+            for name, value in weights.items()
+        }
+        pending = [
+            spec
+            for spec in self.weights.values()
+            if spec.name not in resolved and spec.name not in unknown
+        ]
         for _ in range(len(pending) + 1):  # resolve defaults that refer to other weights
             still = []
             for spec in pending:
@@ -350,17 +371,20 @@ class CompiledModel:
                 if isinstance(spec.default, str):
                     if spec.default in resolved:
                         resolved[spec.name] = resolved[spec.default]
-                    else:
+                    elif spec.default not in unknown:
                         still.append(spec)
                 else:
                     resolved[spec.name] = float(spec.default)
             pending = still
         if pending:
             raise InvalidParameterError(f"circular weight defaults: {[s.name for s in pending]}")
-        return {name: resolved[name] for name in self.weights}
+        return {name: resolved[name] for name in self.weights if name in resolved}
 
-    def sufficient_weights(self) -> dict[str, float]:
+    def sufficient_weights(self, **objective_weights: float) -> dict[str, float]:
         """Penalty weights under which every minimum of the BQM is feasible.
+
+        ``objective_weights`` are the values of the weights that multiply objective terms
+        (``mu * U.sum()``), their defaults where omitted: the bound depends on them.
 
         Proved by one flip (see ``modeling/_penalty_weights.py``): each weight is above the most
         the rest of the energy can gain from breaking one of its constraints. Any weight may
@@ -374,9 +398,14 @@ class CompiledModel:
         >>> compiled.sufficient_weights()         # lam > 2r - 1 with 0/1 data
         {'lam': 3.003}
         """
-        if self._sufficient is None:
-            self._sufficient = sufficient_weights(self.declaration)
-        return dict(self._sufficient)
+        values = self._resolved(
+            {k: v for k, v in objective_weights.items() if k in self.objective_weights},
+            unknown=set(self.weights) - set(self.objective_weights),
+        )
+        key = tuple(sorted(values.items()))
+        if key not in self._sufficient:
+            self._sufficient[key] = sufficient_weights(self.declaration, values)
+        return dict(self._sufficient[key])
 
     def to_bqm(self, **weights: Any) -> dimod.BinaryQuadraticModel:
         """The BQM for these penalty weights.
@@ -426,11 +455,18 @@ class CompiledModel:
         values = self.encode_array(U, V)
         return dict(zip(self.variables, values.tolist(), strict=True))
 
-    def errors(self, U: np.ndarray, V: np.ndarray, X: np.ndarray | None = None) -> np.ndarray:
+    def errors(
+        self,
+        U: np.ndarray,
+        V: np.ndarray,
+        X: np.ndarray | None = None,
+        weights: Mapping[str, Any] | None = None,
+    ) -> np.ndarray:
         """The model's error metric for stacked ``U`` (S, m, r) and ``V`` (S, n, r).
 
         The declared structure's residual, else the declared error function, else the
-        objective's value at the assignments ``X`` (their feasible completion if omitted).
+        objective's value at the assignments ``X`` (their feasible completion if omitted),
+        its weighted terms at ``weights`` (the defaults where omitted).
         """
         if self.structure is not None:  # built from the model's verified claim
             return self.structure.errors(U, V)
@@ -439,7 +475,8 @@ class CompiledModel:
             return np.asarray(declaration.error_function(U, V), dtype=float).reshape(U.shape[0])
         if X is None:
             X = self.lowered.fill(U, V)
-        return declaration.objective.evaluate(X).reshape(U.shape[0])
+        values = self.resolve_weights(**(weights or {})) if self.objective_weights else {}
+        return declaration.objective_value(X, values)
 
     def decode(self, sampleset: dimod.SampleSet, **weights: Any) -> list[DecodedSample]:
         """Decode every sample into ``U``, ``V``, error, energy and broken constraints.
@@ -463,8 +500,9 @@ class CompiledModel:
             samples = lowered.in_bqm_order(X)
         else:
             X = lowered.full_samples(samples)
-        energies = lowered.terms.energies(samples, self.resolve_weights(**weights))
-        errors = self.errors(U, V, X)
+        resolved = self.resolve_weights(**weights)
+        energies = lowered.terms.energies(samples, resolved)
+        errors = self.errors(U, V, X, resolved)
         broken = lowered.broken(X)
         total_broken = sum(broken.values(), np.zeros(len(errors), dtype=np.int64))
         order = np.lexsort((energies, errors, total_broken > 0))
@@ -522,16 +560,23 @@ def _as_number(value: float) -> Any:
     return nearest if abs(value - nearest) < 1e-9 else float(value)
 
 
-def check_weight(name: str, value: Any) -> float:
-    """A penalty weight's value as a float: finite and positive."""
+def check_weight(name: str, value: Any, *, allow_zero: bool = False) -> float:
+    """A weight's value as a float: finite and positive (or 0, with ``allow_zero``: a weight
+    of objective terms only, which may switch them off)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidParameterError(f"weight {name!r} must be a number; got {value!r}")
     value = float(value)
-    if not math.isfinite(value) or value <= 0:
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        wanted = "non-negative" if allow_zero else "positive"
         raise InvalidParameterError(
-            f"weight {name!r} must be a finite positive number; got {value}"
+            f"weight {name!r} must be a finite {wanted} number; got {value}"
+            + ("" if allow_zero else " (only weights of objective terms alone may be 0)")
         )
     return value
+
+
+def _is_sufficient(value: Any) -> bool:
+    return isinstance(value, str) and value == SUFFICIENT
 
 
 def _is_factor_only(sampleset: dimod.SampleSet, layout: VariableLayout) -> bool:

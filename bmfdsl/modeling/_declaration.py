@@ -23,6 +23,7 @@ import numpy as np
 from bmfdsl.modeling._expr import INDEX, PolyArray, VariableSpace
 from bmfdsl.modeling._qubo import narrowest_exact
 from bmfdsl.modeling._structure import OneHotSide
+from bmfdsl.modeling._weighted import Weight as Weight  # re-exported: its old home
 
 GroupKind = Literal["product", "one_hot", "or", "custom"]
 
@@ -64,13 +65,6 @@ class WeightSpec:
 
     name: str
     default: float | str | None = None
-
-
-@dataclass(frozen=True)
-class Weight:
-    """A handle on a declared penalty weight; pass it as ``weight=`` of a constraint group."""
-
-    name: str
 
 
 @dataclass
@@ -190,7 +184,9 @@ class Declaration:
         factor_arrays: ``U`` and ``V`` as arrays of variables.
         claim: the structure claim of ``model.declare_bmf``, or ``None``.
         error_function: the error metric of ``model.declare_error``, or ``None``.
-        objective_terms: the objective's terms.
+        objective_terms: the objective's unweighted terms.
+        weighted_objective_terms: the objective's terms multiplied by a weight, by its name
+            (``model.minimize(mu * U.sum())``): the energy adds ``mu`` times their value.
     """
 
     A: np.ndarray
@@ -204,11 +200,26 @@ class Declaration:
     claim: StructureClaim | None
     error_function: Callable[[np.ndarray, np.ndarray], np.ndarray] | None
     objective_terms: SummedTerms
+    weighted_objective_terms: Mapping[str, SummedTerms] = field(default_factory=dict)
 
     @property
     def objective(self) -> PolyArray:
-        """The objective (0-d), rebuilt from its compact terms."""
+        """The objective's unweighted part (0-d), rebuilt from its compact terms."""
         return self.objective_terms.poly(self.space)
+
+    @property
+    def weighted_objective(self) -> dict[str, PolyArray]:
+        """The objective's weighted parts (0-d each), by weight name."""
+        return {
+            name: terms.poly(self.space) for name, terms in self.weighted_objective_terms.items()
+        }
+
+    def objective_value(self, X: np.ndarray, weights: Mapping[str, float]) -> np.ndarray:
+        """The objective at assignments ``X`` (S x all variables), weighted parts at ``weights``."""
+        value = self.objective.evaluate(X).reshape(X.shape[0])
+        for name, part in self.weighted_objective.items():
+            value = value + weights[name] * part.evaluate(X).reshape(X.shape[0])
+        return value
 
     @property
     def arrays(self) -> dict[str, tuple[int, ...]]:

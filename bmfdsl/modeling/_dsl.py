@@ -50,13 +50,13 @@ from bmfdsl.modeling._declaration import (
     GroupKind,
     StructureClaim,
     SummedTerms,
-    Weight,
     WeightSpec,
     equal_penalties,
     or_penalties,
     snapshot_groups,
 )
 from bmfdsl.modeling._expr import INDEX, PolyArray, Squares, VariableSpace, as_poly, stack
+from bmfdsl.modeling._operands import WeightedOperand
 from bmfdsl.modeling._quadratize import (
     QUADRATIZATIONS,
     declared_auxiliaries,
@@ -69,6 +69,7 @@ from bmfdsl.modeling._quadratize import (
 )
 from bmfdsl.modeling._residual import check_entry_array, renamed_entry_weights
 from bmfdsl.modeling._structure import OneHotSide
+from bmfdsl.modeling._weighted import Weight, weighted
 
 
 class ModelBuilder:
@@ -97,6 +98,7 @@ class ModelBuilder:
         self.data: Mapping[str, Any] = dict(data or {})
         self.space = VariableSpace(term_limit)
         self.objective: PolyArray = as_poly(0.0, self.space)
+        self.weighted_objective: dict[str, PolyArray] = {}  # weight name -> its summed terms
         self.weights: dict[str, WeightSpec] = {}
         self.groups: dict[str, ConstraintGroup] = {}
         self.factor_names: tuple[str, str] | None = None
@@ -129,10 +131,21 @@ class ModelBuilder:
 
     # -- weights ---------------------------------------------------------------------------
     def weight(self, name: str, default: float | str | None = None) -> Weight:
-        """A named penalty weight, fed at ``to_bqm`` time.
+        """A named weight, fed at ``to_bqm`` time: the ``weight=`` of constraint groups, or a
+        factor of any objective term, as a PyQUBO ``Placeholder`` (``mu * U.sum()``).
 
         ``default=None`` makes the weight required; a string makes it default to another
-        weight's value (``weight("lam_onehot", default="lam")``).
+        weight's value (``weight("lam_onehot", default="lam")``). Re-weighting never
+        recompiles; a weight that only multiplies objective terms may be 0.
+
+        >>> import numpy as np
+        >>> model = ModelBuilder(np.array([[1, 0], [1, 1]]), rank=1)
+        >>> U, V = model.factors()
+        >>> mu = model.weight("mu", default=0.5)
+        >>> model.minimize(((model.A - U @ V.T) ** 2).sum(), quadratize="products")
+        >>> model.minimize(mu * U.sum() + V.sum() * mu)     # an L1 term, weighted
+        >>> sorted(model.weighted_objective), sorted(model.weights)
+        (['mu'], ['lam', 'mu'])
         """
         if not isinstance(name, str) or not name.isidentifier():
             raise ModelDefinitionError(f"weight names must be identifiers; got {name!r}")
@@ -319,9 +332,36 @@ class ModelBuilder:
         >>> declared.minimize(((declared.A - U @ V.T) ** 2).sum(), quadratize="products")
         >>> sorted(declared.arrays), sorted(declared.groups)  # W stands in for every u v
         (['U', 'V', 'W'], ['W'])
+
+        A term multiplied by a weight (``model.weight("mu") * U.sum()``) keeps the weight
+        symbolic: ``to_bqm(mu=...)`` re-weights it (see :meth:`weight`).
         """
+        if isinstance(expression, WeightedOperand):
+            parts = weighted(expression).parts
+            quartic = any(isinstance(part, Squares) for part in parts.values())
+            for name, part in parts.items():
+                if name and name not in self.weights:
+                    raise ModelDefinitionError(
+                        f"weight {name!r} multiplies the objective but this model does not "
+                        f"declare it; use {name} = model.weight({name!r}) of this model; "
+                        f"declared: {sorted(self.weights)}"
+                    )
+                how = quadratize if isinstance(part, Squares) or not quartic else None
+                self._minimize_part(part, name, how, aux, weight)
+            return
+        self._minimize_part(expression, "", quadratize, aux, weight)
+
+    def _minimize_part(
+        self,
+        expression: Any,
+        objective_weight: str,
+        quadratize: str | None,
+        aux: str | None,
+        weight: Any,
+    ) -> None:
+        """Add one part of the objective, multiplied by ``objective_weight`` (``""``: 1)."""
         if isinstance(expression, Squares):
-            self._minimize_squares(expression, quadratize, aux, weight)
+            self._minimize_squares(expression, quadratize, aux, weight, objective_weight)
             return
         if quadratize is not None:
             raise ModelDefinitionError(
@@ -331,11 +371,27 @@ class ModelBuilder:
         poly = as_poly(expression, self.space)
         if poly.space is not None and poly.space is not self.space:
             raise ModelDefinitionError("the objective uses variables of another model")
+        self._add_objective(poly, objective_weight)
+
+    def _add_objective(self, poly: PolyArray, objective_weight: str) -> None:
         self.space.hold(poly.num_terms, "its objective")
-        self.objective = self.objective + (poly.sum() if poly.ndim else poly)
+        summed = poly.sum() if poly.ndim else poly
+        if not objective_weight:
+            self.objective = self.objective + summed
+        elif objective_weight in self.weighted_objective:
+            self.weighted_objective[objective_weight] = (
+                self.weighted_objective[objective_weight] + summed
+            )
+        else:
+            self.weighted_objective[objective_weight] = summed
 
     def _minimize_squares(
-        self, squares: Squares, quadratize: str | None, aux: str | None, weight: Any
+        self,
+        squares: Squares,
+        quadratize: str | None,
+        aux: str | None,
+        weight: Any,
+        objective_weight: str = "",
     ) -> None:
         if quadratize not in QUADRATIZATIONS:
             raise ModelDefinitionError(
@@ -353,11 +409,12 @@ class ModelBuilder:
             linear = substitute_products(merged, indices)
             square = linear * linear
             scaled = not (squares.scale == 1).all()  # data weights, a mask
-            self.minimize(square * squares.scale if scaled else square)
+            self._add_objective(square * squares.scale if scaled else square, objective_weight)
         else:
             plan = plan_pairs(residual)
             indices = self._product_auxiliaries(name, plan.pairs, weight)
-            self.minimize(pair_objective(plan, residual, indices, squares.scale))
+            pairs = pair_objective(plan, residual, indices, squares.scale)
+            self._add_objective(pairs, objective_weight)
 
     def _product_auxiliaries(self, name: str, pairs: np.ndarray, weight: Any) -> np.ndarray:
         """The auxiliary of each product ``x_t y_t`` (rows of ``pairs``, repeats allowed): the
@@ -448,6 +505,9 @@ class ModelBuilder:
             claim=self.claim,
             error_function=self.error_function,
             objective_terms=SummedTerms.of(self.objective),
+            weighted_objective_terms={
+                name: SummedTerms.of(part) for name, part in self.weighted_objective.items()
+            },
         )
 
     # -- checks ----------------------------------------------------------------------------
@@ -465,5 +525,5 @@ class ModelBuilder:
                 raise ModelDefinitionError(
                     f"{source}: weight {spec.name!r} defaults to unknown weight {spec.default!r}"
                 )
-        if self.objective.degree == 0 and not self.groups:
+        if self.objective.degree == 0 and not self.groups and not self.weighted_objective:
             raise InvalidParameterError(f"{source} declares no objective and no constraints")

@@ -43,10 +43,14 @@ SUFFICIENT = "sufficient"
 _MARGIN = 1e-3
 
 
-def sufficient_weights(declaration: Declaration) -> dict[str, float]:
+def sufficient_weights(
+    declaration: Declaration, objective_weights: Mapping[str, float] | None = None
+) -> dict[str, float]:
     """A weight per constrained weight name under which every QUBO minimum is feasible.
 
-    Weights that no group uses are left out.
+    Weights that no group uses are left out. ``objective_weights`` gives the values of the
+    weights that multiply objective terms (``mu * U.sum()``): a flip's gain in the objective
+    counts each weighted part at its value.
 
     >>> import numpy as np
     >>> from bmfdsl.modeling import ModelBuilder, quadratized_residual
@@ -58,6 +62,14 @@ def sufficient_weights(declaration: Declaration) -> dict[str, float]:
     size = declaration.space.size
     objective = _absolute_sums(declaration.objective, size)
     groups = list(declaration.groups.values())
+    given = dict(objective_weights or {})
+    for name, part in declaration.weighted_objective.items():
+        if name not in given:
+            raise InvalidParameterError(
+                f"no sufficient weights without a value of objective weight {name!r}; pass "
+                f"{name}=... as a number"
+            )
+        objective += abs(given[name]) * _absolute_sums(part, size)
     penalties = {g.name: g.penalties for g in groups}
     sums = {g.name: _absolute_sums(penalties[g.name], size) for g in groups}
     repair = {g.name: _repair_variables(g, penalties[g.name], size) for g in groups}

@@ -193,7 +193,7 @@ class SweepResult:
         }
 
 
-def _weight_values(name: str, values: Any) -> list[float]:
+def _weight_values(name: str, values: Any, allow_zero: bool) -> list[float]:
     if isinstance(values, str | bytes | Mapping) or values is None:
         raise InvalidParameterError(
             f"{name} must be a positive number or a list of them; got {values!r}"
@@ -201,7 +201,7 @@ def _weight_values(name: str, values: Any) -> list[float]:
     listed = list(values) if isinstance(values, Iterable) else [values]
     if not listed:
         raise InvalidParameterError(f"{name} must list at least one value")
-    return [check_weight(name, value) for value in listed]
+    return [check_weight(name, value, allow_zero=allow_zero) for value in listed]
 
 
 def sweep_weights(
@@ -225,8 +225,9 @@ def sweep_weights(
     """
     compiled = _check_compiled(compiled)
     name, sampler = resolve_backend(backend, default=DEFAULT_SOLVE_BACKEND)
+    penalty_weights = set(compiled.group_weights.values())
     axes = {
-        key: _weight_values(key, values)
+        key: _weight_values(key, values, allow_zero=key not in penalty_weights)
         for key, values in weights_and_params.items()
         if key in compiled.weight_names
     }
