@@ -45,13 +45,15 @@ class VariableLayout:
     """Where the variables of interest sit among ``variables`` (the BQM's variable order).
 
     ``u_index`` (m x r) and ``v_index`` (n x r) are positions in ``variables``;
-    ``one_hot_groups`` maps a one-hot group to its rows of positions.
+    ``one_hot_groups`` maps a one-hot group to its rows of positions; ``single_factor``: V
+    is U (``v_index`` equals ``u_index``).
     """
 
     variables: list[str]
     u_index: np.ndarray
     v_index: np.ndarray
     one_hot_groups: dict[str, np.ndarray] = field(default_factory=dict)
+    single_factor: bool = False
 
 
 class Lowered:
@@ -98,6 +100,7 @@ class Lowered:
             variables=self.labels,
             u_index=renumber[self.u_full],
             v_index=renumber[self.v_full],
+            single_factor=declaration.single_factor,
             one_hot_groups={
                 g.name: renumber[np.concatenate(g.rows)]
                 for g in declaration.groups.values()
@@ -162,6 +165,8 @@ def verify_claim(lowered: Lowered, name: str, where: str) -> None:
     Us = [zero_u] + [random_factor(rng, (m, r), model.one_hot == "U") for _ in range(_CHECK_POINTS)]
     Vs = [zero_v] + [random_factor(rng, (n, r), model.one_hot == "V") for _ in range(_CHECK_POINTS)]
     U, V = np.stack(Us), np.stack(Vs)
+    if model.single_factor:  # V is U
+        V = U
     X = lowered.in_bqm_order(lowered.fill(U, V))
     weights = {w: 1.0 for w in model.weights}
     energies = lowered.terms.energies(X, weights)
@@ -193,6 +198,8 @@ class CompiledModel:
         weights: the penalty weights the model declares, with their defaults.
         group_weights: constraint group name -> the weight it uses.
         objective_weights: the weights that multiply objective terms (``mu * U.sum()``).
+        single_factor: True for a model of one factor (``model.factor()``, ``A ≈ U Uᵀ``):
+            ``V`` is ``U`` in ``encode`` and in every decoded sample.
         structure_check: how the structure claim was verified (``"instance"``,
             ``"sub-instances"``) or ``None`` when the model claims no structure.
     """
@@ -222,6 +229,7 @@ class CompiledModel:
         self.weights: dict[str, WeightSpec] = dict(metadata.weights)
         self.group_weights = {g.name: g.weight for g in metadata.groups.values()}
         self.objective_weights = tuple(metadata.weighted_objective_terms)
+        self.single_factor = metadata.single_factor
         self.structure = structure
         self.structure_check = structure_check
         self._declare = declare  # runs build(model) on this instance: at most once
@@ -442,15 +450,25 @@ class CompiledModel:
             raise InvalidMatrixError(f"{name} must contain only 0 and 1")
         return array.astype(np.int8)
 
-    def encode_array(self, U: Any, V: Any) -> np.ndarray:
-        """The feasible assignment for ``(U, V)`` as an ``int8`` vector in ``variables`` order."""
+    def encode_array(self, U: Any, V: Any = None) -> np.ndarray:
+        """The feasible assignment for ``(U, V)`` as an ``int8`` vector in ``variables`` order
+        (a single-factor model takes ``U`` alone: its ``V`` is ``U``)."""
         m, n = self.A.shape
         U = self._check_factor(U, m, "U")
+        if self.single_factor:
+            if V is not None and not np.array_equal(self._check_factor(V, n, "V"), U):
+                raise InvalidMatrixError(
+                    f"model {self.model_name!r} has one factor (A ≈ U Uᵀ): pass U alone, or "
+                    "V equal to U"
+                )
+            V = U
+        elif V is None:
+            raise InvalidMatrixError(f"model {self.model_name!r} has two factors: pass U and V")
         V = self._check_factor(V, n, "V")
         lowered = self.lowered
         return lowered.in_bqm_order(lowered.fill(U[None], V[None]))[0]
 
-    def encode(self, U: Any, V: Any) -> dict[str, int]:
+    def encode(self, U: Any, V: Any = None) -> dict[str, int]:
         """The feasible assignment for ``(U, V)`` (auxiliaries filled in), by label."""
         values = self.encode_array(U, V)
         return dict(zip(self.variables, values.tolist(), strict=True))
@@ -579,12 +597,15 @@ def _is_sufficient(value: Any) -> bool:
     return isinstance(value, str) and value == SUFFICIENT
 
 
+def _factor_positions(layout: VariableLayout) -> np.ndarray:
+    """The positions of U's and V's variables, each once (V is U in single-factor models)."""
+    if layout.single_factor:
+        return layout.u_index.ravel()
+    return np.concatenate([layout.u_index.ravel(), layout.v_index.ravel()])
+
+
 def _is_factor_only(sampleset: dimod.SampleSet, layout: VariableLayout) -> bool:
-    return (
-        len(sampleset.variables)
-        == layout.u_index.size + layout.v_index.size
-        < len(layout.variables)
-    )
+    return len(sampleset.variables) == _factor_positions(layout).size < len(layout.variables)
 
 
 def _columns_in_order(
@@ -603,14 +624,8 @@ def _columns_in_order(
         return record.astype(np.int8)
     position = {label: index for index, label in enumerate(labels)}
     factor_only = _is_factor_only(sampleset, layout)
-    wanted = (
-        [
-            variables[int(i)]
-            for i in np.concatenate([layout.u_index.ravel(), layout.v_index.ravel()])
-        ]
-        if factor_only
-        else variables
-    )
+    targets = _factor_positions(layout)
+    wanted = [variables[int(i)] for i in targets] if factor_only else variables
     missing = [label for label in wanted if label not in position]
     if missing:
         raise InvalidParameterError(
@@ -620,7 +635,6 @@ def _columns_in_order(
     out = np.zeros((record.shape[0], len(variables)), dtype=np.int8)
     columns = np.fromiter((position[label] for label in wanted), dtype=np.int64, count=len(wanted))
     if factor_only:
-        targets = np.concatenate([layout.u_index.ravel(), layout.v_index.ravel()])
         out[:, targets] = record[:, columns]
     else:
         out[:] = record[:, columns]

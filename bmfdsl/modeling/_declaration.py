@@ -226,6 +226,11 @@ class Declaration:
         """Declared variable arrays: name -> shape."""
         return {name: block.shape for name, block in self.space.blocks.items()}
 
+    @property
+    def single_factor(self) -> bool:
+        """True for a model of one factor (``model.factor()``: ``A ≈ U Uᵀ``, ``V`` is ``U``)."""
+        return self.factor_names is not None and self.factor_names[0] == self.factor_names[1]
+
 
 def snapshot_groups(groups: Mapping[str, ConstraintGroup]) -> dict[str, ConstraintGroup]:
     """The groups with their lists copied: later declarations on a builder leave them alone."""

@@ -121,13 +121,39 @@ class ModelBuilder:
     def factors(self, u_name: str = "U", v_name: str = "V") -> tuple[PolyArray, PolyArray]:
         """Declare the factor matrices ``U`` (m x r) and ``V`` (n x r); returns both arrays."""
         if self.factor_names is not None:
-            raise ModelDefinitionError("model.factors() is called twice")
+            raise ModelDefinitionError("the factors are declared twice (model.factor/factors)")
         m, n = self.A.shape
         U = self.binary(u_name, (m, self.rank))
         V = self.binary(v_name, (n, self.rank))
         self.factor_names = (u_name, v_name)
         self.factor_arrays = (U, V)
         return U, V
+
+    def factor(self, name: str = "U") -> PolyArray:
+        """Declare the one factor ``U`` (m x r) of a symmetric model, ``A ≈ U Uᵀ``.
+
+        ``A`` must be square. There is no ``V``: decoded samples carry ``V = U`` (the same
+        values, labelled ``U[i][k]``), and ``compiled.single_factor`` is True.
+
+        >>> import numpy as np
+        >>> model = ModelBuilder(np.array([[1, 1], [1, 1]]), rank=1)
+        >>> U = model.factor()
+        >>> model.minimize(((model.A - U @ U.T) ** 2).sum(), quadratize="products")
+        >>> model.arrays
+        {'U': (2, 1), 'P': (1,)}
+        """
+        if self.factor_names is not None:
+            raise ModelDefinitionError("the factors are declared twice (model.factor/factors)")
+        m, n = self.A.shape
+        if m != n:
+            raise ModelDefinitionError(
+                f"a single-factor model approximates A by U Uᵀ, so A must be square; got "
+                f"{m}x{n}: declare U and V with model.factors()"
+            )
+        U = self.binary(name, (m, self.rank))
+        self.factor_names = (name, name)
+        self.factor_arrays = (U, U)
+        return U
 
     # -- weights ---------------------------------------------------------------------------
     def weight(self, name: str, default: float | str | None = None) -> Weight:
@@ -514,7 +540,10 @@ class ModelBuilder:
     def check_complete(self, source: str) -> None:
         """Raise :class:`ModelDefinitionError` when the declaration cannot be compiled."""
         if self.factor_names is None:
-            raise ModelDefinitionError(f"{source}: build(model) never called model.factors()")
+            raise ModelDefinitionError(
+                f"{source}: build(model) never declared its factors: call model.factors() "
+                "(U and V) or model.factor() (one U, A ≈ U Uᵀ)"
+            )
         if self.one_hot is not None and not self._one_hot_declared:
             raise ModelDefinitionError(
                 f"{source} does not support one_hot={self.one_hot!r}: its build(model) never "
