@@ -133,6 +133,8 @@ class Lowered:
                     if t < inputs.shape[1] - 1:
                         X[:, chain[:, t - 1]] = left
                 X[:, outputs] = left
+            for rows in group.inequalities:
+                rows.fill(X)
         return X
 
     def broken(self, X: np.ndarray) -> dict[str, np.ndarray]:
@@ -145,6 +147,10 @@ class Lowered:
             elif group.kind == "one_hot":
                 rows = np.concatenate(group.rows)
                 counts[group.name] = (X[:, rows].sum(axis=2, dtype=np.int64) != 1).sum(axis=1)
+            elif group.kind == "inequality":
+                counts[group.name] = sum(
+                    (np.abs(rows.gaps(X)) > 1e-9).sum(axis=1) for rows in group.inequalities
+                ) + np.zeros(X.shape[0], dtype=np.int64)
             else:
                 values = group.penalties.evaluate(X)
                 counts[group.name] = (values > 1e-9).sum(axis=1)

@@ -21,11 +21,12 @@ from typing import Any, Literal
 import numpy as np
 
 from bmfdsl.modeling._expr import INDEX, PolyArray, VariableSpace
+from bmfdsl.modeling._inequalities import InequalityRows
 from bmfdsl.modeling._qubo import narrowest_exact
 from bmfdsl.modeling._structure import OneHotSide
 from bmfdsl.modeling._weighted import Weight as Weight  # re-exported: its old home
 
-GroupKind = Literal["product", "one_hot", "or", "custom"]
+GroupKind = Literal["product", "one_hot", "or", "custom", "inequality"]
 
 
 def product_penalty(z: Any, a: Any, b: Any) -> Any:
@@ -74,10 +75,11 @@ class ConstraintGroup:
     ``penalties`` holds one polynomial per constraint (each >= 0, and 0 exactly when the
     constraint holds). Kind-specific index arrays let ``encode`` fill auxiliaries and
     ``decode`` count broken constraints fast: ``triples`` (``z, a, b`` of ``z = a*b``),
-    ``rows`` (one-hot rows) and ``chains`` (OR outputs, inputs and chain auxiliaries).
+    ``rows`` (one-hot rows), ``chains`` (OR outputs, inputs and chain auxiliaries) and
+    ``inequalities`` (the left sides and slacks of ``lhs <= 0``).
     Product and one-hot penalties are built from their index arrays when asked for, so a
     declaration holds only the indices (and a loop that declares one product at a time
-    stays cheap); OR and custom groups keep their penalty ``chunks``.
+    stays cheap); OR, custom and inequality groups keep their penalty ``chunks``.
     """
 
     name: str
@@ -88,6 +90,7 @@ class ConstraintGroup:
     triples: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
     rows: list[np.ndarray] = field(default_factory=list)
     chains: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
+    inequalities: list[InequalityRows] = field(default_factory=list)
 
     @property
     def penalties(self) -> PolyArray:
@@ -241,6 +244,7 @@ def snapshot_groups(groups: Mapping[str, ConstraintGroup]) -> dict[str, Constrai
             triples=list(group.triples),
             rows=list(group.rows),
             chains=list(group.chains),
+            inequalities=list(group.inequalities),
         )
         for name, group in groups.items()
     }

@@ -6,12 +6,16 @@ building blocks. Variables are :class:`~bmfdsl.modeling._expr.PolyArray` objects
 transpose, broadcast, ``sum(axis=...)``, ``@`` and :func:`~bmfdsl.modeling.einsum` work as in
 numpy, elementwise and vectorized.
 
-* :meth:`ModelBuilder.factors`, :meth:`ModelBuilder.binary` — binary variable arrays;
-* :meth:`ModelBuilder.weight` — a named penalty weight, tuned at ``to_bqm`` time;
+* :meth:`ModelBuilder.factors`, :meth:`ModelBuilder.binary` — binary variable arrays
+  (:meth:`ModelBuilder.factor`: the one factor of a symmetric model, ``A ≈ U Uᵀ``);
+* :meth:`ModelBuilder.weight` — a named weight, tuned at ``to_bqm`` time: a group's penalty
+  weight, or a factor of any objective term (``mu * U.sum()``);
 * :meth:`ModelBuilder.constrain_product` — ``Z = X * Y`` elementwise, with the paper's
   penalty ``f(z, x, y) = xy - 2xz - 2yz + 3z``;
 * :meth:`ModelBuilder.constrain_one_hot`, :meth:`ModelBuilder.constrain_or`,
-  :meth:`ModelBuilder.constrain` — more constraint groups; every group reports ``broken``;
+  :meth:`ModelBuilder.constrain_at_most`, :meth:`ModelBuilder.constrain_at_least`,
+  :meth:`ModelBuilder.constrain` (a penalty, or an inequality ``a <= b`` / ``a >= b`` of
+  linear arrays) — more constraint groups; every group reports ``broken``;
 * :meth:`ModelBuilder.minimize` — the objective (any expression of degree <= 2);
 * :meth:`ModelBuilder.declare_bmf` — claim that feasible energies equal a (masked, weighted)
   ``||A - UVᵀ||²``; ``compile_model`` verifies the claim before structured solvers may use it.
@@ -55,7 +59,21 @@ from bmfdsl.modeling._declaration import (
     or_penalties,
     snapshot_groups,
 )
-from bmfdsl.modeling._expr import INDEX, PolyArray, Squares, VariableSpace, as_poly, stack
+from bmfdsl.modeling._expr import (
+    INDEX,
+    Inequality,
+    PolyArray,
+    Squares,
+    VariableSpace,
+    as_poly,
+    stack,
+)
+from bmfdsl.modeling._inequalities import (
+    InequalityRows,
+    check_encoding,
+    plan_inequalities,
+    slack_coefficients,
+)
 from bmfdsl.modeling._operands import WeightedOperand
 from bmfdsl.modeling._quadratize import (
     QUADRATIZATIONS,
@@ -316,14 +334,100 @@ class ModelBuilder:
         target.chains.append((outputs, inputs, chain))
         target.chunks.append(total)
 
-    def constrain(self, group: str, penalty: Any, *, weight: Any) -> None:
-        """A custom group: each element of ``penalty`` is >= 0 and 0 exactly when it holds."""
+    def constrain(self, group: str, penalty: Any, *, weight: Any, slack: str = "binary") -> None:
+        """A custom group: each element of ``penalty`` is >= 0 and 0 exactly when it holds.
+
+        ``penalty`` may instead be an inequality between linear expressions with integer
+        coefficients, ``a <= b`` or ``a >= b`` (elementwise, arrays broadcast): each element
+        is one constraint, made an equality with an integer slack variable encoded in
+        ``slack`` = ``"binary"`` (log: about log2 of its range in variables) or ``"unary"``
+        variables, labelled ``{group}_slack[...][l]``; its penalty ``(a - b + slack)²`` is 0
+        exactly when it holds (see :mod:`bmfdsl.modeling._inequalities`). Elements that
+        always hold get no penalty; one that never holds is an error.
+
+        >>> import numpy as np
+        >>> model = ModelBuilder(np.ones((2, 3)), rank=3)
+        >>> U, V = model.factors()
+        >>> model.constrain("budget", U.sum(axis=1) <= 2, weight=model.weight("lam"))
+        >>> model.constrain("used", V.sum(axis=0) >= 1, weight="lam", slack="unary")
+        >>> model.arrays["budget_slack"], model.arrays["used_slack"]
+        ((2, 2), (3, 2))
+        """
+        if isinstance(penalty, Inequality):
+            self._constrain_inequality(group, penalty.expression, weight, slack)
+            return
         poly = as_poly(penalty, self.space)
         if poly.space is not None and poly.space is not self.space:
             raise ModelDefinitionError("the penalty uses variables of another model")
         target = self._group(group, weight, "custom")
         self.space.hold(poly.num_terms, f"group {group!r}")
         target.chunks.append(poly.reshape(-1) if poly.ndim != 1 else poly)
+
+    def constrain_at_most(
+        self,
+        X: Any,
+        k: int,
+        *,
+        axis: int = -1,
+        group: str,
+        weight: Any,
+        slack: str = "binary",
+    ) -> None:
+        """At most ``k`` ones along ``axis`` of ``X`` (a linear array, e.g. variables):
+        ``model.constrain(group, X.sum(axis=axis) <= k, ...)``.
+
+        With unit coefficients (variables, sums and differences of them) the group has a
+        sufficient weight (``compiled.sufficient_weights()``).
+        """
+        self.constrain(
+            group, as_poly(X, self.space).sum(axis=axis) <= k, weight=weight, slack=slack
+        )
+
+    def constrain_at_least(
+        self,
+        X: Any,
+        k: int,
+        *,
+        axis: int = -1,
+        group: str,
+        weight: Any,
+        slack: str = "binary",
+    ) -> None:
+        """At least ``k`` ones along ``axis`` of ``X``: ``model.constrain(group,
+        X.sum(axis=axis) >= k, ...)`` (see :meth:`constrain_at_most`)."""
+        self.constrain(
+            group, as_poly(X, self.space).sum(axis=axis) >= k, weight=weight, slack=slack
+        )
+
+    def _constrain_inequality(
+        self, group: str, expression: PolyArray, weight: Any, slack: str
+    ) -> None:
+        """``expression <= 0`` elementwise: slack variables and ``(expression + slack)²``."""
+        check_encoding(slack)
+        if expression.space is not None and expression.space is not self.space:
+            raise ModelDefinitionError("the inequality uses variables of another model")
+        target = self._group(group, weight, "inequality")
+        lhs, spans = plan_inequalities(expression, f"constraint group {group!r}")
+        coefficients = slack_coefficients(spans, slack)
+        keep = coefficients.any(axis=0)  # no column of unused slack variables
+        coefficients = coefficients[:, keep]
+        indices = np.zeros(coefficients.shape, INDEX)
+        if coefficients.size:
+            name = f"{group}_slack"
+            name = next(
+                f"{name}{suffix}"
+                for suffix in ("", *range(2, len(self.space.blocks) + 2))
+                if f"{name}{suffix}" not in self.space.blocks
+            )
+            variables = self.binary(name, coefficients.shape)
+            indices = variables.variable_indices()
+            gap = lhs + (variables * coefficients).sum(axis=1)
+        else:
+            gap = lhs
+        penalty = gap * gap
+        self.space.hold(penalty.num_terms, f"inequality group {group!r}")
+        target.chunks.append(penalty)
+        target.inequalities.append(InequalityRows(lhs, indices, coefficients))
 
     # -- objective -------------------------------------------------------------------------
     def minimize(

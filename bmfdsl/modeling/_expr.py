@@ -146,6 +146,22 @@ class VariableSpace:
             )
 
 
+@dataclass(frozen=True)
+class Inequality:
+    """``expression <= 0`` elementwise: what ``a <= b`` and ``a >= b`` give for linear arrays.
+
+    Pass it to :meth:`~bmfdsl.modeling.ModelBuilder.constrain`; it has no truth value.
+    """
+
+    expression: PolyArray
+
+    def __bool__(self) -> bool:
+        raise ModelDefinitionError(
+            "an inequality of variables has no truth value: pass it to model.constrain(group, "
+            "a <= b, weight=...); write 0 <= x <= 2 as two constraints"
+        )
+
+
 class PolyArray:
     """An array of polynomials of degree <= 2 in binary variables (see the module docs).
 
@@ -403,6 +419,16 @@ class PolyArray:
         )
 
     __radd__ = __add__
+
+    def __le__(self, other: Any) -> Inequality:
+        if isinstance(other, WeightedOperand):
+            return NotImplemented
+        return Inequality(self - other)
+
+    def __ge__(self, other: Any) -> Inequality:
+        if isinstance(other, WeightedOperand):
+            return NotImplemented
+        return Inequality(as_poly(other, self.space) - self)
 
     def __neg__(self) -> PolyArray:
         const, elem, var, coef = self.terms
