@@ -74,6 +74,7 @@ from bmfdsl.modeling._inequalities import (
     plan_inequalities,
     slack_coefficients,
 )
+from bmfdsl.modeling._nonnegativity import check_non_negative
 from bmfdsl.modeling._operands import WeightedOperand
 from bmfdsl.modeling._quadratize import (
     QUADRATIZATIONS,
@@ -337,6 +338,10 @@ class ModelBuilder:
     def constrain(self, group: str, penalty: Any, *, weight: Any, slack: str = "binary") -> None:
         """A custom group: each element of ``penalty`` is >= 0 and 0 exactly when it holds.
 
+        A penalty that can go below 0 is an error (a solver would exploit it): each element
+        is bounded, or enumerated on up to 14 variables, or searched beyond (see
+        :mod:`bmfdsl.modeling._nonnegativity`).
+
         ``penalty`` may instead be an inequality between linear expressions with integer
         coefficients, ``a <= b`` or ``a >= b`` (elementwise, arrays broadcast): each element
         is one constraint, made an equality with an integer slack variable encoded in
@@ -360,6 +365,7 @@ class ModelBuilder:
         if poly.space is not None and poly.space is not self.space:
             raise ModelDefinitionError("the penalty uses variables of another model")
         target = self._group(group, weight, "custom")
+        check_non_negative(poly, group, self.space.label)
         self.space.hold(poly.num_terms, f"group {group!r}")
         target.chunks.append(poly.reshape(-1) if poly.ndim != 1 else poly)
 
