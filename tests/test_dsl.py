@@ -468,3 +468,38 @@ def test_large_penalties_are_searched_when_they_cannot_be_enumerated():
     check_non_negative((x.sum(axis=1) - 1) ** 2, "rows", space.label)  # >= 0: accepted
     with pytest.raises(ModelDefinitionError, match=r"-2 at x\[0\]\[0\]=1, x\[0\]\[1\]=1 .*descent"):
         check_non_negative((x.sum(axis=1) - 1) ** 2 - 3 * x[:, 0] * x[:, 1], "rows", space.label)
+
+
+# -- numpy functions on symbolic arrays ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "advice"),
+    [
+        (lambda U: np.sum(U), r"numpy.sum .*use expr.sum\(axis=...\)"),
+        (lambda U: np.transpose(U), r"use expr.T"),
+        (lambda U: np.einsum("ik,jk->ij", U, U), r"bmfdsl.modeling.einsum"),
+        (lambda U: np.exp(U), r"numpy.exp .*operators \+ - \* @ \*\*"),
+        (lambda U: np.sum((1 - U @ U.T) ** 2), r"numpy.sum does not apply to a Squares"),
+    ],
+)
+def test_numpy_functions_say_which_method_to_use(call, advice):
+    _, U, _, _ = _space()
+    with pytest.raises(ModelDefinitionError, match=advice):
+        call(U)
+
+
+def test_numpy_arithmetic_with_an_array_on_the_left_still_works():
+    space, U, _, _ = _space()
+    data = np.arange(12.0).reshape(4, 3)
+    samples = RNG.integers(0, 2, (5, space.size)).astype(np.int8)
+    u = samples[:, :12].reshape(5, 4, 3)
+    for expression, expected in [
+        (data - U, data - u),
+        (data * U + np.float64(2.0), data * u + 2),
+        (np.add(data, U), data + u),
+        (np.ones((2, 4)) @ U, np.ones((2, 4)) @ u),
+    ]:
+        np.testing.assert_allclose(expression.evaluate(samples), expected)
+    scaled = np.full((4, 4), 2.0) * ((1 - U @ U.T) ** 2)  # squares scaled by data on the left
+    assert isinstance(scaled, Squares) and (scaled.scale == 2.0).all()
