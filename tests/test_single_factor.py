@@ -69,3 +69,10 @@ def test_a_single_factor_needs_a_square_matrix_and_one_declaration(tmp_path):
     twice.write_text("def build(model):\n    model.factor()\n    model.factors()\n")
     with pytest.raises(ModelDefinitionError, match="declared twice"):
         compile_model(twice, np.ones((2, 2)), 1)
+
+
+def test_a_single_factor_model_cannot_claim_two_factor_structure(tmp_path):
+    path = tmp_path / "claim.py"
+    path.write_text(SYMMETRIC.format(how="products") + "    model.declare_bmf()\n")
+    with pytest.raises(ModelDefinitionError, match="claims two factors"):
+        compile_model(path, np.eye(3), 1)
