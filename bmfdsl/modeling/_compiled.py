@@ -353,10 +353,12 @@ class CompiledModel:
                     "weight", name, self.weights, hint=f"model {self.model_name!r} declares these"
                 )
         asked = [name for name, value in weights.items() if _is_sufficient(value)]
-        if asked:
-            given = {name: value for name, value in weights.items() if name not in asked}
-            known = self._resolved(given, unknown=set(asked))
-            objective = {name: known[name] for name in self.objective_weights if name in known}
+        if asked:  # the bound depends on the values of the objective's weights
+            objective: dict[str, float] = {}
+            if self.objective_weights:
+                given = {name: value for name, value in weights.items() if name not in asked}
+                known = self._resolved(given, unknown=set(asked))
+                objective = {name: known[name] for name in self.objective_weights if name in known}
             weights = resolve_sufficient(weights, self.sufficient_weights(**objective))
         return self._resolved(weights)
 
