@@ -115,3 +115,20 @@ def test_cli_accepts_sufficient():
         ["factorize", "data.csv", "--rank", "2", "--weight", "lam=sufficient", "--weight", "x=2"]
     )
     assert args.weight == [("lam", "sufficient"), ("x", 2.0)]
+
+
+def test_an_at_most_k_weight_below_its_bound_can_leave_an_infeasible_minimum(tmp_path):
+    # every one of U pays -3, so a row with two ones gains 3 and pays lam (D = 1): lam > 3
+    path = tmp_path / "at_most.py"
+    path.write_text(
+        "def build(model):\n"
+        "    U, V = model.factors()\n"
+        "    model.minimize(-3 * U.sum() + V.sum())\n"
+        "    model.constrain_at_most(U, 1, axis=1, group='rows', weight='lam')\n"
+    )
+    compiled = compile_model(path, np.ones((2, 2)), 2)
+    assert compiled.sufficient_weights() == {"lam": pytest.approx(3.003)}
+    assert not any(sample.feasible for sample in _minima(compiled, {"lam": 2.9}))
+    minima = _minima(compiled, {"lam": "sufficient"})
+    assert minima and all(sample.feasible for sample in minima)
+    assert minima[0].energy == -6.0  # one 1 per row of U, V empty

@@ -21,9 +21,10 @@ if TYPE_CHECKING:
     from bmfdsl.modeling._compiled import CompiledModel, check_weight
     from bmfdsl.modeling._declaration import Declaration
     from bmfdsl.modeling._dsl import ModelBuilder
-    from bmfdsl.modeling._expr import einsum
+    from bmfdsl.modeling._expr import Inequality, einsum
     from bmfdsl.modeling._penalty_weights import SUFFICIENT
     from bmfdsl.modeling._residual import squared_residual
     from bmfdsl.modeling._structure import BMFStructure, StructuredSampler
+    from bmfdsl.modeling._weighted import Weight, WeightedSum
 
 __getattr__, __dir__, __all__ = lazy_exports(globals())
