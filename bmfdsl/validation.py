@@ -12,11 +12,13 @@ from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
 __all__ = [
     "check_backend",
     "check_binary_matrix",
+    "check_count",
     "check_flag",
     "check_mask",
     "check_one_hot",
     "check_random_state",
     "check_rank",
+    "check_real",
     "check_sparse_binary_matrix",
     "is_sparse",
 ]
@@ -269,3 +271,50 @@ def check_backend(backend: Any) -> None:
         "backend must be a registered name (see bmfdsl.list_backends()), a dimod.Sampler or a "
         f"StructuredSampler; got {type(backend).__name__} {backend!r:.40}"
     )
+
+
+def check_count(value: Any, name: str, *, minimum: int = 1) -> int:
+    """``value`` as an int ``>= minimum``: a count (reads, sweeps, replicas, ...).
+
+    ``True`` and ``2.5`` are refused rather than read as 1 and 2.
+
+    >>> check_count(np.int64(3), "sweeps")
+    3
+    >>> check_count(2.5, "replicas")
+    Traceback (most recent call last):
+    ...
+    bmfdsl.errors.InvalidParameterError: replicas must be an integer >= 1; got 2.5
+    """
+    if (
+        isinstance(value, bool | np.bool_)
+        or not isinstance(value, numbers.Integral)
+        or value < minimum
+    ):
+        raise InvalidParameterError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    return int(value)
+
+
+def check_real(
+    value: Any, name: str, *, minimum: float = 0.0, strict: bool = False, unit: str = ""
+) -> float:
+    """``value`` as a finite float ``>= minimum`` (``> minimum`` when ``strict``).
+
+    NaN, infinities, ``True`` and strings are refused: a NaN compares False with any bound
+    and would slip through a plain ``value < 0`` check.
+
+    >>> check_real(0.5, "time_limit", strict=True, unit=" seconds")
+    0.5
+    >>> check_real(float("nan"), "time_limit", strict=True, unit=" seconds")
+    Traceback (most recent call last):
+    ...
+    bmfdsl.errors.InvalidParameterError: time_limit must be a finite number > 0 seconds; got nan
+    """
+    if (
+        isinstance(value, bool | np.bool_)
+        or not isinstance(value, numbers.Real)
+        or not np.isfinite(value)
+        or (value <= minimum if strict else value < minimum)
+    ):
+        bound = f"{'>' if strict else '>='} {minimum:g}"
+        raise InvalidParameterError(f"{name} must be a finite number {bound}{unit}; got {value!r}")
+    return float(value)

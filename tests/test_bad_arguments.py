@@ -80,3 +80,46 @@ def test_corrupt_idx_files_are_typed_errors(tmp_path, data):
     path.write_bytes(data)
     with pytest.raises(InvalidMatrixError):
         read_idx(path)
+
+
+# --- issue 24 item 2: the native solver's settings are checked before use ----------------
+
+
+@pytest.mark.parametrize("time_limit", [-1, 0, float("nan"), float("inf"), True, "1"])
+def test_item2_native_rejects_nan_time_limit(time_limit):
+    with pytest.raises(InvalidParameterError, match="time_limit must be a finite number > 0"):
+        factorize(A, 2, backend="native", time_limit=time_limit, random_state=0)
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("t_hot", float("inf")),
+        ("t_cold", float("nan")),
+        ("sweeps", "x"),
+        ("replicas", 2.5),
+        ("work_limit", float("inf")),
+        ("num_reads", 0),
+        ("patience", True),
+        ("initial_factors", "garbage"),
+        ("initial_factors", [(np.ones((3, 2)), np.full((3, 2), 2))]),
+    ],
+)
+def test_item2_native_settings_name_the_parameter(setting, value):
+    with pytest.raises(InvalidParameterError, match=setting):
+        factorize(A, 2, backend="native", random_state=0, **{setting: value})
+
+
+def test_item2_neal_refuses_a_nan_time_limit_that_would_never_end():
+    with pytest.raises(InvalidParameterError, match="time_limit"):
+        factorize(A, 2, backend="neal", time_limit=float("nan"), random_state=0)
+
+
+def test_item2_the_cli_refuses_a_nan_time_limit_and_zero_reads(tmp_path, capsys):
+    from bmfdsl.apps import _cli as cli
+
+    (tmp_path / "a.csv").write_text("1,1,0\n1,1,0\n0,1,1\n")
+    argv = ["factorize", str(tmp_path / "a.csv"), "-r", "2", "--out", str(tmp_path / "o")]
+    for extra in (["--time-limit", "nan"], ["--num-reads", "0"]):
+        assert cli.main([*argv, *extra]) != 0
+        assert extra[0].removeprefix("--").replace("-", "_") in capsys.readouterr().err
