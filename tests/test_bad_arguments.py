@@ -123,3 +123,71 @@ def test_item2_the_cli_refuses_a_nan_time_limit_and_zero_reads(tmp_path, capsys)
     for extra in (["--time-limit", "nan"], ["--num-reads", "0"]):
         assert cli.main([*argv, *extra]) != 0
         assert extra[0].removeprefix("--").replace("-", "_") in capsys.readouterr().err
+
+
+# --- issue 24 item 3: a compiled model keeps its own copy of the data ---------------------
+
+
+def test_item3_compiled_model_is_unaffected_by_later_changes_to_A():
+    from bmfdsl.modeling import compile_model
+
+    data = np.array(A, dtype=np.int8)  # int8 C-contiguous: the checks would pass it through
+    mask = np.ones_like(data)
+    compiled = compile_model("formulation1", data, 2)
+    masked = compile_model("masked-bmf", data, 2, data={"mask": mask})
+    before, masked_before = compiled.to_bqm(), masked.to_bqm()
+    data[:] = 0
+    mask[:] = 0
+    assert compiled.to_bqm() == before and masked.to_bqm() == masked_before
+    assert compiled.A.tolist() == A.tolist()
+
+
+def _script(tmp_path, body: str) -> str:
+    path = tmp_path / "user_model.py"
+    path.write_text(body)
+    return str(path)
+
+
+def test_item3_a_script_writing_model_A_is_refused_and_the_caller_keeps_its_data(tmp_path):
+    from bmfdsl.errors import ModelDefinitionError
+
+    script = _script(
+        tmp_path,
+        "from bmfdsl.models import formulation1\n"
+        "def build(model):\n"
+        "    model.A[:] = 0\n"
+        "    formulation1.build(model)\n",
+    )
+    data = np.array(A, dtype=np.int8)
+    with pytest.raises(ModelDefinitionError, match="read-only") as caught:
+        factorize(data, 2, model=script, random_state=0)
+    assert script in str(caught.value)
+    assert data.tolist() == A.tolist()
+
+
+# --- issue 24 item 11: a script's sys.exit or MemoryError is a ModelDefinitionError --------
+
+
+@pytest.mark.parametrize(
+    ("body", "raised"),
+    [
+        ("import sys\nsys.exit(4)\n", "SystemExit"),
+        ("raise SystemExit('bye')\n", "SystemExit"),
+        ("raise MemoryError('user')\n", "MemoryError"),
+        ("def build(model):\n    raise SystemExit(3)\n", "SystemExit"),
+        ("def build(model):\n    raise MemoryError('in build')\n", "MemoryError"),
+    ],
+)
+def test_item11_model_script_exit_becomes_model_definition_error(tmp_path, body, raised):
+    from bmfdsl.errors import ModelDefinitionError
+
+    script = _script(tmp_path, body)
+    with pytest.raises(ModelDefinitionError, match=raised) as caught:
+        factorize(A, 2, model=script, random_state=0)
+    assert script in str(caught.value)
+
+
+def test_item11_a_keyboard_interrupt_in_a_script_still_interrupts(tmp_path):
+    script = _script(tmp_path, "def build(model):\n    raise KeyboardInterrupt\n")
+    with pytest.raises(KeyboardInterrupt):
+        factorize(A, 2, model=script, random_state=0)

@@ -53,7 +53,7 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
     >>> model = BinaryMatrixFactorization(n_components=2, random_state=0)
     >>> W = model.fit_transform(X)
     >>> model.reconstruction_err_, bool((W @ model.components_ == X).all()), model.score(X)
-    (0.0, True, -0.0)
+    (0.0, True, 0.0)
     """
 
     def __init__(
@@ -228,6 +228,8 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
         A = self._binary_input(X, reset=False)
         W = solve_bls(A, self.components_.T, one_hot=check_one_hot(self.one_hot) == "U")
         if is_sparse(A):  # the error without the dense product
-            return -float(squared_error(A, W, self.components_.T))
-        residual = A.astype(np.int64) - W.astype(np.int64) @ self.components_.astype(np.int64)
-        return -float(np.square(residual).sum())
+            error = float(squared_error(A, W, self.components_.T))
+        else:
+            residual = A.astype(np.int64) - W.astype(np.int64) @ self.components_.astype(np.int64)
+            error = float(np.square(residual).sum())
+        return -error if error else 0.0  # a perfect fit scores 0.0, not -0.0
