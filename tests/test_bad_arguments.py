@@ -191,3 +191,41 @@ def test_item11_a_keyboard_interrupt_in_a_script_still_interrupts(tmp_path):
     script = _script(tmp_path, "def build(model):\n    raise KeyboardInterrupt\n")
     with pytest.raises(KeyboardInterrupt):
         factorize(A, 2, model=script, random_state=0)
+
+
+# --- issue 24 item 14: typed errors that name the argument ---------------------------------
+
+
+def test_item14_a_negative_random_state_is_a_typed_error():
+    with pytest.raises(InvalidParameterError, match="random_state must be None, an int >= 0"):
+        factorize(A, 2, random_state=-1)
+
+
+def test_item14_the_cli_refuses_a_negative_seed(tmp_path, capsys):
+    from bmfdsl.apps import _cli as cli
+
+    (tmp_path / "a.csv").write_text("1,1,0\n1,1,0\n0,1,1\n")
+    argv = ["factorize", str(tmp_path / "a.csv"), "-r", "2", "--seed", "-1"]
+    assert cli.main([*argv, "--out", str(tmp_path / "o")]) != 0
+    assert "random_state" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("weights", [[1, 2], "lam=2", {1: 2.0}])
+def test_item14_weights_must_be_a_dict(weights):
+    with pytest.raises(InvalidParameterError, match="weights must be a dict"):
+        factorize(A, 2, weights=weights, random_state=0)
+
+
+def test_item14_a_sampler_class_is_refused_with_how_to_instantiate_it():
+    expected = r"instantiate it, e.g. backend=ExactSolver\(\)"
+    with pytest.raises(InvalidParameterError, match=expected):
+        factorize(A, 2, backend=dimod.ExactSolver, random_state=0)
+
+
+def test_item14_a_dask_array_of_unknown_chunks_is_a_typed_error():
+    da = pytest.importorskip("dask.array")
+    data = da.from_array(np.tile(A, (4, 1)), chunks=5)
+    unknown = data[data[:, 0] >= 0]  # boolean indexing: chunk sizes unknown until computed
+    with pytest.raises(InvalidMatrixError, match="compute_chunk_sizes"):
+        factorize(unknown, 2, random_state=0)
+    assert factorize(unknown.compute_chunk_sizes(), 2, random_state=0).error == 0
