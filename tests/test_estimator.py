@@ -216,6 +216,9 @@ def test_item4_estimator_honours_a_masked_arrays_mask():
         assert (model.components_ == expected.V.T).all()
     unmasked = BinaryMatrixFactorization(n_components=3, random_state=0).fit(X)
     assert unmasked.factorization_.error > 0  # the flipped cells counted as data
+    step = BinaryMatrixFactorization(n_components=3, random_state=0)
+    Pipeline([("bmf", step)]).fit(X, bmf__mask=mask)  # a fit parameter, routed by name
+    assert step.factorization_.info["observed"] == int(mask.sum())
 
 
 def test_item4_transform_and_score_count_observed_entries_only():

@@ -260,7 +260,9 @@ def compile_model(
     Args:
         model: a registered name (see :func:`list_models`), the path of a model script that
             defines ``build(model)``, or such a module.
-        A: the 0/1 data matrix (m x n).
+        A: the 0/1 data matrix (m x n). It is copied, and so are the arrays of ``data``:
+            changing them afterwards does not change the model; the script sees them
+            read-only (writing to ``model.A`` is a :class:`ModelDefinitionError`).
         rank: the target rank, ``1 <= rank <= min(m, n)``.
         one_hot: ``"V"`` (every column of A in exactly one cluster), ``"U"``, or ``None``.
         data: extra arrays for the script, read as ``model.data[name]`` (e.g. a mask).
