@@ -115,20 +115,20 @@ def _echoed_forms(secret: str) -> set[str]:
     }
 
 
-# C0 and C1 control characters and DEL: an ANSI escape starts with ESC (or the C1 CSI)
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# C0 and C1 control characters and DEL (an ANSI escape starts with ESC or the C1 CSI), the
+# Unicode line separators and the bidirectional overrides (they reorder what a terminal shows)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
-def service_text(text: object, limit: int | None = None) -> str:
+def service_text(text: object) -> str:
     """``text`` from a service made safe to show: credentials scrubbed (:func:`scrub`) and
     every control character escaped (``\\n``, ``\\r``, ``\\x1b``...), so a server can neither
-    forge a line of output nor send terminal escape sequences; cut to ``limit`` characters.
+    forge a line of output nor send terminal escape sequences.
 
     >>> service_text("bad\\r\\nbmfdsl: all good\\x1b[2J")
     'bad\\\\r\\\\nbmfdsl: all good\\\\x1b[2J'
     """
-    shown = _CONTROL.sub(_escape_control, scrub(str(text)))
-    return shown if limit is None else shown[:limit]
+    return _CONTROL.sub(_escape_control, scrub(str(text)))
 
 
 def _escape_control(match: re.Match[str]) -> str:

@@ -172,7 +172,7 @@ def test_item9_a_key_echoed_json_escaped_or_url_encoded_is_scrubbed(monkeypatch)
 def test_item8_service_text_escapes_control_characters():
     from bmfdsl.credentials import service_text
 
-    forged = "oops\r\nbmfdsl: all good, exit 0\x1b[2J\x9b31m\x00"
+    forged = "oops\r\nbmfdsl: all good, exit 0\x1b[2J\x9b31m\x00\u202e\u2028"
     shown = service_text(forged)
     assert shown.isprintable() and "\n" not in shown and "\x1b" not in shown
     assert "\\r\\nbmfdsl: all good" in shown and "\\x1b[2J" in shown
