@@ -205,12 +205,12 @@ def factorize(
 
 def _with_jit(timings: dict[str, float], solve_info: Mapping[str, Any]) -> dict[str, float]:
     """``timings`` with the backend's kernel compilation (its ``timings["compile"]``, inside
-    the solve stage: numba's JIT, once per process) moved out of ``solve`` into ``jit``."""
+    the solve stage: numba's JIT, once per process) moved out of ``solve`` into ``jit`` (0.0
+    for a backend that reports none)."""
     backend_timings = (solve_info.get("backend_info") or {}).get("timings") or {}
     jit = backend_timings.get("compile")
-    if not isinstance(jit, int | float) or "solve" not in timings:
-        return timings
-    return {**timings, "solve": max(0.0, timings["solve"] - jit), "jit": float(jit)}
+    jit = float(jit) if isinstance(jit, int | float) else 0.0
+    return {**timings, "solve": max(0.0, timings["solve"] - jit), "jit": jit}
 
 
 def _extend_and_polish(
