@@ -140,6 +140,8 @@ def test_item3_compiled_model_is_unaffected_by_later_changes_to_A():
     mask[:] = 0
     assert compiled.to_bqm() == before and masked.to_bqm() == masked_before
     assert compiled.A.tolist() == A.tolist()
+    with pytest.raises(ValueError, match="read-only"):
+        compiled.A[0, 0] = 0
 
 
 def _script(tmp_path, body: str) -> str:

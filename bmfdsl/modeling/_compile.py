@@ -261,8 +261,9 @@ def compile_model(
         model: a registered name (see :func:`list_models`), the path of a model script that
             defines ``build(model)``, or such a module.
         A: the 0/1 data matrix (m x n). It is copied, and so are the arrays of ``data``:
-            changing them afterwards does not change the model; the script sees them
-            read-only (writing to ``model.A`` is a :class:`ModelDefinitionError`).
+            changing them afterwards does not change the model; the script and
+            ``compiled.A`` / ``compiled.data`` show them read-only (a script writing to
+            ``model.A`` gets a :class:`ModelDefinitionError`).
         rank: the target rank, ``1 <= rank <= min(m, n)``.
         one_hot: ``"V"`` (every column of A in exactly one cluster), ``"U"``, or ``None``.
         data: extra arrays for the script, read as ``model.data[name]`` (e.g. a mask).
@@ -303,10 +304,10 @@ def compile_model(
     structure = _claimed_structure(instance, metadata, on_instance=lowered is not None)
     return CompiledModel(
         model_name=name,
-        A=A,
+        A=_read_only(A),  # the structure keeps the writable copy: numba's kernels take it
         rank=rank,
         one_hot=one_hot,  # type: ignore[arg-type]
-        data=extra,
+        data={key: _read_only(value) for key, value in extra.items()},
         metadata=metadata,
         declare=instance.declare,
         structure=structure,
