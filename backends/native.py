@@ -28,6 +28,7 @@ from bmfdsl.backends._common import (
 from bmfdsl.errors import InvalidParameterError
 from bmfdsl.modeling import BMFStructure, StructuredSampler
 from bmfdsl.solvers.native import WORK_PER_SECOND, NativeSettings, solve_bmf, solve_weighted_bmf
+from bmfdsl.validation import check_count
 
 __all__ = ["NativeSampler"]
 
@@ -225,7 +226,7 @@ def _solve_weighted(
         num_reads=_WEIGHTED_READS if num_reads is None else int(num_reads),
         seed=seed,
         initial_factors=initial_factors,
-        num_solutions=1 if num_solutions is None else int(num_solutions),
+        num_solutions=1 if num_solutions is None else check_count(num_solutions, "num_solutions"),
     )
     return _answer(result.solutions, result.info)
 

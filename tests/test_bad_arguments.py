@@ -110,6 +110,17 @@ def test_item2_native_settings_name_the_parameter(setting, value):
         factorize(A, 2, backend="native", random_state=0, **{setting: value})
 
 
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [("num_solutions", 2.5), ("num_reads", 0), ("initial_factors", "garbage"), ("sweeps", 9)],
+)
+def test_item2_native_checks_a_masked_models_settings_too(setting, value):
+    mask = np.ones_like(A)
+    mask[0, 0] = 0
+    with pytest.raises(InvalidParameterError, match=setting):
+        factorize(A, 2, mask=mask, backend="native", random_state=0, **{setting: value})
+
+
 def test_item2_neal_refuses_a_nan_time_limit_that_would_never_end():
     with pytest.raises(InvalidParameterError, match="time_limit"):
         factorize(A, 2, backend="neal", time_limit=float("nan"), random_state=0)
