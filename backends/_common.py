@@ -22,6 +22,7 @@ import numpy as np
 
 from bmfdsl.errors import InvalidParameterError
 from bmfdsl.registry import check_known_names
+from bmfdsl.validation import check_count, check_real
 
 
 class BackendSampler(dimod.Sampler):
@@ -179,9 +180,7 @@ def check_parameter_names(
 
 def check_num_reads(num_reads: Any) -> int:
     """Return ``num_reads`` as a positive int."""
-    if isinstance(num_reads, bool) or not isinstance(num_reads, numbers.Integral) or num_reads < 1:
-        raise InvalidParameterError(f"num_reads must be a positive integer; got {num_reads!r}")
-    return int(num_reads)
+    return check_count(num_reads, "num_reads")
 
 
 def check_seed(seed: Any) -> int | None:
@@ -198,12 +197,9 @@ def check_seed(seed: Any) -> int | None:
 
 
 def check_time_limit(time_limit: Any) -> float:
-    """Return ``time_limit`` (seconds) as a positive float."""
-    if isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real) or time_limit <= 0:
-        raise InvalidParameterError(
-            f"time_limit must be a positive number of seconds; got {time_limit!r}"
-        )
-    return float(time_limit)
+    """Return ``time_limit`` (seconds) as a positive finite float (NaN and infinity are
+    refused: a NaN deadline is never reached)."""
+    return check_real(time_limit, "time_limit", strict=True, unit=" seconds")
 
 
 def check_run_options(

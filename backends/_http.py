@@ -60,7 +60,7 @@ from urllib3.exceptions import TimeoutError as SocketTimeoutError
 from urllib3.response import BaseHTTPResponse
 from urllib3.util import Retry, Timeout
 
-from bmfdsl.credentials import is_loopback, redact_url
+from bmfdsl.credentials import is_loopback, redact_url, service_text
 
 TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_REDIRECTS = 5
@@ -103,6 +103,7 @@ class HTTPCallError(Exception):
         body: bytes = b"",
         retry_after: float | None = None,
     ) -> None:
+        reason = service_text(reason)  # it may quote the server (a redirect target, a reset)
         super().__init__(reason)
         self.kind = kind
         self.reason = reason

@@ -20,7 +20,7 @@ restarts within a time limit, replicas, the device) and builds the SampleSet.
 
 from __future__ import annotations
 
-import numbers
+import math
 from typing import Any, ClassVar
 
 import dimod
@@ -47,6 +47,7 @@ from bmfdsl.solvers.da import (
     prepare_bqm,
     run_da,
 )
+from bmfdsl.validation import check_count, check_real
 
 __all__ = ["DASampler"]
 
@@ -179,7 +180,7 @@ def _check_settings(
     else:
         hot, cold = _check_range(temperature_range)
     if num_sweeps is not None:
-        num_sweeps = _check_positive_int("num_sweeps", num_sweeps)
+        num_sweeps = check_count(num_sweeps, "num_sweeps")
     return DASettings(
         num_reads=num_reads,
         seed=seed,
@@ -189,12 +190,12 @@ def _check_settings(
         time_limit=None if time_limit is None else check_time_limit(time_limit),
         hot=hot,
         cold=cold,
-        interval=_check_positive_int("temperature_interval", temperature_interval),
-        increase=_check_positive_float(
-            "offset_increase", cold if offset_increase is None else offset_increase
+        interval=check_count(temperature_interval, "temperature_interval"),
+        increase=check_real(
+            cold if offset_increase is None else offset_increase, "offset_increase", strict=True
         ),
-        replicas=_check_positive_int("num_replicas", num_replicas),
-        swap_interval=_check_positive_int("swap_interval", swap_interval),
+        replicas=check_count(num_replicas, "num_replicas"),
+        swap_interval=check_count(swap_interval, "swap_interval"),
     )
 
 
@@ -231,18 +232,6 @@ def _info(settings: DASettings, run: DARun) -> dict[str, Any]:
     }
 
 
-def _check_positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise InvalidParameterError(f"{name} must be a positive integer; got {value!r}")
-    return int(value)
-
-
-def _check_positive_float(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not float(value) > 0:
-        raise InvalidParameterError(f"{name} must be a positive number; got {value!r}")
-    return float(value)
-
-
 def _check_range(value: Any) -> tuple[float, float]:
     try:
         hot, cold = (float(v) for v in value)
@@ -250,6 +239,6 @@ def _check_range(value: Any) -> tuple[float, float]:
         raise InvalidParameterError(
             f"temperature_range must be a pair (hot, cold) of positive numbers; got {value!r}"
         ) from exc
-    if not (hot >= cold > 0):
+    if not (math.isfinite(hot) and hot >= cold > 0):  # NaN and inf give no schedule
         raise InvalidParameterError(f"temperature_range needs hot >= cold > 0; got ({hot}, {cold})")
     return hot, cold

@@ -26,7 +26,7 @@ from bmfdsl.backends._common import (
     check_time_limit,
     given_options,
 )
-from bmfdsl.credentials import clean_credential, scrub
+from bmfdsl.credentials import clean_credential, service_text
 from bmfdsl.errors import BackendUnavailableError, BmfdslError, MissingCredentialsError, SolverError
 
 __all__ = ["DWaveHybridBackend", "DWaveQPUBackend"]
@@ -84,17 +84,19 @@ class _LeapBackend(BackendSampler):
         self._solver = solver
 
     def sample(self, bqm: dimod.BinaryQuadraticModel, **params: Any) -> dimod.SampleSet:
-        """Sample ``bqm``; an Ocean error quoting the token comes back scrubbed."""
+        """Sample ``bqm``; an Ocean error quoting the token, or holding control characters,
+        comes back as a :class:`SolverError` with them scrubbed and escaped."""
         try:
             return super().sample(bqm, **params)
         except BmfdslError:
             raise
         except Exception as exc:
             text = f"{type(exc).__name__}: {exc}"
-            if scrub(text) == text:
+            if service_text(text) == text:
                 raise
-            # from None: the original's message, chained, would show the token again
-            raise SolverError(f"the D-Wave call failed: {scrub(text)}") from None
+            # from None: the original's message, chained, would show the token (or the
+            # service's escapes and line breaks) again
+            raise SolverError(f"the D-Wave call failed: {service_text(text)}") from None
 
     def __repr__(self) -> str:  # never shows the token
         child = "injected" if self._child is not None else "Leap"

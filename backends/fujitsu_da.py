@@ -43,7 +43,7 @@ import numpy as np
 
 from bmfdsl.backends._common import BackendSampler, Initialized, check_num_reads, given_options
 from bmfdsl.backends._http import HTTPCallError, Limits, call_json
-from bmfdsl.credentials import check_service_url, clean_credential, redact_url, scrub
+from bmfdsl.credentials import check_service_url, clean_credential, redact_url, service_text
 from bmfdsl.errors import InvalidParameterError, MissingCredentialsError, SolverError
 
 __all__ = [
@@ -79,7 +79,8 @@ class DAServiceError(SolverError):
     def __init__(
         self, message: str, status: int | None = None, *, retry_after: float | None = None
     ) -> None:
-        super().__init__(scrub(message))  # a server may echo the key back
+        # a server may echo the key back, or send escapes and line breaks to forge output
+        super().__init__(service_text(message))
         self.status = status
         self.retry_after = retry_after
 

@@ -13,15 +13,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import dimod
 import numpy as np
 
-from bmfdsl.backends._common import check_seed, keyword_defaults
+from bmfdsl.backends._common import (
+    check_num_reads,
+    check_seed,
+    check_time_limit,
+    keyword_defaults,
+)
 from bmfdsl.errors import InvalidParameterError
 from bmfdsl.modeling import BMFStructure, StructuredSampler
 from bmfdsl.solvers.native import WORK_PER_SECOND, NativeSettings, solve_bmf, solve_weighted_bmf
+from bmfdsl.validation import check_count
 
 __all__ = ["NativeSampler"]
 
@@ -44,7 +51,7 @@ _DESCRIPTIONS = {
     f"{WORK_PER_SECOND:g} units ~ 1 s on an idle 2-core machine)",
     "time_limit": "opt-in wall-clock limit in seconds (restarts and polishes check the "
     "clock inside); the answer then depends on machine load: not reproducible",
-    "num_reads": "maximum annealing restarts (default: as many as the budget allows; "
+    "num_reads": "maximum annealing restarts, >= 1 (default: as many as the budget allows; "
     f"masked/weighted: {_WEIGHTED_READS} restarts)",
     "seed": "seed in [0, 2**31); the same seed gives the same result unless time_limit is set",
     "initial_factors": "warm starts: a list of (U, V) pairs",
@@ -117,7 +124,10 @@ class NativeSampler(StructuredSampler):
                 f"{type(structure).__name__}"
             )
         seed = check_seed(seed)
-        _check_num_reads(num_reads)
+        # checked as every backend checks them, before the time left for the answer is taken
+        # off (a clamp first would turn -1 or NaN into a valid 0)
+        num_reads = None if num_reads is None else check_num_reads(num_reads)
+        time_limit = None if time_limit is None else check_time_limit(time_limit)
         plain_only = {
             "time_limit": time_limit,
             "work_limit": work_limit,
@@ -148,13 +158,6 @@ class NativeSampler(StructuredSampler):
 _Answer = tuple[list[tuple[np.ndarray, np.ndarray]], list[float], dict[str, Any]]
 
 
-def _check_num_reads(num_reads: Any) -> None:
-    if num_reads is not None and (
-        isinstance(num_reads, bool) or not isinstance(num_reads, int | np.integer) or num_reads < 0
-    ):
-        raise InvalidParameterError(f"num_reads must be an integer >= 0; got {num_reads!r}")
-
-
 def _refuse_plain_only(plain_only: dict[str, Any]) -> None:
     """A masked or weighted model takes none of the portfolio's keywords."""
     given = sorted(k for k, v in plain_only.items() if v is not None)
@@ -174,13 +177,14 @@ def _plain_settings(
     """The portfolio's settings from the keywords given (None: the settings' default); a time
     limit leaves room for building the answer's SampleSet."""
     options: dict[str, Any] = {**plain_only, "num_solutions": num_solutions}
-    if options["time_limit"] is not None:
-        building = _ANSWER_SECONDS_PER_LABEL * len(structure.labels())
-        options["time_limit"] = max(0.0, options["time_limit"] - building)
     chosen = {key: value for key, value in options.items() if value is not None}
     if options["patience"] == math.inf:  # no early stop: the settings spell that None
         chosen["patience"] = None
-    return NativeSettings(num_reads=None if num_reads is None else int(num_reads), **chosen)
+    settings = NativeSettings(num_reads=num_reads, **chosen)  # every value checked here
+    if settings.time_limit is None:
+        return settings
+    building = _ANSWER_SECONDS_PER_LABEL * len(structure.labels())
+    return replace(settings, time_limit=max(0.0, settings.time_limit - building))
 
 
 def _solve_plain(
@@ -222,7 +226,7 @@ def _solve_weighted(
         num_reads=_WEIGHTED_READS if num_reads is None else int(num_reads),
         seed=seed,
         initial_factors=initial_factors,
-        num_solutions=1 if num_solutions is None else int(num_solutions),
+        num_solutions=1 if num_solutions is None else check_count(num_solutions, "num_solutions"),
     )
     return _answer(result.solutions, result.info)
 

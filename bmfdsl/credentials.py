@@ -14,12 +14,18 @@ credential environment variables.
 'server said: bad key ***'
 >>> redact_url("https://user:pw@example.com/da")
 'https://***@example.com/da'
+
+Text a service sends (error bodies, job messages) passes :func:`service_text` before it
+reaches an error, a log or the terminal: credentials scrubbed and control characters escaped,
+so that a server can neither forge a line of output nor send terminal escape sequences.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
+import re
 import urllib.parse
 
 from bmfdsl.errors import InvalidCredentialsError, InvalidParameterError
@@ -31,6 +37,7 @@ __all__ = [
     "is_loopback",
     "redact_url",
     "scrub",
+    "service_text",
 ]
 
 CREDENTIAL_VARIABLES: tuple[str, ...] = ("BMFDSL_DA_API_KEY", "DWAVE_API_TOKEN")
@@ -49,7 +56,9 @@ def clean_credential(value: object, variable: str) -> str:
 
     Raises:
         InvalidCredentialsError: not a string, empty after stripping, or containing a control
-            or non-ASCII character. The message names ``variable`` and never shows the value.
+            or non-ASCII character, ``"`` or ``\\`` (no issued key has them; a server echoing
+            one JSON-escaped would show it in a form :func:`scrub` must guess). The message
+            names ``variable`` and never shows the value.
     """
     if not isinstance(value, str):
         raise InvalidCredentialsError(f"{variable} must be a string; got {type(value).__name__}")
@@ -63,6 +72,11 @@ def clean_credential(value: object, variable: str) -> str:
             f"{variable} contains a control or non-ASCII character (a pasted line break or "
             "escape?); set it to the key exactly as issued"
         )
+    if '"' in cleaned or "\\" in cleaned:
+        raise InvalidCredentialsError(
+            f"{variable} contains a quote or a backslash (copied with its quoting?); set it "
+            "to the key exactly as issued"
+        )
     _seen.add(cleaned)
     return cleaned
 
@@ -71,19 +85,54 @@ def scrub(text: str) -> str:
     """``text`` with every known credential replaced by ``***``.
 
     Known: values passed through :func:`clean_credential` in this process and the values of
-    :data:`CREDENTIAL_VARIABLES` in the environment (raw and stripped).
+    :data:`CREDENTIAL_VARIABLES` in the environment (raw and stripped). Each is also removed
+    as a server may echo it: JSON-escaped, URL-encoded and as ``repr`` shows it.
+
+    >>> _ = clean_credential("k/ey+1", "EXAMPLE_KEY")
+    >>> scrub("sent k%2Fey%2B1 and k/ey%2B1")
+    'sent *** and ***'
     """
     secrets = set(_seen)
     for variable in CREDENTIAL_VARIABLES:
         raw = os.environ.get(variable)
         if raw and raw.strip():
             secrets.update({raw, raw.strip()})
-    for secret in sorted(secrets, key=len, reverse=True):  # longest first: no partial leaks
-        text = text.replace(secret, _MASK)
-        escaped = secret.encode("unicode_escape").decode("ascii")
-        if escaped != secret:  # as repr() would print it, e.g. 'key\\n'
-            text = text.replace(escaped, _MASK)
+    spellings = {form for secret in secrets for form in _echoed_forms(secret)}
+    for spelling in sorted(spellings, key=len, reverse=True):  # longest first: no partial leaks
+        text = text.replace(spelling, _MASK)
     return text
+
+
+def _echoed_forms(secret: str) -> set[str]:
+    """``secret`` as given and as a server or a traceback may echo it."""
+    return {
+        secret,
+        secret.encode("unicode_escape").decode("ascii"),  # as repr() prints it, e.g. 'key\\n'
+        json.dumps(secret, ensure_ascii=True)[1:-1],  # inside a JSON string
+        urllib.parse.quote(secret, safe=""),  # URL-encoded (a path or query echoed back)
+        urllib.parse.quote_plus(secret, safe=""),
+        urllib.parse.quote(secret),  # with "/" left as is
+    }
+
+
+# C0 and C1 control characters and DEL (an ANSI escape starts with ESC or the C1 CSI), the
+# Unicode line separators and the bidirectional overrides (they reorder what a terminal shows)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def service_text(text: object) -> str:
+    """``text`` from a service made safe to show: credentials scrubbed (:func:`scrub`) and
+    every control character escaped (``\\n``, ``\\r``, ``\\x1b``...), so a server can neither
+    forge a line of output nor send terminal escape sequences.
+
+    >>> service_text("bad\\r\\nbmfdsl: all good\\x1b[2J")
+    'bad\\\\r\\\\nbmfdsl: all good\\\\x1b[2J'
+    """
+    return _CONTROL.sub(_escape_control, scrub(str(text)))
+
+
+def _escape_control(match: re.Match[str]) -> str:
+    return match.group().encode("unicode_escape").decode("ascii")
 
 
 def redact_url(url: str) -> str:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import numbers
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -12,14 +14,18 @@ from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
 __all__ = [
     "check_backend",
     "check_binary_matrix",
+    "check_count",
     "check_flag",
+    "check_mapping",
     "check_mask",
     "check_one_hot",
     "check_random_state",
     "check_rank",
+    "check_real",
     "check_sparse_binary_matrix",
     "check_sparse_structure",
     "is_sparse",
+    "split_masked_array",
 ]
 
 
@@ -56,6 +62,7 @@ def check_binary_matrix(A: Any, *, name: str = "A") -> np.ndarray:
         return np.ascontiguousarray(check_sparse_binary_matrix(A, name=name).toarray())
     if hasattr(A, "toarray") and callable(A.toarray):  # other sparse-like containers
         A = A.toarray()
+    A = _without_pandas_na(A)
     try:
         array = np.asarray(A)
     except (TypeError, ValueError) as exc:  # ragged lists and the like
@@ -357,8 +364,14 @@ def check_random_state(random_state: Any) -> np.random.Generator:
     >>> bool(check_random_state(0).integers(10) == check_random_state(0).integers(10))
     True
     """
-    if random_state is None or isinstance(random_state, numbers.Integral):
-        return np.random.default_rng(None if random_state is None else int(random_state))
+    if random_state is None:
+        return np.random.default_rng()
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise InvalidParameterError(
+                f"random_state must be None, an int >= 0 or a numpy Generator; got {random_state}"
+            )
+        return np.random.default_rng(int(random_state))
     if isinstance(random_state, np.random.Generator):
         return random_state
     if isinstance(random_state, np.random.RandomState):
@@ -393,6 +406,11 @@ def check_backend(backend: Any) -> None:
     """
     if backend is None or isinstance(backend, str):
         return
+    if isinstance(backend, type):
+        raise InvalidParameterError(
+            f"backend must be a sampler instance; got the class {backend.__name__}: "
+            f"instantiate it, e.g. backend={backend.__name__}()"
+        )
     solves = callable(getattr(backend, "sample", None)) or callable(
         getattr(backend, "sample_bmf", None)
     )
@@ -402,3 +420,112 @@ def check_backend(backend: Any) -> None:
         "backend must be a registered name (see bmfdsl.list_backends()), a dimod.Sampler or a "
         f"StructuredSampler; got {type(backend).__name__} {backend!r:.40}"
     )
+
+
+def check_count(value: Any, name: str, *, minimum: int = 1) -> int:
+    """``value`` as an int ``>= minimum``: a count (reads, sweeps, replicas, ...).
+
+    ``True`` and ``2.5`` are refused rather than read as 1 and 2.
+
+    >>> check_count(np.int64(3), "sweeps")
+    3
+    >>> check_count(2.5, "replicas")
+    Traceback (most recent call last):
+    ...
+    bmfdsl.errors.InvalidParameterError: replicas must be an integer >= 1; got 2.5
+    """
+    if (
+        isinstance(value, bool | np.bool_)
+        or not isinstance(value, numbers.Integral)
+        or value < minimum
+    ):
+        raise InvalidParameterError(f"{name} must be an integer >= {minimum}; got {value!r:.40}")
+    return int(value)
+
+
+def check_real(
+    value: Any, name: str, *, minimum: float = 0.0, strict: bool = False, unit: str = ""
+) -> float:
+    """``value`` as a finite float ``>= minimum`` (``> minimum`` when ``strict``).
+
+    NaN, infinities, ``True`` and strings are refused: a NaN compares False with any bound
+    and would slip through a plain ``value < 0`` check.
+
+    >>> check_real(0.5, "time_limit", strict=True, unit=" seconds")
+    0.5
+    >>> check_real(float("nan"), "time_limit", strict=True, unit=" seconds")
+    Traceback (most recent call last):
+    ...
+    bmfdsl.errors.InvalidParameterError: time_limit must be a finite number > 0 seconds; got nan
+    """
+    if (
+        isinstance(value, bool | np.bool_)
+        or not isinstance(value, numbers.Real)
+        or not _is_finite(value)
+        or (value <= minimum if strict else value < minimum)
+    ):
+        bound = f"{'>' if strict else '>='} {minimum:g}{unit}"
+        raise InvalidParameterError(f"{name} must be a finite number {bound}; got {value!r:.40}")
+    return float(value)
+
+
+def _is_finite(value: numbers.Real) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond any float, e.g. 10**400
+        return False
+
+
+def _without_pandas_na(A: Any) -> Any:
+    """A pandas frame of nullable dtypes (``Int64``, ``boolean``) as floats, ``pd.NA`` as NaN
+    (numpy reads such a frame as objects). Anything else is returned as it is."""
+    dtypes = getattr(A, "dtypes", None)
+    if dtypes is None or not callable(getattr(A, "to_numpy", None)):
+        return A
+    kinds = dtypes if hasattr(dtypes, "__iter__") else [dtypes]
+    if all(isinstance(dtype, np.dtype) for dtype in kinds):  # plain numpy columns
+        return A
+    try:
+        return A.to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError):  # strings and the like: the checks below say so
+        return A
+
+
+def check_mapping(value: Any, name: str, example: str) -> dict[str, Any]:
+    """``value`` as a dict with string keys (``None``: empty); ``example`` shows the form.
+
+    >>> check_mapping(None, "weights", "{'lam': 2.0}")
+    {}
+    >>> check_mapping("lam=2", "weights", "{'lam': 2.0}")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bmfdsl.errors.InvalidParameterError: weights must be a dict of name -> value, ...; got str ...
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
+        raise InvalidParameterError(
+            f"{name} must be a dict of name -> value, e.g. {example}; "
+            f"got {type(value).__name__} {value!r:.40}"
+        )
+    return dict(value)
+
+
+def split_masked_array(A: Any, mask: Any) -> tuple[Any, Any]:
+    """``(data, mask)`` of an input that may be a numpy masked array, whose mask marks missing
+    entries: the data filled with 0 and the mask of observed ones (1 = observed; ``None``
+    when nothing is masked). Any other ``A`` comes back with ``mask`` as given. A masked
+    array together with an explicit ``mask`` is an error: neither silently wins.
+
+    >>> data, mask = split_masked_array(np.ma.masked_array([[1, 1]], mask=[[0, 1]]), None)
+    >>> data.tolist(), mask.tolist()
+    ([[1, 0]], [[1, 0]])
+    """
+    if not isinstance(A, np.ma.MaskedArray):
+        return A, mask
+    missing = np.ma.getmaskarray(A)
+    if mask is not None:
+        raise InvalidParameterError(
+            "give missing entries either as a numpy masked array or as mask=, not both"
+        )
+    return A.filled(0), (~missing).astype(np.int8) if missing.any() else None

@@ -139,3 +139,41 @@ def test_a_fujitsu_run_records_why_it_failed_without_the_key(tmp_path, monkeypat
     text = (tmp_path / "table1.jsonl").read_text()
     assert '"status": "failed"' in text and expected in text
     assert "secret-run" not in text
+
+
+# --- issue 24: a key echoed in another spelling; service text that forges output ----------
+
+
+@pytest.mark.parametrize("key", ['sec"ret-key-24', "sec\\ret-key-24"])
+def test_item9_a_key_with_a_quote_or_backslash_is_refused_by_name(key):
+    with pytest.raises(InvalidCredentialsError, match="SOME_KEY") as caught:
+        clean_credential(key, "SOME_KEY")
+    assert "ret-key-24" not in str(caught.value)
+
+
+def test_item9_a_key_echoed_json_escaped_or_url_encoded_is_scrubbed(monkeypatch):
+    import json
+    import urllib.parse
+
+    key = 'env"key/with+odd\\chars-24'  # from the environment: scrubbed even though refused
+    monkeypatch.setenv("BMFDSL_DA_API_KEY", key)
+    echoes = [
+        json.dumps({"message": f"bad key {key}"}),
+        urllib.parse.quote(key, safe=""),
+        urllib.parse.quote_plus(key),
+        f"GET /jobs?key={urllib.parse.quote(key)}",
+        repr(key),
+    ]
+    for echo in echoes:
+        shown = scrub(echo)
+        assert "odd" not in shown and "***" in shown, echo
+
+
+def test_item8_service_text_escapes_control_characters():
+    from bmfdsl.credentials import service_text
+
+    forged = "oops\r\nbmfdsl: all good, exit 0\x1b[2J\x9b31m\x00\u202e\u2028"
+    shown = service_text(forged)
+    assert shown.isprintable() and "\n" not in shown and "\x1b" not in shown
+    assert "\\r\\nbmfdsl: all good" in shown and "\\x1b[2J" in shown
+    assert service_text("plain words stay") == "plain words stay"

@@ -277,3 +277,13 @@ def test_an_ocean_error_quoting_the_token_is_scrubbed(monkeypatch):
         DWaveQPUBackend(token=SECRET).sample(small_bqm(), num_reads=2)
     assert SECRET not in str(caught.value) and "InvalidHeader" in str(caught.value)
     assert caught.value.__cause__ is None and caught.value.__suppress_context__
+
+
+def test_item8_an_ocean_error_with_control_characters_is_shown_escaped(monkeypatch):
+    seen: dict = {}
+    forged = RuntimeError("SAPI said: bad\r\nbmfdsl: all good, exit 0\x1b[2J")
+    fake_ocean(monkeypatch, seen, forged)
+    with pytest.raises(SolverError) as caught:
+        DWaveQPUBackend(token=SECRET).sample(small_bqm(), num_reads=2)
+    text = str(caught.value)
+    assert text.isprintable() and "all good" in text and "\\x1b[2J" in text

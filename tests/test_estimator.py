@@ -16,6 +16,7 @@ from bmfdsl import (
     InvalidParameterError,
     NotFittedError,
     UnknownNameError,
+    factorize,
 )
 from bmfdsl.apps import make_exact_rank
 
@@ -187,3 +188,88 @@ def test_same_seed_gives_identical_factors():
     second = BinaryMatrixFactorization(3, random_state=11).fit(A)
     np.testing.assert_array_equal(first.components_, second.components_)
     np.testing.assert_array_equal(first.transform(A), second.transform(A))
+
+
+# --- issue 24 item 4: missing data, as factorize takes it -----------------------------------
+
+PLANTED = np.kron(np.eye(3, dtype=np.int8), np.ones((3, 2), dtype=np.int8))  # 9 x 6, rank 3
+
+
+def _hidden_ones() -> tuple[np.ndarray, np.ndarray]:
+    """PLANTED with two of its ones flipped to 0 and marked missing (mask: 1 = observed)."""
+    X = PLANTED.copy()
+    mask = np.ones_like(X)
+    for i, j in [(0, 0), (4, 2)]:
+        X[i, j], mask[i, j] = 0, 0
+    return X, mask
+
+
+def test_item4_estimator_honours_a_masked_arrays_mask():
+    X, mask = _hidden_ones()
+    masked = np.ma.masked_array(X, mask=mask == 0)
+    by_array = BinaryMatrixFactorization(n_components=3, random_state=0).fit(masked)
+    by_mask = BinaryMatrixFactorization(n_components=3, random_state=0).fit(X, mask=mask)
+    expected = factorize(X, 3, mask=mask, random_state=0)
+    for model in (by_array, by_mask):
+        assert model.factorization_.info["observed"] == int(mask.sum())
+        assert model.factorization_.error == expected.error == 0  # the hidden ones fit
+        assert (model.components_ == expected.V.T).all()
+    unmasked = BinaryMatrixFactorization(n_components=3, random_state=0).fit(X)
+    assert unmasked.factorization_.error > 0  # the flipped cells counted as data
+    step = BinaryMatrixFactorization(n_components=3, random_state=0)
+    Pipeline([("bmf", step)]).fit(X, bmf__mask=mask)  # a fit parameter, routed by name
+    assert step.factorization_.info["observed"] == int(mask.sum())
+
+
+def test_item4_transform_and_score_count_observed_entries_only():
+    X, mask = _hidden_ones()
+    model = BinaryMatrixFactorization(n_components=3, random_state=0).fit(X, mask=mask)
+    W = model.transform(X, mask=mask)
+    assert (W @ model.components_ == PLANTED).all()  # brute-force truth: the planted factors
+    assert model.score(X, mask=mask) == 0.0
+    assert model.score(np.ma.masked_array(X, mask=mask == 0)) == 0.0
+    assert model.score(X) < 0  # without the mask the flipped cells are errors
+
+
+def test_item4_estimator_refuses_a_mask_and_a_masked_array_at_once():
+    X, mask = _hidden_ones()
+    masked = np.ma.masked_array(X, mask=mask == 0)
+    with pytest.raises(InvalidParameterError, match="not both"):
+        BinaryMatrixFactorization(n_components=3, random_state=0).fit(masked, mask=mask)
+    with pytest.raises(InvalidParameterError, match="not both"):
+        factorize(masked, 3, mask=mask, random_state=0)
+
+
+# --- issue 24 item 14: clear errors for the estimator's odd arguments ----------------------
+
+
+def test_item14_estimator_backend_params_must_be_a_dict():
+    with pytest.raises(InvalidParameterError, match="backend_params must be a dict"):
+        BinaryMatrixFactorization(n_components=2, backend_params=[1, 2]).fit(PLANTED)
+
+
+@pytest.mark.parametrize(
+    ("W", "match"),
+    [
+        (np.ones((2, 2)), "n_components = 3"),
+        (np.array([[np.nan, 1.0, 0.0]]), "NaN"),
+        ([["a", "b", "c"]], "numeric"),
+        (np.array([[2, 0, 0]]), "only 0 and 1"),
+    ],
+)
+def test_item14_inverse_transform_checks_its_input(W, match):
+    model = BinaryMatrixFactorization(n_components=3, random_state=0).fit(PLANTED)
+    with pytest.raises(InvalidMatrixError, match=match):
+        model.inverse_transform(W)
+    assert (model.inverse_transform(model.transform(PLANTED)) == PLANTED).all()
+
+
+def test_item14_a_nullable_int64_frame_is_valid_input():
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(PLANTED).astype("Int64")
+    model = BinaryMatrixFactorization(n_components=3, random_state=0).fit(frame)
+    assert model.factorization_.error == 0
+    assert factorize(frame, 3, random_state=0).error == 0
+    frame.iloc[0, 0] = pd.NA
+    with pytest.raises(InvalidMatrixError, match="NaN"):
+        factorize(frame, 3, random_state=0)

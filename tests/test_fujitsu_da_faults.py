@@ -634,3 +634,21 @@ def test_a_refused_connection_names_the_socket_error(server):
     sampler = FujitsuDABackend(f"http://127.0.0.1:{closed}", api_key=API_KEY)
     with pytest.raises(DAServiceError, match=r"connection failed \(ConnectionRefusedError: "):
         sampler.sample(bqm(), time_limit=1)
+
+
+# --- issue 24 item 8: a server cannot forge output lines or send terminal escapes ----------
+
+
+@pytest.mark.parametrize("method", ["POST", "GET"])
+def test_item8_a_service_error_body_with_escapes_is_shown_escaped(server, method):
+    forged = "bad\r\nbmfdsl: all good, exit 0\x1b[31m\x07"
+    if method == "POST":
+        server.faults = {"POST": [lambda h: h.reply(400, forged.encode())]}  # raw, not JSON
+    else:
+        job = {"status": "Error", "message": forged}
+        server.faults = {"GET": [lambda h: h.reply(200, job)]}
+    with pytest.raises(DAServiceError) as caught:
+        backend(max_retries=0).sample(bqm(), time_limit=1)
+    text = str(caught.value)
+    assert text.isprintable() and "\n" not in text and "\x1b" not in text
+    assert "all good" in text  # shown, escaped, not dropped

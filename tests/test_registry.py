@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import re
 import subprocess
 import sys
@@ -407,3 +408,28 @@ def test_pyproject_declares_every_entry_point_group():
     pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
     groups = pyproject["project"]["entry-points"]
     assert {"bmfdsl.backends", "bmfdsl.models", "bmfdsl.methods"} <= set(groups)
+
+
+def test_item12_listing_backends_imports_no_plugin_package(tmp_path, monkeypatch):
+    package = tmp_path / "bmfdsl_fake_loud_pkg"
+    (package / "sub").mkdir(parents=True)
+    # importing the package leaves a trace: listing must not import it, using it must
+    (package / "__init__.py").write_text("import os\nos.environ['BMFDSL_FAKE_LOUD'] = '1'\n")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "sub" / "plugin.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("BMFDSL_FAKE_LOUD", "")  # undone after the test, whatever it sets
+    monkeypatch.delenv("BMFDSL_FAKE_LOUD")
+    entry_point = importlib.metadata.EntryPoint(
+        name="loud", value="bmfdsl_fake_loud_pkg.sub.plugin:PluginSampler", group="bmfdsl.backends"
+    )
+    monkeypatch.setattr(
+        registry.importlib.metadata,
+        "entry_points",
+        lambda *, group: [entry_point] if group == "bmfdsl.backends" else [],
+    )
+    info = {b.name: b for b in list_backends()}["loud"]
+    assert info.available and info.target.startswith("bmfdsl_fake_loud_pkg.sub.plugin")
+    assert "bmfdsl_fake_loud_pkg" not in sys.modules and "BMFDSL_FAKE_LOUD" not in os.environ
+    assert type(get_backend("loud")).__name__ == "PluginSampler"
+    assert os.environ.get("BMFDSL_FAKE_LOUD") == "1"

@@ -24,7 +24,13 @@ from bmfdsl.errors import (
 )
 from bmfdsl.linalg import is_dask_array
 from bmfdsl.registry import check_known_names
-from bmfdsl.validation import check_one_hot, is_sparse
+from bmfdsl.validation import (
+    check_mapping,
+    check_mask,
+    check_one_hot,
+    is_sparse,
+    split_masked_array,
+)
 
 
 class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -42,6 +48,13 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
             ``>= t`` count as 1 and the rest as 0, in ``fit``, ``transform`` and ``score``.
         random_state: seed for every random choice.
 
+    Missing data: ``fit``, ``fit_transform``, ``transform`` and ``score`` take ``mask=`` (0/1
+    of ``X``'s shape, 1 = observed; in a ``Pipeline``, ``fit(X, step__mask=M)``) or a numpy
+    masked array ``X`` (masked = missing), as :func:`bmfdsl.factorize` does; giving both is
+    an error. Only observed entries count: ``fit`` factorizes with the masked model,
+    ``transform`` picks each row of ``W`` by the error on its observed entries and ``score``
+    counts those. ``inverse_transform`` reconstructs every entry.
+
     Attributes:
         components_: ``H``, 0/1 ``int8`` array ``(n_components, n_features)``.
         reconstruction_err_: ``||X - W H||_F`` (Frobenius norm, as in scikit-learn's NMF).
@@ -56,7 +69,7 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
     >>> model = BinaryMatrixFactorization(n_components=2, random_state=0)
     >>> W = model.fit_transform(X)
     >>> model.reconstruction_err_, bool((W @ model.components_ == X).all()), model.score(X)
-    (0.0, True, -0.0)
+    (0.0, True, 0.0)
     """
 
     def __init__(
@@ -168,13 +181,15 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
             ) from exc
 
     # -- fitting ---------------------------------------------------------------------------
-    def fit(self, X: Any, y: Any = None) -> BinaryMatrixFactorization:
-        """Factorize ``X`` (``n_samples x n_features``); ``y`` is ignored."""
-        self.fit_transform(X)
+    def fit(self, X: Any, y: Any = None, mask: Any = None) -> BinaryMatrixFactorization:
+        """Factorize ``X`` (``n_samples x n_features``); ``y`` is ignored; ``mask``: 1 =
+        observed (see the class docs)."""
+        self.fit_transform(X, mask=mask)
         return self
 
-    def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> np.ndarray:
-        """Fit and return ``W`` (``n_samples x n_components``); ``y`` is ignored.
+    def fit_transform(self, X: Any, y: Any = None, mask: Any = None) -> np.ndarray:
+        """Fit and return ``W`` (``n_samples x n_components``); ``y`` is ignored; ``mask``:
+        1 = observed (see the class docs).
 
         Sparse ``X`` is factorized as sparse (see :func:`bmfdsl.factorize`: it stays sparse
         with ``sample_rows``, and is densified once for the core solve without it); the
@@ -182,6 +197,8 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
         """
         from bmfdsl.pipeline import factorize
 
+        backend_params = check_mapping(self.backend_params, "backend_params", "{'time_limit': 1}")
+        X, mask = split_masked_array(X, mask)
         A = self._binary_input(X, reset=True)
         m, n = A.shape
         if isinstance(self.n_components, int) and self.n_components > min(m, n):
@@ -199,8 +216,9 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
             weights=self.weights,
             sample_rows=self.sample_rows,
             als=self.als,
+            mask=mask,
             random_state=self.random_state,
-            **(self.backend_params or {}),
+            **backend_params,
         )
         self.factorization_ = result
         self.components_ = result.V.T.copy()
@@ -218,36 +236,68 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
         """Output width, for ``get_feature_names_out`` (names ``binarymatrixfactorization0``...)."""
         return int(self.components_.shape[0])
 
-    def transform(self, X: Any) -> np.ndarray:
-        """The 0/1 ``W`` minimising ``||X - W H||²_F`` for the fitted ``H`` (exact BLS).
-
-        Sparse ``X`` is solved from ``X H``, never densified.
-        """
-        from bmfdsl.solvers import solve_bls
-        from bmfdsl.validation import check_one_hot
-
-        self._check_fitted()
+    def _observed_input(self, X: Any, mask: Any) -> tuple[Any, np.ndarray | None]:
+        """``X`` checked as in :meth:`_binary_input` and its mask (1 = observed), if any."""
+        X, mask = split_masked_array(X, mask)
         A = self._binary_input(X, reset=False)
-        return solve_bls(A, self.components_.T, one_hot=check_one_hot(self.one_hot) == "U")
+        return A, None if mask is None else check_mask(mask, A.shape)
+
+    def _solve_w(self, A: Any, observed: np.ndarray | None) -> np.ndarray:
+        """The best 0/1 ``W`` for the fitted ``H``: exact BLS, on observed entries only."""
+        from bmfdsl.solvers import solve_bls
+
+        one_hot = check_one_hot(self.one_hot) == "U"
+        if observed is None:
+            return solve_bls(A, self.components_.T, one_hot=one_hot)
+        from bmfdsl.solvers.native import weighted_bls
+
+        dense = A.toarray() if is_sparse(A) else A
+        W, _ = weighted_bls(dense, observed, self.components_.T, exactly_one=one_hot)
+        return W
+
+    def transform(self, X: Any, mask: Any = None) -> np.ndarray:
+        """The 0/1 ``W`` minimising ``||X - W H||²_F`` for the fitted ``H`` (exact BLS); with
+        ``mask`` (1 = observed) or a masked ``X``, the error on observed entries.
+
+        Sparse ``X`` is solved from ``X H``, never densified (unless masked).
+        """
+        self._check_fitted()
+        return self._solve_w(*self._observed_input(X, mask))
 
     def inverse_transform(self, X: Any) -> np.ndarray:
-        """The reconstruction ``W H`` of ``W = X`` (counts; 0/1 when components don't overlap)."""
-        self._check_fitted()
-        W = np.asarray(X, dtype=np.int64)
-        return W @ self.components_.astype(np.int64)
+        """The reconstruction ``W H`` of ``W = X`` (counts; 0/1 when components don't overlap).
 
-    def score(self, X: Any, y: Any = None) -> float:
-        """Minus the squared reconstruction error ``-||X - W H||²_F`` with ``W = transform(X)``.
+        ``X`` must be 0/1 with ``n_components`` columns (what :meth:`transform` returns).
+        """
+        from bmfdsl.validation import check_binary_matrix
+
+        self._check_fitted()
+        W = check_binary_matrix(X, name="W (the input of inverse_transform)")
+        if W.shape[1] != self.components_.shape[0]:
+            raise InvalidMatrixError(
+                f"inverse_transform takes W with n_components = {self.components_.shape[0]} "
+                f"columns (what transform returns); got {W.shape[1]}"
+            )
+        return W.astype(np.int64) @ self.components_.astype(np.int64)
+
+    def score(self, X: Any, y: Any = None, mask: Any = None) -> float:
+        """Minus the squared reconstruction error ``-||X - W H||²_F`` with ``W = transform(X)``
+        (with ``mask`` or a masked ``X``: on observed entries only).
 
         Greater is better, as scikit-learn's model selection expects (like ``KMeans.score``).
         """
-        from bmfdsl.linalg import squared_error
-        from bmfdsl.solvers import solve_bls
+        from bmfdsl.linalg import squared_error, weighted_squared_error
 
         self._check_fitted()
-        A = self._binary_input(X, reset=False)
-        W = solve_bls(A, self.components_.T, one_hot=check_one_hot(self.one_hot) == "U")
-        if is_sparse(A):  # the error without the dense product
-            return -float(squared_error(A, W, self.components_.T))
-        residual = A.astype(np.int64) - W.astype(np.int64) @ self.components_.astype(np.int64)
-        return -float(np.square(residual).sum())
+        A, observed = self._observed_input(X, mask)
+        W = self._solve_w(A, observed)
+        H = self.components_.T
+        if observed is not None:
+            dense = A.toarray() if is_sparse(A) else A
+            error = float(weighted_squared_error(dense, W, H, observed.astype(np.float64)))
+        elif is_sparse(A):  # the error without the dense product
+            error = float(squared_error(A, W, H))
+        else:
+            residual = A.astype(np.int64) - W.astype(np.int64) @ H.T.astype(np.int64)
+            error = float(np.square(residual).sum())
+        return -error if error else 0.0  # a perfect fit scores 0.0, not -0.0

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from bmfdsl.errors import InvalidParameterError, ModelDefinitionError
+from bmfdsl.errors import InvalidParameterError, ModelDefinitionError, ModelTooLargeError
 from bmfdsl.modeling._compiled import CompiledModel, Lowered, verify_claim
 from bmfdsl.modeling._declaration import Declaration
 from bmfdsl.modeling._dsl import ModelBuilder
@@ -88,7 +88,9 @@ def _load_script(path: Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:  # a user's script can fail in any way; report it as malformed
+    # a user's script can fail in any way, sys.exit() and MemoryError included; report it as
+    # malformed (a KeyboardInterrupt still interrupts)
+    except (Exception, SystemExit) as exc:
         raise ModelDefinitionError(
             f"model script {str(path)!r} failed to load: {type(exc).__name__}: {exc}"
         ) from exc
@@ -138,15 +140,16 @@ def _declare(
     term_limit: int,
 ) -> Declaration:
     """Run the script's ``build(model)`` on one instance (the only place it runs)."""
-    builder = ModelBuilder(A, rank, one_hot, data, term_limit=term_limit)
+    seen = {key: _read_only(value) for key, value in data.items()}
+    builder = ModelBuilder(_read_only(A), rank, one_hot, seen, term_limit=term_limit)
     try:
         result = module.build(builder)
-    except (ModelDefinitionError, InvalidParameterError, MemoryError):
+    except (ModelDefinitionError, InvalidParameterError, ModelTooLargeError):
         raise
-    except Exception as exc:
-        raise ModelDefinitionError(
-            f"build(model) of model {name!r} failed: {type(exc).__name__}: {exc}"
-        ) from exc
+    except ValueError as exc:
+        raise ModelDefinitionError(_failure(name, exc) + _read_only_hint(exc)) from exc
+    except (Exception, SystemExit) as exc:  # MemoryError too; a KeyboardInterrupt interrupts
+        raise ModelDefinitionError(_failure(name, exc)) from exc
     if result is not None:
         raise ModelDefinitionError(
             f"build(model) of model {name!r} must declare on `model` and return None; "
@@ -154,6 +157,19 @@ def _declare(
         )
     builder.check_complete(f"model {name!r}")
     return builder.declaration()
+
+
+def _failure(name: str, exc: BaseException) -> str:
+    return f"build(model) of model {name!r} failed: {type(exc).__name__}: {exc}"
+
+
+def _read_only_hint(exc: ValueError) -> str:
+    if "read-only" not in str(exc):
+        return ""
+    return (
+        ". model.A and model.data are read-only (the caller's data): build(model) declares "
+        "on the model; work on a copy (np.array(model.A)) to change values"
+    )
 
 
 @dataclass(frozen=True)
@@ -181,6 +197,23 @@ class _Instance:
             A=self.A[np.ix_(rows, cols)],
             data=_restrict(self.data, self.A.shape, rows, cols),
         )
+
+
+def _private_copy(value: Any) -> Any:
+    """A copy of a numpy array (other values as they are): the compiled model keeps its own
+    data, so that a caller changing ``A`` afterwards cannot change the model."""
+    return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
+
+
+def _read_only(value: Any) -> Any:
+    """A read-only view of a numpy array (other values as they are): what a model script
+    sees, so that writing to ``model.A`` is an error instead of a change to the data. (The
+    copy itself stays writable: numba compiles its kernels once more for read-only arrays.)"""
+    if not isinstance(value, np.ndarray):
+        return value
+    view = value.view()
+    view.flags.writeable = False
+    return view
 
 
 def _check_data(data: Any) -> dict[str, Any]:
@@ -227,7 +260,10 @@ def compile_model(
     Args:
         model: a registered name (see :func:`list_models`), the path of a model script that
             defines ``build(model)``, or such a module.
-        A: the 0/1 data matrix (m x n).
+        A: the 0/1 data matrix (m x n). It is copied, and so are the arrays of ``data``:
+            changing them afterwards does not change the model; the script and
+            ``compiled.A`` / ``compiled.data`` show them read-only (a script writing to
+            ``model.A`` gets a :class:`ModelDefinitionError`).
         rank: the target rank, ``1 <= rank <= min(m, n)``.
         one_hot: ``"V"`` (every column of A in exactly one cluster), ``"U"``, or ``None``.
         data: extra arrays for the script, read as ``model.data[name]`` (e.g. a mask).
@@ -248,12 +284,12 @@ def compile_model(
     >>> compiled.weight_names, compiled.num_variables, compiled.structure_check
     (('lam', 'lam_onehot'), 22, 'instance')
     """
-    A = check_binary_matrix(A)
+    A = _private_copy(check_binary_matrix(A))
     rank = check_rank(rank, A.shape)
     one_hot = check_one_hot(one_hot)
     if isinstance(memory_limit, bool) or not isinstance(memory_limit, int | np.integer):
         raise InvalidParameterError(f"memory_limit must be a number of bytes; got {memory_limit!r}")
-    extra = _check_data(data)
+    extra = {key: _private_copy(value) for key, value in _check_data(data).items()}
     name, module = load_model(model)
     term_limit = max(1, int(memory_limit) // TERM_BYTES)
     instance = _Instance(module, name, A, rank, one_hot, extra, term_limit)  # type: ignore[arg-type]
@@ -268,10 +304,10 @@ def compile_model(
     structure = _claimed_structure(instance, metadata, on_instance=lowered is not None)
     return CompiledModel(
         model_name=name,
-        A=A,
+        A=_read_only(A),  # the structure keeps the writable copy: numba's kernels take it
         rank=rank,
         one_hot=one_hot,  # type: ignore[arg-type]
-        data=extra,
+        data={key: _read_only(value) for key, value in extra.items()},
         metadata=metadata,
         declare=instance.declare,
         structure=structure,

@@ -39,10 +39,12 @@ from bmfdsl.validation import (
     check_backend,
     check_binary_matrix,
     check_flag,
+    check_mapping,
     check_mask,
     check_one_hot,
     check_random_state,
     check_rank,
+    split_masked_array,
 )
 
 
@@ -78,9 +80,9 @@ def factorize(
             model's own defaults, e.g. the paper's λ = 1 for ``lam``); ``"sufficient"``
             for a value proved to make every minimum feasible.
         mask: 0/1 array of A's shape, 1 = observed: missing data (a numpy masked array's
-            mask is used the same way). Only observed entries count in the error; the default
-            model becomes ``"masked-bmf"`` (a custom model reads the mask as
-            ``model.data["mask"]``), ALS is the masked one and the lower bound comes from
+            mask is used the same way; giving both is an error). Only observed entries count
+            in the error; the default model becomes ``"masked-bmf"`` (a custom model reads the
+            mask as ``model.data["mask"]``), ALS is the masked one and the lower bound comes from
             fully observed blocks. ``method="qubo"`` only, on an in-memory matrix without
             ``sample_rows`` (a sparse one is densified).
         sample_rows: ``None`` (use all rows), an int ``s`` (the paper's leverage-score
@@ -98,6 +100,8 @@ def factorize(
 
     Returns:
         A :class:`~bmfdsl.result.Factorization` with per-stage timings in ``info["timings"]``
+        (wall seconds: ``compile`` is the model's compilation, ``jit`` a backend's one-off
+        kernel compilation, taken out of ``solve``)
         and a proven ``lower_bound`` (cheap bounds always, see ``pipeline/_bounds.py``; a masked
         factorization's counts observed entries only). A masked factorization's
         ``info["als_solves"]`` is ``None`` (the masked ALS does not count its solves).
@@ -134,7 +138,8 @@ def factorize(
     timer = StageTimer()
     als = check_flag(als, "als")
     check_backend(backend)
-    A, mask = _split_masked_array(A, mask)
+    weights = check_mapping(weights, "weights", "{'lam': 2.0}") or None
+    A, mask = split_masked_array(A, mask)
     if mask is not None:
         _check_mask_options(A, method, one_hot, weights, sample_rows, certify, backend_params)
     data, s = _load(A, rank, sample_rows)
@@ -186,7 +191,8 @@ def factorize(
         mask=objective.observed,
     )
     info.update(lower_bound=proof.bound.to_info(), **({"certify": proof.info} if certify else {}))
-    info["timings"] = {**proof.timings, **timer.timings()}  # "total" includes the proof
+    # "total" includes the proof; a backend's JIT compilation gets its own name
+    info["timings"] = _with_jit({**proof.timings, **timer.timings()}, solution.info)
     return Factorization(
         U=proof.U,
         V=proof.V,
@@ -203,6 +209,16 @@ def _warn_if_rank_impractical(shape: tuple[int, int], rank: int) -> None:
     from bmfdsl.solvers.native import warn_if_rank_impractical
 
     warn_if_rank_impractical(shape, rank)
+
+
+def _with_jit(timings: dict[str, float], solve_info: Mapping[str, Any]) -> dict[str, float]:
+    """``timings`` with the backend's kernel compilation (its ``timings["compile"]``, inside
+    the solve stage: numba's JIT, once per process) moved out of ``solve`` into ``jit`` (0.0
+    for a backend that reports none)."""
+    backend_timings = (solve_info.get("backend_info") or {}).get("timings") or {}
+    jit = backend_timings.get("compile")
+    jit = float(jit) if isinstance(jit, int | float) else 0.0
+    return {**timings, "solve": max(0.0, timings["solve"] - jit), "jit": jit}
 
 
 def _extend_and_polish(
@@ -316,6 +332,11 @@ def _load(A: Any, rank: Any, sample_rows: Any) -> tuple[BinaryMatrix, int | None
         return data, s
     if A.ndim != 2 or 0 in A.shape:
         raise InvalidMatrixError(f"A must be a non-empty 2-D array; got shape {A.shape}")
+    if any(np.isnan(size) for size in A.shape):
+        raise InvalidMatrixError(
+            f"A is a dask array of unknown chunk sizes (shape {A.shape}); call "
+            "A.compute_chunk_sizes() (or A.rechunk) first"
+        )
     m, n = (int(size) for size in A.shape)
     wanted = "auto" if sample_rows is None else sample_rows
     s = _sample_size(wanted, max(m, n), min(m, n), check_rank(rank, (m, n)))
@@ -465,16 +486,6 @@ def _polish(
 
     polished = alternating(data, U, V, one_hot=side)
     return polished.U, polished.V, polished.error, polished.solves
-
-
-def _split_masked_array(A: Any, mask: Any) -> tuple[Any, Any]:
-    """A numpy masked array's mask marks missing entries: data filled with 0, and the mask."""
-    if not isinstance(A, np.ma.MaskedArray):
-        return A, mask
-    missing = np.ma.getmaskarray(A)
-    if mask is None and missing.any():
-        mask = (~missing).astype(np.int8)
-    return A.filled(0), mask
 
 
 def _check_mask_options(

@@ -220,8 +220,11 @@ def _install_hint(entry: _Entry) -> str:
 
 
 def _unavailable_reason(entry: _Entry) -> str:
-    module = entry.target.partition(":")[0]
-    for required in (*entry.requires, module):
+    # The target's own package is looked up by its top-level name only: finding a submodule
+    # would import (run) its parent packages, and listing a plug-in must not run its code.
+    # A missing submodule shows on use, as a BackendUnavailableError.
+    package = entry.target.partition(":")[0].partition(".")[0]
+    for required in (*entry.requires, package):
         if not any(_module_exists(name) for name in required.split("|")):
             shown = " or ".join(repr(name) for name in required.split("|"))
             return f"module {shown} is not installed; {_install_hint(entry)}"
@@ -250,7 +253,8 @@ def _has_credentials(name: str) -> bool:
 
 
 def list_backends() -> list[BackendInfo]:
-    """Every known backend, sorted by name, with its availability; imports no solver.
+    """Every known backend, sorted by name, with its availability; imports no solver and no
+    plug-in (plug-ins are read from their entry-point metadata and imported on use).
 
     >>> info = {b.name: b for b in list_backends()}["openjij-sa"]
     >>> info.extra

@@ -3,8 +3,8 @@
 * :func:`solve_bmf` with :class:`NativeSettings`: heat-bath row annealing, parallel tempering,
   restarts, ALS polish and optimality certificates for ``min ||A - U Vᵀ||²_F``, within a
   work budget (:func:`auto_work_limit` by default, :data:`WORK_PER_SECOND` units ~ 1 s);
-* :func:`solve_weighted_bmf`, :func:`weighted_als`: masked and weighted BMF by restarted exact
-  weighted ALS;
+* :func:`solve_weighted_bmf`, :func:`weighted_als`, :func:`weighted_bls`: masked and weighted
+  BMF by restarted exact weighted ALS;
 * :func:`exact_rank1`: the provably optimal rank-1 factorization by Gray-code enumeration.
 
 The Digital Annealer's algorithm lives beside it in :mod:`bmfdsl.solvers.da`.
@@ -20,7 +20,7 @@ from bmfdsl.solvers.native._settings import (
     exact_solve_seconds,
     warn_if_rank_impractical,
 )
-from bmfdsl.solvers.native._weighted import solve_weighted_bmf, weighted_als
+from bmfdsl.solvers.native._weighted import solve_weighted_bmf, weighted_als, weighted_bls
 
 __all__ = [
     "PRACTICAL_MAX_RANK",
@@ -35,4 +35,5 @@ __all__ = [
     "solve_weighted_bmf",
     "warn_if_rank_impractical",
     "weighted_als",
+    "weighted_bls",
 ]

@@ -39,11 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from bmfdsl.errors import InvalidParameterError
 from bmfdsl.linalg import Orientation
 from bmfdsl.solvers.methods import baseline
 from bmfdsl.solvers.native._certify import exact_rank1
-from bmfdsl.solvers.native._settings import NativeSettings, solve_budget
+from bmfdsl.solvers.native._settings import NativeSettings, check_warm_starts, solve_budget
 from bmfdsl.solvers.native._solver import PortfolioSolver
 from bmfdsl.validation import check_binary_matrix, check_one_hot, check_random_state, check_rank
 
@@ -130,7 +129,7 @@ def solve_bmf(
     one_hot = check_one_hot(one_hot)
     rng = check_random_state(seed)
     budget = solve_budget(settings, A.shape, started)
-    problem = _Problem.reduce(A, one_hot, _check_warm(initial_factors, A.shape, rank))
+    problem = _Problem.reduce(A, one_hot, check_warm_starts(initial_factors, A.shape, rank))
     solver = PortfolioSolver(problem.A, rank, problem.one_hot, settings, rng, budget)
     certificate = _certify(solver, settings)
     seeded = time.perf_counter()
@@ -155,20 +154,6 @@ def solve_bmf(
     }
     info = _info(solver, problem, certificate, search, timings)
     return NativeResult(solutions=solutions, info=info)
-
-
-def _check_warm(
-    initial_factors: Any, shape: tuple[int, int], rank: int
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The warm starts as arrays, each of the shapes of ``A``'s factors."""
-    warm = [(np.asarray(U), np.asarray(V)) for U, V in initial_factors]
-    for U, V in warm:
-        if U.shape != (shape[0], rank) or V.shape != (shape[1], rank):
-            raise InvalidParameterError(
-                f"initial factors must have shapes {(shape[0], rank)} and "
-                f"{(shape[1], rank)}; got {U.shape} and {V.shape}"
-            )
-    return warm
 
 
 @dataclass(frozen=True)

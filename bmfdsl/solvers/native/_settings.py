@@ -12,11 +12,16 @@ opt-in wall-clock deadline of ``time_limit``.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from bmfdsl.errors import InvalidParameterError, PerformanceWarning
 from bmfdsl.solvers.native._certify import DEFAULT_MAX_ENUMERATION
 from bmfdsl.timings import WorkBudget
+from bmfdsl.validation import check_count, check_real
 
 # Work units per elementary step of the kernels in ``_anneal.py``, in thirds of a
 # nanosecond on the idle calibration machine (2 x86 cores; measured per sweep and per BLS
@@ -86,29 +91,59 @@ class NativeSettings:
     patience: int | None = 24
 
     def __post_init__(self) -> None:
-        checks = {
-            "time_limit": self.time_limit is None or self.time_limit >= 0,
-            "work_limit": self.work_limit is None or self.work_limit >= 0,
-            "sweeps": self.sweeps >= 1,
-            "replicas": self.replicas >= 1,
-            "t_hot": self.t_hot > 0,
-            "t_cold": 0 < self.t_cold <= self.t_hot,
-            "core_rows": self.core_rows >= 1,
-            "max_solves": self.max_solves >= 1,
-            "max_enumeration": self.max_enumeration >= 0,
-            "num_solutions": self.num_solutions >= 1,
-        }
+        """Each setting checked by the one check of its kind (:mod:`bmfdsl.validation`): the
+        error names it and its valid range, before any work (NaN, infinities, ``True``,
+        strings and fractional counts are refused)."""
+        if self.time_limit is not None:
+            check_real(self.time_limit, "time_limit", unit=" seconds")
+        if self.work_limit is not None:
+            check_real(self.work_limit, "work_limit", unit=" work units")
+        for name in ("sweeps", "replicas", "core_rows", "max_solves", "num_solutions"):
+            check_count(getattr(self, name), name)
+        check_count(self.max_enumeration, "max_enumeration", minimum=0)
         if self.num_reads is not None:
-            checks["num_reads"] = self.num_reads >= 0
+            check_count(self.num_reads, "num_reads", minimum=0)
         if self.patience is not None:
-            checks["patience"] = self.patience >= 1
-        bad = [name for name, ok in checks.items() if not ok]
-        if bad:
-            values = ", ".join(f"{name}={getattr(self, name)!r}" for name in bad)
+            check_count(self.patience, "patience")
+        t_hot = check_real(self.t_hot, "t_hot", strict=True)
+        t_cold = check_real(self.t_cold, "t_cold", strict=True)
+        if t_cold > t_hot:
             raise InvalidParameterError(
-                f"invalid native solver setting(s): {values}; time_limit, work_limit, "
-                "max_enumeration and num_reads must be >= 0, 0 < t_cold <= t_hot, the rest >= 1"
+                f"t_cold must be at most t_hot; got t_cold={self.t_cold!r} > t_hot={self.t_hot!r}"
             )
+
+
+def check_warm_starts(
+    initial_factors: Any, shape: tuple[int, int], rank: int
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The warm starts ``initial_factors`` (an iterable of ``(U, V)`` pairs) as 0/1 arrays,
+    each of the shapes of ``A``'s factors; anything else is an error saying what is expected.
+
+    >>> [U.shape for U, _ in check_warm_starts([(np.ones((3, 2)), np.zeros((4, 2)))], (3, 4), 2)]
+    [(3, 2)]
+    >>> check_warm_starts("garbage", (3, 4), 2)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bmfdsl.errors.InvalidParameterError: initial_factors must be a list of (U, V) pairs...
+    """
+    expected = (
+        f"initial_factors must be a list of (U, V) pairs of 0/1 arrays, U of shape "
+        f"{(shape[0], rank)} and V of shape {(shape[1], rank)}"
+    )
+    if isinstance(initial_factors, str | bytes) or not isinstance(initial_factors, Iterable):
+        raise InvalidParameterError(f"{expected}; got {type(initial_factors).__name__}")
+    warm = []
+    for pair in initial_factors:
+        try:
+            U, V = (np.asarray(factor, dtype=float) for factor in pair)
+        except (TypeError, ValueError):
+            raise InvalidParameterError(f"{expected}; got an item {pair!r:.60}") from None
+        if U.shape != (shape[0], rank) or V.shape != (shape[1], rank):
+            raise InvalidParameterError(f"{expected}; got shapes {U.shape} and {V.shape}")
+        if not (np.isin(U, (0, 1)).all() and np.isin(V, (0, 1)).all()):
+            raise InvalidParameterError(f"{expected}; got values other than 0 and 1")
+        warm.append((U.astype(np.int8), V.astype(np.int8)))
+    return warm
 
 
 def sweep_work(rows: int, cols: int, codes_u: int, codes_v: int) -> float:

@@ -18,6 +18,7 @@ import numpy as np
 from bmfdsl.errors import InvalidParameterError
 from bmfdsl.linalg import code_table, weighted_squared_error
 from bmfdsl.solvers.methods import baseline
+from bmfdsl.solvers.native._settings import check_warm_starts
 from bmfdsl.timings import WorkBudget
 
 #: Row codes are enumerated: 2**rank of them, so rank is capped.
@@ -88,7 +89,7 @@ def solve_weighted_bmf(
     m, n = A.shape
     rng = np.random.default_rng(seed)
     observed = (A * (C > 0)).astype(np.int8)
-    seeds = [(np.asarray(U), np.asarray(V)) for U, V in initial_factors]
+    seeds = check_warm_starts(initial_factors, (m, n), rank)
     seeds.append(baseline(observed, rank))
     found: dict[bytes, tuple[np.ndarray, np.ndarray, float]] = {}
     for U, V in seeds:
