@@ -38,7 +38,8 @@ def apply_product(counts: np.ndarray, product: str, out: np.ndarray | None = Non
     """The product's values from the non-negative counts ``U Vᵀ`` (any shape, integer or
     float; ``out`` may be ``counts`` itself, to work in place).
 
-    >>> apply_product(np.array([0, 1, 2, 3]), "or").tolist(), apply_product(np.array([0, 1, 2, 3]), "xor").tolist()
+    >>> counts = np.array([0, 1, 2, 3])
+    >>> apply_product(counts, "or").tolist(), apply_product(counts, "xor").tolist()
     ([0, 1, 1, 1], [0, 1, 0, 1])
     """
     if product == "sum":

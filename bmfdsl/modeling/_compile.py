@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from bmfdsl.errors import InvalidParameterError, ModelDefinitionError
-from bmfdsl.modeling._compiled import CompiledModel, Lowered, verify_claim
+from bmfdsl.modeling._compiled import CompiledModel, Lowered, claimed_structure, verify_claim
 from bmfdsl.modeling._declaration import Declaration
 from bmfdsl.modeling._dsl import ModelBuilder
 from bmfdsl.modeling._expr import TERM_BYTES
@@ -319,13 +319,13 @@ def _claimed_structure(
     if metadata.claim is None:
         return None
     mask, entry_weights = _full_claim_arrays(metadata, instance.data, on_instance)
-    return BMFStructure(
-        instance.A,
-        instance.rank,
-        instance.one_hot,
-        mask,
-        entry_weights,
-        factor_names=metadata.factor_names or ("U", "V"),
+    return claimed_structure(
+        metadata,
+        A=instance.A,
+        rank=instance.rank,
+        one_hot=instance.one_hot,
+        mask=mask,
+        entry_weights=entry_weights,
     )
 
 

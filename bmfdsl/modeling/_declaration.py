@@ -22,7 +22,7 @@ import numpy as np
 
 from bmfdsl.modeling._expr import INDEX, PolyArray, VariableSpace
 from bmfdsl.modeling._qubo import narrowest_exact
-from bmfdsl.modeling._structure import OneHotSide
+from bmfdsl.modeling._structure import OneHotSide, RowLimits
 
 GroupKind = Literal["product", "one_hot", "or", "custom"]
 
@@ -133,12 +133,16 @@ def _concatenate(parts: Sequence[PolyArray]) -> PolyArray:
 
 @dataclass(frozen=True)
 class StructureClaim:
-    """What ``declare_bmf`` claims: feasible energy == ``Σ w m (a - (UVᵀ))²``."""
+    """What ``declare_bmf`` claims: feasible energy == ``Σ w m (a - (U ∘ V))² + L1 terms``
+    (``∘``: the ``product``), with rows of ``U``, ``V`` within ``row_limits``."""
 
     mask: np.ndarray | None = None
     entry_weights: np.ndarray | None = None
     mask_source: str | None = None  # the model.data key the mask came from
     entry_weights_source: str | None = None
+    product: str = "sum"
+    l1: tuple[float | str, float | str] = (0.0, 0.0)  # a number or a model weight's name
+    row_limits: tuple[RowLimits | None, RowLimits | None] = (None, None)
 
 
 @dataclass(frozen=True)

@@ -106,7 +106,7 @@ def solve(
         check_known_names(
             params, sampler.parameters, hint=f"These are the parameters of backend {name!r}."
         )
-        sampleset = sampler.sample_bmf(compiled.structure, **params)
+        sampleset = sampler.sample_bmf(compiled.structure.resolved(resolved), **params)
     else:
         if native_one_hot:
             if "one_hot_groups" not in sampler.parameters:
