@@ -47,7 +47,7 @@ _UPDATE_OVERHEAD = 2e5
 
 #: The iterated local search accepts states up to this fraction worse than the current one,
 #: and goes back to the best after this many perturbations without a new best.
-_SLACK = 0.003
+_SLACK = 0.01
 _RETURN_AFTER = 50
 
 RowLimits = tuple[int, int]
@@ -184,6 +184,7 @@ class FamilySolver:
         self.u = _side(A, W, problem.l1[0] * row_counts, allowed_codes(r, lu), lu)
         self.v = _side(At, Wt, problem.l1[1] * col_counts, allowed_codes(r, lv), lv)
         self.counts = {"updates": 0, "seeds": 0, "perturbations": 0, "accepted": 0}
+        self._candidate_cache: dict[tuple[str, float], np.ndarray] = {}
 
     # -- one exact update --------------------------------------------------------------------
     def update(
@@ -225,7 +226,7 @@ class FamilySolver:
             choice = np.argmin(cost, axis=1)
             best[part] = choice
             total += float(cost[np.arange(choice.size), choice].sum())
-        return codes[best].copy(), total + float(side.constant.sum())
+        return codes[best].copy(), total + float(side.constant.sum()) + self._other_l1(side, other)
 
     def _bit_update(
         self, side: _Side, other: np.ndarray, current: np.ndarray
@@ -248,7 +249,12 @@ class FamilySolver:
         out = current.copy()
         moved_rows = np.flatnonzero(best_bit >= 0)
         out[moved_rows, best_bit[moved_rows]] ^= 1
-        return out, float(best_cost.sum() + side.constant.sum())
+        return out, float(best_cost.sum() + side.constant.sum()) + self._other_l1(side, other)
+
+    def _other_l1(self, side: _Side, other: np.ndarray) -> float:
+        """The L1 term of the factor held fixed (part of the objective the update reports)."""
+        fixed = self.v if side is self.u else self.u
+        return float(fixed.l1 @ other.sum(axis=1)) if fixed.l1.any() else 0.0
 
     def _row_costs(self, side: _Side, counts: np.ndarray) -> np.ndarray:
         P = apply_product(counts, self.product).astype(np.float64)
@@ -362,17 +368,40 @@ class FamilySolver:
         move = rng.random()
         count = min(rows, int(rng.integers(1, max(2, rows // 20) + 1)))
         picked = rng.choice(rows, size=count, replace=False)
-        if move < 0.4:  # a few rows re-drawn
+        if move < 0.3:  # a few rows re-drawn
             factor[picked] = self.random_factor(rng, side)[picked]
-        elif move < 0.8:  # one bit flipped in a few rows (kept within the row limits)
+        elif move < 0.6:  # one bit flipped in a few rows (kept within the row limits)
             bits = rng.integers(self.rank, size=count)
             factor[picked, bits] ^= 1
             factor[:] = _limited(factor, side.limits)
-        else:  # one rank component re-drawn
+        elif move < 0.7:  # one rank component re-drawn
             k = int(rng.integers(self.rank))
             factor[:, k] = rng.random(rows) < rng.uniform(0.05, 0.5)
             factor[:] = _limited(factor, side.limits)
+        else:  # one rank component replaced by the association candidate that covers most
+            self._refit_component(rng, U, V)
         return U, V, on_u
+
+    def _refit_component(self, rng: np.random.Generator, U: np.ndarray, V: np.ndarray) -> None:
+        """Component ``k`` (in place) becomes the association candidate adding the most cover
+        to the other components' product (ASSO's step, in either orientation)."""
+        k = int(rng.integers(self.rank))
+        tau = float(rng.choice(_THRESHOLDS))
+        others = [t for t in range(self.rank) if t != k]
+        covered = (U[:, others].astype(np.float64) @ V[:, others].T.astype(np.float64)) > 0
+        if rng.integers(2):  # a basis over the columns: V's component, used by rows of U
+            V[:, k], U[:, k] = _best_candidate(self.u, self._candidates("u", tau), covered)
+        else:
+            U[:, k], V[:, k] = _best_candidate(self.v, self._candidates("v", tau), covered.T)
+        U[:] = _limited(U, self.u.limits)
+        V[:] = _limited(V, self.v.limits)
+
+    def _candidates(self, side_name: str, tau: float) -> np.ndarray:
+        key = (side_name, tau)
+        if key not in self._candidate_cache:
+            side = self.u if side_name == "u" else self.v
+            self._candidate_cache[key] = _association_candidates(side, tau)
+        return self._candidate_cache[key]
 
     def unmerge(self, U: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The factors of the full matrix: each row or column takes its merged row's code."""
@@ -427,27 +456,37 @@ def _limited(factor: np.ndarray, limits: RowLimits) -> np.ndarray:
     return out
 
 
-def _greedy_cover(side: _Side, rank: int, tau: float) -> np.ndarray:
-    """ASSO's basis: candidates are the rows of the association matrix of the columns of
-    ``side.A`` (``conf(j → l) >= tau``); ``rank`` of them are picked one at a time by the
-    weighted cover they add (rows use a candidate where it gains). Returns the basis as the
-    other factor (``n x rank``)."""
+def _association_candidates(side: _Side, tau: float) -> np.ndarray:
+    """ASSO's candidates: row ``j`` holds the columns ``l`` with ``conf(j → l) >= tau`` in
+    ``side.A`` (weighted co-occurrence), as a ``q x q`` 0/1 float matrix."""
     A, W = side.A, side.W
-    support = (W * A).T @ A  # support[j, l] = Σ_i w_i a_ij a_il (weighted co-occurrence)
+    support = (W * A).T @ A  # support[j, l] = Σ_i w_i a_ij a_il
     diagonal = np.diag(support).copy()
     diagonal[diagonal == 0] = 1
-    candidates = (support / diagonal[:, None] >= tau).astype(np.float64)  # q x q
-    gain_matrix = -side.G  # w (2a - 1): + for a covered 1, - for a covered 0
-    covered = np.zeros(A.shape, dtype=bool)
-    basis = np.zeros((A.shape[1], rank), np.int8)
+    return (support / diagonal[:, None] >= tau).astype(np.float64)
+
+
+def _best_candidate(
+    side: _Side, candidates: np.ndarray, covered: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The candidate that adds the most weighted cover to ``covered`` (rows use it where it
+    gains): ``(candidate as 0/1 over the columns, its use as 0/1 over the rows)``."""
+    open_gain = np.where(covered, 0.0, -side.G)  # w (2a - 1) where not covered yet
+    gains = open_gain @ candidates.T  # rows x candidates
+    pick = int(np.argmax(np.maximum(gains, 0).sum(axis=0)))
+    return (candidates[pick] > 0).astype(np.int8), (gains[:, pick] > 0).astype(np.int8)
+
+
+def _greedy_cover(side: _Side, rank: int, tau: float) -> np.ndarray:
+    """ASSO's basis: ``rank`` association-rule candidates of the columns of ``side.A``
+    (``conf(j → l) >= tau``) picked one at a time by the weighted cover they add. Returns the
+    basis as the other factor (``n x rank``)."""
+    candidates = _association_candidates(side, tau)
+    covered = np.zeros(side.A.shape, dtype=bool)
+    basis = np.zeros((side.A.shape[1], rank), np.int8)
     for k in range(rank):
-        open_gain = np.where(covered, 0.0, gain_matrix)  # entries covered already gain nothing
-        gains = open_gain @ candidates.T  # rows x candidates
-        totals = np.maximum(gains, 0).sum(axis=0)
-        pick = int(np.argmax(totals))
-        basis[:, k] = candidates[pick] > 0
-        uses = gains[:, pick] > 0
-        covered |= uses[:, None] & (candidates[pick] > 0)[None, :]
+        basis[:, k], uses = _best_candidate(side, candidates, covered)
+        covered |= (uses[:, None] > 0) & (basis[None, :, k] > 0)
     return basis
 
 
