@@ -253,7 +253,7 @@ def test_a_user_script_compiles_to_the_registered_bqm(tmp_path):
         ("def build(model:\n", "failed to load"),
         ("def build(model):\n    raise RuntimeError('boom')\n", "boom"),
         ("def build(model):\n    model.factors()\n    return 3\n", "return None"),
-        ("def build(model):\n    model.binary('X', (2,))\n", "never called model.factors"),
+        ("def build(model):\n    model.binary('X', (2,))\n", "never declared its factors"),
         (
             "def build(model):\n    U, V = model.factors()\n    model.minimize(U[0][0])\n",
             "does not support one_hot",

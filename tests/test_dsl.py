@@ -418,3 +418,88 @@ def test_entry_weights_keep_their_old_keyword_with_a_deprecation_warning():
     structure = compile_model("weighted-bmf", A, 1, data={"weights": C}).structure
     assert structure is not None and structure.entry_weights.tolist() == C.tolist()
     assert structure.effective_weights.tolist() == C.tolist()
+
+
+# -- custom penalties must stay >= 0 -----------------------------------------------------------
+
+
+def test_a_custom_penalty_that_can_go_negative_is_refused_at_compile_time(tmp_path):
+    path = tmp_path / "negative.py"
+    path.write_text(
+        "def build(model):\n"
+        "    U, V = model.factors()\n"
+        "    model.constrain('pick', U[:, 0] + U[:, 1] - 1, weight='lam')\n"
+        "    model.minimize(V.sum())\n"
+    )
+    with pytest.raises(ModelDefinitionError, match=r"'pick'.*-1 at U\[0\]\[0\]=0, U\[0\]\[1\]=0"):
+        compile_model(path, np.ones((2, 2)), 2)
+
+
+def test_the_sign_check_agrees_with_brute_force():
+    from bmfdsl.modeling._nonnegativity import check_non_negative
+
+    rng = np.random.default_rng(3)
+    outcomes = set()
+    for _ in range(60):
+        space = VariableSpace()
+        x = space.allocate("x", (4,))
+        c, q = rng.integers(-2, 3, 4), rng.integers(-1, 3, (4, 4))
+        penalty = (
+            int(rng.integers(0, 3))
+            + (c * x).sum()
+            + sum(int(q[i, j]) * x[i] * x[j] for i in range(4) for j in range(i + 1, 4))
+        )
+        X = np.array(list(itertools.product((0, 1), repeat=4)))
+        negative = penalty.evaluate(X).min() < 0
+        outcomes.add(negative)
+        if negative:
+            with pytest.raises(ModelDefinitionError, match="enumerating its"):
+                check_non_negative(penalty, "g", space.label)
+        else:
+            check_non_negative(penalty, "g", space.label)
+    assert outcomes == {True, False}
+
+
+def test_large_penalties_are_searched_when_they_cannot_be_enumerated():
+    from bmfdsl.modeling._nonnegativity import MAX_ENUMERATED, check_non_negative
+
+    space = VariableSpace()
+    x = space.allocate("x", (3, MAX_ENUMERATED + 6))
+    check_non_negative((x.sum(axis=1) - 1) ** 2, "rows", space.label)  # >= 0: accepted
+    with pytest.raises(ModelDefinitionError, match=r"-2 at x\[0\]\[0\]=1, x\[0\]\[1\]=1 .*descent"):
+        check_non_negative((x.sum(axis=1) - 1) ** 2 - 3 * x[:, 0] * x[:, 1], "rows", space.label)
+
+
+# -- numpy functions on symbolic arrays ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "advice"),
+    [
+        (lambda U: np.sum(U), r"numpy.sum .*use expr.sum\(axis=...\)"),
+        (lambda U: np.transpose(U), r"use expr.T"),
+        (lambda U: np.einsum("ik,jk->ij", U, U), r"bmfdsl.modeling.einsum"),
+        (lambda U: np.exp(U), r"numpy.exp .*operators \+ - \* @ \*\*"),
+        (lambda U: np.sum((1 - U @ U.T) ** 2), r"numpy.sum does not apply to a Squares"),
+    ],
+)
+def test_numpy_functions_say_which_method_to_use(call, advice):
+    _, U, _, _ = _space()
+    with pytest.raises(ModelDefinitionError, match=advice):
+        call(U)
+
+
+def test_numpy_arithmetic_with_an_array_on_the_left_still_works():
+    space, U, _, _ = _space()
+    data = np.arange(12.0).reshape(4, 3)
+    samples = RNG.integers(0, 2, (5, space.size)).astype(np.int8)
+    u = samples[:, :12].reshape(5, 4, 3)
+    for expression, expected in [
+        (data - U, data - u),
+        (data * U + np.float64(2.0), data * u + 2),
+        (np.add(data, U), data + u),
+        (np.ones((2, 4)) @ U, np.ones((2, 4)) @ u),
+    ]:
+        np.testing.assert_allclose(expression.evaluate(samples), expected)
+    scaled = np.full((4, 4), 2.0) * ((1 - U @ U.T) ** 2)  # squares scaled by data on the left
+    assert isinstance(scaled, Squares) and (scaled.scale == 2.0).all()

@@ -14,7 +14,6 @@ from bmfdsl import compile_model, factorize
 from bmfdsl.errors import InvalidParameterError, ModelDefinitionError
 from bmfdsl.linalg import factor_product, product_squared_error
 from bmfdsl.modeling import BMFStructure
-from bmfdsl.pipeline import solve
 from bmfdsl.solvers.native import FamilyProblem, polish_family, solve_family
 
 RNG = np.random.default_rng(23)
@@ -46,9 +45,7 @@ def _naive_product(U: np.ndarray, V: np.ndarray, product: str) -> np.ndarray:
     out = np.zeros((U.shape[0], V.shape[0]), dtype=np.int64)
     for i, j in itertools.product(range(U.shape[0]), range(V.shape[0])):
         terms = [int(U[i, k] * V[j, k]) for k in range(U.shape[1])]
-        out[i, j] = {"sum": sum(terms), "or": max(terms, default=0), "xor": sum(terms) % 2}[
-            product
-        ]
+        out[i, j] = {"sum": sum(terms), "or": max(terms, default=0), "xor": sum(terms) % 2}[product]
     return out
 
 
@@ -169,21 +166,19 @@ def test_boolean_bmf_energy_minimum_is_the_brute_force_optimum():
         assert lowest == pytest.approx(_brute_force(problem))
 
 
-def test_a_wrong_claim_is_refused_with_what_to_fix():
-    with pytest.raises(ModelDefinitionError, match="Boolean OR.*product="):
-        compile_model(_script("model.declare_bmf(product='or')"), np.eye(3, dtype=np.int8), 2)
+def test_a_wrong_claim_is_refused_with_what_to_fix(tmp_path):
+    eye = np.eye(3, dtype=np.int8)
+    with pytest.raises(ModelDefinitionError, match=r"Boolean OR.*product="):
+        compile_model(_script("model.declare_bmf(product='or')", tmp_path), eye, 2)
     with pytest.raises(ModelDefinitionError, match=r"names no declared weight.*model.weight"):
-        compile_model(_script("model.declare_bmf(l1='mu')"), np.eye(3, dtype=np.int8), 2)
+        compile_model(_script("model.declare_bmf(l1='mu')", tmp_path), eye, 2)
     with pytest.raises(ModelDefinitionError, match="at least 2 and at most 1"):
-        compile_model(
-            _script("model.declare_bmf(at_least=2, at_most=1)"), np.eye(3, dtype=np.int8), 2
-        )
+        compile_model(_script("model.declare_bmf(at_least=2, at_most=1)", tmp_path), eye, 2)
 
 
-def _script(claim: str) -> str:
-    """A formulation-1 model script (integer product) with another claim, as a path."""
-    import tempfile
-
+def _script(claim: str, folder: Path) -> str:
+    """A formulation-1 model script (integer product) with another claim (or none), as a
+    path in ``folder``."""
     text = (
         "from bmfdsl.modeling import quadratized_residual\n"
         "def build(model):\n"
@@ -191,10 +186,9 @@ def _script(claim: str) -> str:
         "    model.claim = None\n"
         f"    {claim}\n"
     )
-    handle = tempfile.NamedTemporaryFile("w", suffix=".py", delete=False)
-    handle.write(text)
-    handle.close()
-    return handle.name
+    path = folder / f"model_{abs(hash(claim))}.py"
+    path.write_text(text)
+    return str(path)
 
 
 def test_native_solves_boolean_bmf_and_reports_the_boolean_error():
@@ -229,9 +223,10 @@ def test_a_model_outside_the_family_is_never_polished_by_integer_als():
     assert result.error == int(((A - U @ V.T) ** 2).sum())  # bicluster's declared error
 
 
-def test_an_infeasible_sample_is_scored_at_its_decoded_factors():
+def test_an_infeasible_sample_is_scored_at_its_decoded_factors(tmp_path):
     A = np.array([[1, 0], [0, 1]], dtype=np.int8)
-    compiled = compile_model(_script_without_claim(), A, 1)
+    compiled = compile_model(_script("pass", tmp_path), A, 1)  # no claim, no error function
+    assert compiled.structure is None
     U, V = np.array([[1], [0]]), np.array([[1], [0]])
     sample = compiled.encode(U, V)
     sample = {k: (1 - v if k.startswith("W") else v) for k, v in sample.items()}  # broken
@@ -239,22 +234,7 @@ def test_an_infeasible_sample_is_scored_at_its_decoded_factors():
         dimod.SampleSet.from_samples(sample, dimod.BINARY, energy=[0.0]), lam=1.0
     )[0]
     assert not decoded.feasible
-    assert decoded.error == 1  # ||A - U Vᵀ||² at the decoded U, V, not the broken energy
-
-
-def _script_without_claim() -> str:
-    import tempfile
-
-    text = (
-        "from bmfdsl.modeling import quadratized_residual\n"
-        "def build(model):\n"
-        "    quadratized_residual(model)\n"
-        "    model.claim = None\n"
-    )
-    handle = tempfile.NamedTemporaryFile("w", suffix=".py", delete=False)
-    handle.write(text)
-    handle.close()
-    return handle.name
+    assert decoded.error == 1  # ||A - U Vᵀ||² at the decoded U, V, not at the broken W
 
 
 def test_structure_objective_adds_the_l1_term_and_needs_resolved_weights():

@@ -71,6 +71,19 @@ def test_unknown_backend_parameter_is_refused():
         solve(compiled, "neal", lam=2.0, num_sweps=10)
 
 
+@pytest.mark.parametrize("backend", ["neal", "exact", "native"])
+def test_a_weight_typo_names_the_model_weights(backend):
+    compiled = compile_model("formulation1", A_SMALL, 1, one_hot="V")
+    with pytest.raises(UnknownNameError) as caught:
+        solve(compiled, backend, lamm=2.0)
+    message = str(caught.value)
+    assert "unknown keyword 'lamm'" in message
+    assert "declares the weights ['lam', 'lam_onehot'] (did you mean 'lam'?)" in message
+    assert f"backend {backend!r} takes the parameters" in message
+    with pytest.raises(UnknownNameError, match="declares the weights"):
+        sweep_weights(compiled, "exact", lam=[1.0], lam_onehott=2.0)
+
+
 def test_a_missing_required_weight_is_reported(tmp_path):
     path = tmp_path / "required.py"
     path.write_text(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,13 +45,15 @@ class VariableLayout:
     """Where the variables of interest sit among ``variables`` (the BQM's variable order).
 
     ``u_index`` (m x r) and ``v_index`` (n x r) are positions in ``variables``;
-    ``one_hot_groups`` maps a one-hot group to its rows of positions.
+    ``one_hot_groups`` maps a one-hot group to its rows of positions; ``single_factor``: V
+    is U (``v_index`` equals ``u_index``).
     """
 
     variables: list[str]
     u_index: np.ndarray
     v_index: np.ndarray
     one_hot_groups: dict[str, np.ndarray] = field(default_factory=dict)
+    single_factor: bool = False
 
 
 class Lowered:
@@ -64,6 +66,8 @@ class Lowered:
         self.declaration = declaration
         space = declaration.space
         parts: dict[str, list[Any]] = {"": [declaration.objective]}
+        for name, part in declaration.weighted_objective.items():  # linear in its weight too
+            parts.setdefault(name, []).append(part)
         for group in declaration.groups.values():
             parts.setdefault(group.weight, []).append(group.penalties)
         used = np.zeros(space.size + 1, dtype=bool)  # the extra last slot takes var == -1
@@ -96,6 +100,7 @@ class Lowered:
             variables=self.labels,
             u_index=renumber[self.u_full],
             v_index=renumber[self.v_full],
+            single_factor=declaration.single_factor,
             one_hot_groups={
                 g.name: renumber[np.concatenate(g.rows)]
                 for g in declaration.groups.values()
@@ -128,6 +133,8 @@ class Lowered:
                     if t < inputs.shape[1] - 1:
                         X[:, chain[:, t - 1]] = left
                 X[:, outputs] = left
+            for rows in group.inequalities:
+                rows.fill(X)
         return X
 
     def broken(self, X: np.ndarray) -> dict[str, np.ndarray]:
@@ -140,6 +147,10 @@ class Lowered:
             elif group.kind == "one_hot":
                 rows = np.concatenate(group.rows)
                 counts[group.name] = (X[:, rows].sum(axis=2, dtype=np.int64) != 1).sum(axis=1)
+            elif group.kind == "inequality":
+                counts[group.name] = sum(
+                    (np.abs(rows.gaps(X)) > 1e-9).sum(axis=1) for rows in group.inequalities
+                ) + np.zeros(X.shape[0], dtype=np.int64)
             else:
                 values = group.penalties.evaluate(X)
                 counts[group.name] = (values > 1e-9).sum(axis=1)
@@ -205,6 +216,8 @@ def verify_claim(lowered: Lowered, name: str, where: str) -> None:
     Us = [zero_u] + [_feasible_factor(rng, (m, r), limits_u) for _ in range(_CHECK_POINTS)]
     Vs = [zero_v] + [_feasible_factor(rng, (n, r), limits_v) for _ in range(_CHECK_POINTS)]
     U, V = np.stack(Us), np.stack(Vs)
+    if model.single_factor:  # V is U
+        V = U
     X = lowered.in_bqm_order(lowered.fill(U, V))
     energies = lowered.terms.energies(X, weights)
     declared = structure.objectives(U, V)
@@ -237,6 +250,9 @@ class CompiledModel:
         data: the extra data arrays passed to the model script.
         weights: the penalty weights the model declares, with their defaults.
         group_weights: constraint group name -> the weight it uses.
+        objective_weights: the weights that multiply objective terms (``mu * U.sum()``).
+        single_factor: True for a model of one factor (``model.factor()``, ``A ≈ U Uᵀ``):
+            ``V`` is ``U`` in ``encode`` and in every decoded sample.
         structure_check: how the structure claim was verified (``"instance"``,
             ``"sub-instances"``) or ``None`` when the model claims no structure.
     """
@@ -265,12 +281,14 @@ class CompiledModel:
         self.data = dict(data)
         self.weights: dict[str, WeightSpec] = dict(metadata.weights)
         self.group_weights = {g.name: g.weight for g in metadata.groups.values()}
+        self.objective_weights = tuple(metadata.weighted_objective_terms)
+        self.single_factor = metadata.single_factor
         self.structure = structure
         self.structure_check = structure_check
         self._declare = declare  # runs build(model) on this instance: at most once
         self._declaration = declaration if lowered is None else lowered.declaration
         self._lowered = lowered  # built and checked already, or on first use
-        self._sufficient: dict[str, float] | None = None
+        self._sufficient: dict[tuple[tuple[str, float], ...], dict[str, float]] = {}
         self._size_estimate = size_estimate  # (terms, variables) before the model is built
         self._memory_limit = memory_limit
 
@@ -374,19 +392,36 @@ class CompiledModel:
         Raises:
             UnknownNameError: a name the model does not declare.
             InvalidParameterError: a required weight is missing, or a value is not a finite
-                positive number.
+                positive number (a weight of objective terms only may also be 0).
         """
         for name in weights:
             if name not in self.weights:
                 raise UnknownNameError(
                     "weight", name, self.weights, hint=f"model {self.model_name!r} declares these"
                 )
-        if any(isinstance(value, str) and value == SUFFICIENT for value in weights.values()):
-            weights = resolve_sufficient(weights, self.sufficient_weights())
-        resolved: dict[str, float] = {}
-        for name, value in weights.items():
-            resolved[name] = check_weight(name, value)
-        pending = [spec for spec in self.weights.values() if spec.name not in resolved]
+        asked = [name for name, value in weights.items() if _is_sufficient(value)]
+        if asked:
+            given = {name: value for name, value in weights.items() if name not in asked}
+            known = self._resolved(given, unknown=set(asked))
+            objective = {name: known[name] for name in self.objective_weights if name in known}
+            weights = resolve_sufficient(weights, self.sufficient_weights(**objective))
+        return self._resolved(weights)
+
+    def _resolved(
+        self, weights: Mapping[str, Any], unknown: Collection[str] = ()
+    ) -> dict[str, float]:
+        """Every weight from ``weights`` and the defaults; with ``unknown`` names, those and the
+        weights defaulting to them are left out rather than reported missing."""
+        penalty = set(self.group_weights.values())
+        resolved = {
+            name: check_weight(name, value, allow_zero=name not in penalty)
+            for name, value in weights.items()
+        }
+        pending = [
+            spec
+            for spec in self.weights.values()
+            if spec.name not in resolved and spec.name not in unknown
+        ]
         for _ in range(len(pending) + 1):  # resolve defaults that refer to other weights
             still = []
             for spec in pending:
@@ -397,17 +432,20 @@ class CompiledModel:
                 if isinstance(spec.default, str):
                     if spec.default in resolved:
                         resolved[spec.name] = resolved[spec.default]
-                    else:
+                    elif spec.default not in unknown:
                         still.append(spec)
                 else:
                     resolved[spec.name] = float(spec.default)
             pending = still
         if pending:
             raise InvalidParameterError(f"circular weight defaults: {[s.name for s in pending]}")
-        return {name: resolved[name] for name in self.weights}
+        return {name: resolved[name] for name in self.weights if name in resolved}
 
-    def sufficient_weights(self) -> dict[str, float]:
+    def sufficient_weights(self, **objective_weights: float) -> dict[str, float]:
         """Penalty weights under which every minimum of the BQM is feasible.
+
+        ``objective_weights`` are the values of the weights that multiply objective terms
+        (``mu * U.sum()``), their defaults where omitted: the bound depends on them.
 
         Proved by one flip (see ``modeling/_penalty_weights.py``): each weight is above the most
         the rest of the energy can gain from breaking one of its constraints. Any weight may
@@ -421,9 +459,14 @@ class CompiledModel:
         >>> compiled.sufficient_weights()         # lam > 2r - 1 with 0/1 data
         {'lam': 3.003}
         """
-        if self._sufficient is None:
-            self._sufficient = sufficient_weights(self.declaration)
-        return dict(self._sufficient)
+        values = self._resolved(
+            {k: v for k, v in objective_weights.items() if k in self.objective_weights},
+            unknown=set(self.weights) - set(self.objective_weights),
+        )
+        key = tuple(sorted(values.items()))
+        if key not in self._sufficient:
+            self._sufficient[key] = sufficient_weights(self.declaration, values)
+        return dict(self._sufficient[key])
 
     def to_bqm(self, **weights: Any) -> dimod.BinaryQuadraticModel:
         """The BQM for these penalty weights.
@@ -460,25 +503,38 @@ class CompiledModel:
             raise InvalidMatrixError(f"{name} must contain only 0 and 1")
         return array.astype(np.int8)
 
-    def encode_array(self, U: Any, V: Any) -> np.ndarray:
-        """The feasible assignment for ``(U, V)`` as an ``int8`` vector in ``variables`` order."""
+    def encode_array(self, U: Any, V: Any = None) -> np.ndarray:
+        """The feasible assignment for ``(U, V)`` as an ``int8`` vector in ``variables`` order
+        (a single-factor model takes ``U`` alone: its ``V`` is ``U``)."""
         m, n = self.A.shape
         U = self._check_factor(U, m, "U")
+        if self.single_factor:
+            if V is not None and not np.array_equal(self._check_factor(V, n, "V"), U):
+                raise InvalidMatrixError(
+                    f"model {self.model_name!r} has one factor (A ≈ U Uᵀ): pass U alone, or "
+                    "V equal to U"
+                )
+            V = U
+        elif V is None:
+            raise InvalidMatrixError(f"model {self.model_name!r} has two factors: pass U and V")
         V = self._check_factor(V, n, "V")
         lowered = self.lowered
         return lowered.in_bqm_order(lowered.fill(U[None], V[None]))[0]
 
-    def encode(self, U: Any, V: Any) -> dict[str, int]:
+    def encode(self, U: Any, V: Any = None) -> dict[str, int]:
         """The feasible assignment for ``(U, V)`` (auxiliaries filled in), by label."""
         values = self.encode_array(U, V)
         return dict(zip(self.variables, values.tolist(), strict=True))
 
-    def errors(self, U: np.ndarray, V: np.ndarray) -> np.ndarray:
+    def errors(
+        self, U: np.ndarray, V: np.ndarray, weights: Mapping[str, Any] | None = None
+    ) -> np.ndarray:
         """The model's error metric for stacked ``U`` (S, m, r) and ``V`` (S, n, r).
 
         The declared structure's error (its product, mask and weights; no L1 term), else the
-        declared error function, else the objective at the feasible completion of ``(U, V)``:
-        never at a sample's own auxiliaries, which may break their constraints.
+        declared error function, else the objective at the feasible completion of ``(U, V)``
+        (its weighted terms at ``weights``, the defaults where omitted): never at a sample's
+        own auxiliaries, which may break their constraints.
         """
         if self.structure is not None:  # built from the model's verified claim
             return self.structure.errors(U, V)
@@ -486,7 +542,8 @@ class CompiledModel:
         if declaration.error_function is not None:
             return np.asarray(declaration.error_function(U, V), dtype=float).reshape(U.shape[0])
         X = self.lowered.fill(U, V)
-        return declaration.objective.evaluate(X).reshape(U.shape[0])
+        values = self.resolve_weights(**(weights or {})) if self.objective_weights else {}
+        return declaration.objective_value(X, values)
 
     def decode(self, sampleset: dimod.SampleSet, **weights: Any) -> list[DecodedSample]:
         """Decode every sample into ``U``, ``V``, error, energy and broken constraints.
@@ -510,8 +567,9 @@ class CompiledModel:
             samples = lowered.in_bqm_order(X)
         else:
             X = lowered.full_samples(samples)
-        energies = lowered.terms.energies(samples, self.resolve_weights(**weights))
-        errors = self.errors(U, V)
+        resolved = self.resolve_weights(**weights)
+        energies = lowered.terms.energies(samples, resolved)
+        errors = self.errors(U, V, resolved)
         broken = lowered.broken(X)
         total_broken = sum(broken.values(), np.zeros(len(errors), dtype=np.int64))
         order = np.lexsort((energies, errors, total_broken > 0))
@@ -571,24 +629,34 @@ def _as_number(value: float) -> Any:
     return nearest if abs(value - nearest) < 1e-9 else float(value)
 
 
-def check_weight(name: str, value: Any) -> float:
-    """A penalty weight's value as a float: finite and positive."""
+def check_weight(name: str, value: Any, *, allow_zero: bool = False) -> float:
+    """A weight's value as a float: finite and positive (or 0, with ``allow_zero``: a weight
+    of objective terms only, which may switch them off)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidParameterError(f"weight {name!r} must be a number; got {value!r}")
     value = float(value)
-    if not math.isfinite(value) or value <= 0:
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        wanted = "non-negative" if allow_zero else "positive"
         raise InvalidParameterError(
-            f"weight {name!r} must be a finite positive number; got {value}"
+            f"weight {name!r} must be a finite {wanted} number; got {value}"
+            + ("" if allow_zero else " (only weights of objective terms alone may be 0)")
         )
     return value
 
 
+def _is_sufficient(value: Any) -> bool:
+    return isinstance(value, str) and value == SUFFICIENT
+
+
+def _factor_positions(layout: VariableLayout) -> np.ndarray:
+    """The positions of U's and V's variables, each once (V is U in single-factor models)."""
+    if layout.single_factor:
+        return layout.u_index.ravel()
+    return np.concatenate([layout.u_index.ravel(), layout.v_index.ravel()])
+
+
 def _is_factor_only(sampleset: dimod.SampleSet, layout: VariableLayout) -> bool:
-    return (
-        len(sampleset.variables)
-        == layout.u_index.size + layout.v_index.size
-        < len(layout.variables)
-    )
+    return len(sampleset.variables) == _factor_positions(layout).size < len(layout.variables)
 
 
 def _columns_in_order(
@@ -607,14 +675,8 @@ def _columns_in_order(
         return record.astype(np.int8)
     position = {label: index for index, label in enumerate(labels)}
     factor_only = _is_factor_only(sampleset, layout)
-    wanted = (
-        [
-            variables[int(i)]
-            for i in np.concatenate([layout.u_index.ravel(), layout.v_index.ravel()])
-        ]
-        if factor_only
-        else variables
-    )
+    targets = _factor_positions(layout)
+    wanted = [variables[int(i)] for i in targets] if factor_only else variables
     missing = [label for label in wanted if label not in position]
     if missing:
         raise InvalidParameterError(
@@ -624,7 +686,6 @@ def _columns_in_order(
     out = np.zeros((record.shape[0], len(variables)), dtype=np.int8)
     columns = np.fromiter((position[label] for label in wanted), dtype=np.int64, count=len(wanted))
     if factor_only:
-        targets = np.concatenate([layout.u_index.ravel(), layout.v_index.ravel()])
         out[:, targets] = record[:, columns]
     else:
         out[:] = record[:, columns]

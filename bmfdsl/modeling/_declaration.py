@@ -21,10 +21,12 @@ from typing import Any, Literal
 import numpy as np
 
 from bmfdsl.modeling._expr import INDEX, PolyArray, VariableSpace
+from bmfdsl.modeling._inequalities import InequalityRows
 from bmfdsl.modeling._qubo import narrowest_exact
 from bmfdsl.modeling._structure import OneHotSide, RowLimits
+from bmfdsl.modeling._weighted import Weight as Weight  # re-exported: its old home
 
-GroupKind = Literal["product", "one_hot", "or", "custom"]
+GroupKind = Literal["product", "one_hot", "or", "custom", "inequality"]
 
 
 def product_penalty(z: Any, a: Any, b: Any) -> Any:
@@ -66,13 +68,6 @@ class WeightSpec:
     default: float | str | None = None
 
 
-@dataclass(frozen=True)
-class Weight:
-    """A handle on a declared penalty weight; pass it as ``weight=`` of a constraint group."""
-
-    name: str
-
-
 @dataclass
 class ConstraintGroup:
     """A labelled group of elementwise penalties sharing one weight.
@@ -80,10 +75,11 @@ class ConstraintGroup:
     ``penalties`` holds one polynomial per constraint (each >= 0, and 0 exactly when the
     constraint holds). Kind-specific index arrays let ``encode`` fill auxiliaries and
     ``decode`` count broken constraints fast: ``triples`` (``z, a, b`` of ``z = a*b``),
-    ``rows`` (one-hot rows) and ``chains`` (OR outputs, inputs and chain auxiliaries).
+    ``rows`` (one-hot rows), ``chains`` (OR outputs, inputs and chain auxiliaries) and
+    ``inequalities`` (the left sides and slacks of ``lhs <= 0``).
     Product and one-hot penalties are built from their index arrays when asked for, so a
     declaration holds only the indices (and a loop that declares one product at a time
-    stays cheap); OR and custom groups keep their penalty ``chunks``.
+    stays cheap); OR, custom and inequality groups keep their penalty ``chunks``.
     """
 
     name: str
@@ -94,6 +90,7 @@ class ConstraintGroup:
     triples: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
     rows: list[np.ndarray] = field(default_factory=list)
     chains: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
+    inequalities: list[InequalityRows] = field(default_factory=list)
 
     @property
     def penalties(self) -> PolyArray:
@@ -194,7 +191,9 @@ class Declaration:
         factor_arrays: ``U`` and ``V`` as arrays of variables.
         claim: the structure claim of ``model.declare_bmf``, or ``None``.
         error_function: the error metric of ``model.declare_error``, or ``None``.
-        objective_terms: the objective's terms.
+        objective_terms: the objective's unweighted terms.
+        weighted_objective_terms: the objective's terms multiplied by a weight, by its name
+            (``model.minimize(mu * U.sum())``): the energy adds ``mu`` times their value.
     """
 
     A: np.ndarray
@@ -208,16 +207,36 @@ class Declaration:
     claim: StructureClaim | None
     error_function: Callable[[np.ndarray, np.ndarray], np.ndarray] | None
     objective_terms: SummedTerms
+    weighted_objective_terms: Mapping[str, SummedTerms] = field(default_factory=dict)
 
     @property
     def objective(self) -> PolyArray:
-        """The objective (0-d), rebuilt from its compact terms."""
+        """The objective's unweighted part (0-d), rebuilt from its compact terms."""
         return self.objective_terms.poly(self.space)
+
+    @property
+    def weighted_objective(self) -> dict[str, PolyArray]:
+        """The objective's weighted parts (0-d each), by weight name."""
+        return {
+            name: terms.poly(self.space) for name, terms in self.weighted_objective_terms.items()
+        }
+
+    def objective_value(self, X: np.ndarray, weights: Mapping[str, float]) -> np.ndarray:
+        """The objective at assignments ``X`` (S x all variables), weighted parts at ``weights``."""
+        value = self.objective.evaluate(X).reshape(X.shape[0])
+        for name, part in self.weighted_objective.items():
+            value = value + weights[name] * part.evaluate(X).reshape(X.shape[0])
+        return value
 
     @property
     def arrays(self) -> dict[str, tuple[int, ...]]:
         """Declared variable arrays: name -> shape."""
         return {name: block.shape for name, block in self.space.blocks.items()}
+
+    @property
+    def single_factor(self) -> bool:
+        """True for a model of one factor (``model.factor()``: ``A ≈ U Uᵀ``, ``V`` is ``U``)."""
+        return self.factor_names is not None and self.factor_names[0] == self.factor_names[1]
 
 
 def snapshot_groups(groups: Mapping[str, ConstraintGroup]) -> dict[str, ConstraintGroup]:
@@ -229,6 +248,7 @@ def snapshot_groups(groups: Mapping[str, ConstraintGroup]) -> dict[str, Constrai
             triples=list(group.triples),
             rows=list(group.rows),
             chains=list(group.chains),
+            inequalities=list(group.inequalities),
         )
         for name, group in groups.items()
     }

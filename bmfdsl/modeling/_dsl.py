@@ -6,12 +6,16 @@ building blocks. Variables are :class:`~bmfdsl.modeling._expr.PolyArray` objects
 transpose, broadcast, ``sum(axis=...)``, ``@`` and :func:`~bmfdsl.modeling.einsum` work as in
 numpy, elementwise and vectorized.
 
-* :meth:`ModelBuilder.factors`, :meth:`ModelBuilder.binary` — binary variable arrays;
-* :meth:`ModelBuilder.weight` — a named penalty weight, tuned at ``to_bqm`` time;
+* :meth:`ModelBuilder.factors`, :meth:`ModelBuilder.binary` — binary variable arrays
+  (:meth:`ModelBuilder.factor`: the one factor of a symmetric model, ``A ≈ U Uᵀ``);
+* :meth:`ModelBuilder.weight` — a named weight, tuned at ``to_bqm`` time: a group's penalty
+  weight, or a factor of any objective term (``mu * U.sum()``);
 * :meth:`ModelBuilder.constrain_product` — ``Z = X * Y`` elementwise, with the paper's
   penalty ``f(z, x, y) = xy - 2xz - 2yz + 3z``;
 * :meth:`ModelBuilder.constrain_one_hot`, :meth:`ModelBuilder.constrain_or`,
-  :meth:`ModelBuilder.constrain` — more constraint groups; every group reports ``broken``;
+  :meth:`ModelBuilder.constrain_at_most`, :meth:`ModelBuilder.constrain_at_least`,
+  :meth:`ModelBuilder.constrain` (a penalty, or an inequality ``a <= b`` / ``a >= b`` of
+  linear arrays) — more constraint groups; every group reports ``broken``;
 * :meth:`ModelBuilder.minimize` — the objective (any expression of degree <= 2);
 * :meth:`ModelBuilder.declare_bmf` — claim that feasible energies equal a (masked, weighted)
   ``||A - UVᵀ||²``; ``compile_model`` verifies the claim before structured solvers may use it.
@@ -51,13 +55,28 @@ from bmfdsl.modeling._declaration import (
     GroupKind,
     StructureClaim,
     SummedTerms,
-    Weight,
     WeightSpec,
     equal_penalties,
     or_penalties,
     snapshot_groups,
 )
-from bmfdsl.modeling._expr import INDEX, PolyArray, Squares, VariableSpace, as_poly, stack
+from bmfdsl.modeling._expr import (
+    INDEX,
+    Inequality,
+    PolyArray,
+    Squares,
+    VariableSpace,
+    as_poly,
+    stack,
+)
+from bmfdsl.modeling._inequalities import (
+    InequalityRows,
+    check_encoding,
+    plan_inequalities,
+    slack_coefficients,
+)
+from bmfdsl.modeling._nonnegativity import check_non_negative
+from bmfdsl.modeling._operands import WeightedOperand
 from bmfdsl.modeling._quadratize import (
     QUADRATIZATIONS,
     declared_auxiliaries,
@@ -70,6 +89,7 @@ from bmfdsl.modeling._quadratize import (
 )
 from bmfdsl.modeling._residual import check_entry_array, renamed_entry_weights
 from bmfdsl.modeling._structure import OneHotSide, RowLimits
+from bmfdsl.modeling._weighted import Weight, weighted
 
 
 class ModelBuilder:
@@ -98,6 +118,7 @@ class ModelBuilder:
         self.data: Mapping[str, Any] = dict(data or {})
         self.space = VariableSpace(term_limit)
         self.objective: PolyArray = as_poly(0.0, self.space)
+        self.weighted_objective: dict[str, PolyArray] = {}  # weight name -> its summed terms
         self.weights: dict[str, WeightSpec] = {}
         self.groups: dict[str, ConstraintGroup] = {}
         self.factor_names: tuple[str, str] | None = None
@@ -120,7 +141,7 @@ class ModelBuilder:
     def factors(self, u_name: str = "U", v_name: str = "V") -> tuple[PolyArray, PolyArray]:
         """Declare the factor matrices ``U`` (m x r) and ``V`` (n x r); returns both arrays."""
         if self.factor_names is not None:
-            raise ModelDefinitionError("model.factors() is called twice")
+            raise ModelDefinitionError("the factors are declared twice (model.factor/factors)")
         m, n = self.A.shape
         U = self.binary(u_name, (m, self.rank))
         V = self.binary(v_name, (n, self.rank))
@@ -128,12 +149,49 @@ class ModelBuilder:
         self.factor_arrays = (U, V)
         return U, V
 
+    def factor(self, name: str = "U") -> PolyArray:
+        """Declare the one factor ``U`` (m x r) of a symmetric model, ``A ≈ U Uᵀ``.
+
+        ``A`` must be square. There is no ``V``: decoded samples carry ``V = U`` (the same
+        values, labelled ``U[i][k]``), and ``compiled.single_factor`` is True.
+
+        >>> import numpy as np
+        >>> model = ModelBuilder(np.array([[1, 1], [1, 1]]), rank=1)
+        >>> U = model.factor()
+        >>> model.minimize(((model.A - U @ U.T) ** 2).sum(), quadratize="products")
+        >>> model.arrays
+        {'U': (2, 1), 'P': (1,)}
+        """
+        if self.factor_names is not None:
+            raise ModelDefinitionError("the factors are declared twice (model.factor/factors)")
+        m, n = self.A.shape
+        if m != n:
+            raise ModelDefinitionError(
+                f"a single-factor model approximates A by U Uᵀ, so A must be square; got "
+                f"{m}x{n}: declare U and V with model.factors()"
+            )
+        U = self.binary(name, (m, self.rank))
+        self.factor_names = (name, name)
+        self.factor_arrays = (U, U)
+        return U
+
     # -- weights ---------------------------------------------------------------------------
     def weight(self, name: str, default: float | str | None = None) -> Weight:
-        """A named penalty weight, fed at ``to_bqm`` time.
+        """A named weight, fed at ``to_bqm`` time: the ``weight=`` of constraint groups, or a
+        factor of any objective term, as a PyQUBO ``Placeholder`` (``mu * U.sum()``).
 
         ``default=None`` makes the weight required; a string makes it default to another
-        weight's value (``weight("lam_onehot", default="lam")``).
+        weight's value (``weight("lam_onehot", default="lam")``). Re-weighting never
+        recompiles; a weight that only multiplies objective terms may be 0.
+
+        >>> import numpy as np
+        >>> model = ModelBuilder(np.array([[1, 0], [1, 1]]), rank=1)
+        >>> U, V = model.factors()
+        >>> mu = model.weight("mu", default=0.5)
+        >>> model.minimize(((model.A - U @ V.T) ** 2).sum(), quadratize="products")
+        >>> model.minimize(mu * U.sum() + V.sum() * mu)     # an L1 term, weighted
+        >>> sorted(model.weighted_objective), sorted(model.weights)
+        (['mu'], ['lam', 'mu'])
         """
         if not isinstance(name, str) or not name.isidentifier():
             raise ModelDefinitionError(f"weight names must be identifiers; got {name!r}")
@@ -278,14 +336,105 @@ class ModelBuilder:
         target.chains.append((outputs, inputs, chain))
         target.chunks.append(total)
 
-    def constrain(self, group: str, penalty: Any, *, weight: Any) -> None:
-        """A custom group: each element of ``penalty`` is >= 0 and 0 exactly when it holds."""
+    def constrain(self, group: str, penalty: Any, *, weight: Any, slack: str = "binary") -> None:
+        """A custom group: each element of ``penalty`` is >= 0 and 0 exactly when it holds.
+
+        A penalty that can go below 0 is an error (a solver would exploit it): each element
+        is bounded, or enumerated on up to 14 variables, or searched beyond (see
+        :mod:`bmfdsl.modeling._nonnegativity`).
+
+        ``penalty`` may instead be an inequality between linear expressions with integer
+        coefficients, ``a <= b`` or ``a >= b`` (elementwise, arrays broadcast): each element
+        is one constraint, made an equality with an integer slack variable encoded in
+        ``slack`` = ``"binary"`` (log: about log2 of its range in variables) or ``"unary"``
+        variables, labelled ``{group}_slack[...][l]``; its penalty ``(a - b + slack)²`` is 0
+        exactly when it holds (see :mod:`bmfdsl.modeling._inequalities`). Elements that
+        always hold get no penalty; one that never holds is an error.
+
+        >>> import numpy as np
+        >>> model = ModelBuilder(np.ones((2, 3)), rank=3)
+        >>> U, V = model.factors()
+        >>> model.constrain("budget", U.sum(axis=1) <= 2, weight=model.weight("lam"))
+        >>> model.constrain("used", V.sum(axis=0) >= 1, weight="lam", slack="unary")
+        >>> model.arrays["budget_slack"], model.arrays["used_slack"]
+        ((2, 2), (3, 2))
+        """
+        if isinstance(penalty, Inequality):
+            self._constrain_inequality(group, penalty.expression, weight, slack)
+            return
         poly = as_poly(penalty, self.space)
         if poly.space is not None and poly.space is not self.space:
             raise ModelDefinitionError("the penalty uses variables of another model")
         target = self._group(group, weight, "custom")
+        check_non_negative(poly, group, self.space.label)
         self.space.hold(poly.num_terms, f"group {group!r}")
         target.chunks.append(poly.reshape(-1) if poly.ndim != 1 else poly)
+
+    def constrain_at_most(
+        self,
+        X: Any,
+        k: int,
+        *,
+        axis: int = -1,
+        group: str,
+        weight: Any,
+        slack: str = "binary",
+    ) -> None:
+        """At most ``k`` ones along ``axis`` of ``X`` (a linear array, e.g. variables):
+        ``model.constrain(group, X.sum(axis=axis) <= k, ...)``.
+
+        With unit coefficients (variables, sums and differences of them) the group has a
+        sufficient weight (``compiled.sufficient_weights()``).
+        """
+        self.constrain(
+            group, as_poly(X, self.space).sum(axis=axis) <= k, weight=weight, slack=slack
+        )
+
+    def constrain_at_least(
+        self,
+        X: Any,
+        k: int,
+        *,
+        axis: int = -1,
+        group: str,
+        weight: Any,
+        slack: str = "binary",
+    ) -> None:
+        """At least ``k`` ones along ``axis`` of ``X``: ``model.constrain(group,
+        X.sum(axis=axis) >= k, ...)`` (see :meth:`constrain_at_most`)."""
+        self.constrain(
+            group, as_poly(X, self.space).sum(axis=axis) >= k, weight=weight, slack=slack
+        )
+
+    def _constrain_inequality(
+        self, group: str, expression: PolyArray, weight: Any, slack: str
+    ) -> None:
+        """``expression <= 0`` elementwise: slack variables and ``(expression + slack)²``."""
+        check_encoding(slack)
+        if expression.space is not None and expression.space is not self.space:
+            raise ModelDefinitionError("the inequality uses variables of another model")
+        target = self._group(group, weight, "inequality")
+        lhs, spans = plan_inequalities(expression, f"constraint group {group!r}")
+        coefficients = slack_coefficients(spans, slack)
+        keep = coefficients.any(axis=0)  # no column of unused slack variables
+        coefficients = coefficients[:, keep]
+        indices = np.zeros(coefficients.shape, INDEX)
+        if coefficients.size:
+            name = f"{group}_slack"
+            name = next(
+                f"{name}{suffix}"
+                for suffix in ("", *range(2, len(self.space.blocks) + 2))
+                if f"{name}{suffix}" not in self.space.blocks
+            )
+            variables = self.binary(name, coefficients.shape)
+            indices = variables.variable_indices()
+            gap = lhs + (variables * coefficients).sum(axis=1)
+        else:
+            gap = lhs
+        penalty = gap * gap
+        self.space.hold(penalty.num_terms, f"inequality group {group!r}")
+        target.chunks.append(penalty)
+        target.inequalities.append(InequalityRows(lhs, indices, coefficients))
 
     # -- objective -------------------------------------------------------------------------
     def minimize(
@@ -320,9 +469,36 @@ class ModelBuilder:
         >>> declared.minimize(((declared.A - U @ V.T) ** 2).sum(), quadratize="products")
         >>> sorted(declared.arrays), sorted(declared.groups)  # W stands in for every u v
         (['U', 'V', 'W'], ['W'])
+
+        A term multiplied by a weight (``model.weight("mu") * U.sum()``) keeps the weight
+        symbolic: ``to_bqm(mu=...)`` re-weights it (see :meth:`weight`).
         """
+        if isinstance(expression, WeightedOperand):
+            parts = weighted(expression).parts
+            quartic = any(isinstance(part, Squares) for part in parts.values())
+            for name, part in parts.items():
+                if name and name not in self.weights:
+                    raise ModelDefinitionError(
+                        f"weight {name!r} multiplies the objective but this model does not "
+                        f"declare it; use {name} = model.weight({name!r}) of this model; "
+                        f"declared: {sorted(self.weights)}"
+                    )
+                how = quadratize if isinstance(part, Squares) or not quartic else None
+                self._minimize_part(part, name, how, aux, weight)
+            return
+        self._minimize_part(expression, "", quadratize, aux, weight)
+
+    def _minimize_part(
+        self,
+        expression: Any,
+        objective_weight: str,
+        quadratize: str | None,
+        aux: str | None,
+        weight: Any,
+    ) -> None:
+        """Add one part of the objective, multiplied by ``objective_weight`` (``""``: 1)."""
         if isinstance(expression, Squares):
-            self._minimize_squares(expression, quadratize, aux, weight)
+            self._minimize_squares(expression, quadratize, aux, weight, objective_weight)
             return
         if quadratize is not None:
             raise ModelDefinitionError(
@@ -332,11 +508,27 @@ class ModelBuilder:
         poly = as_poly(expression, self.space)
         if poly.space is not None and poly.space is not self.space:
             raise ModelDefinitionError("the objective uses variables of another model")
+        self._add_objective(poly, objective_weight)
+
+    def _add_objective(self, poly: PolyArray, objective_weight: str) -> None:
         self.space.hold(poly.num_terms, "its objective")
-        self.objective = self.objective + (poly.sum() if poly.ndim else poly)
+        summed = poly.sum() if poly.ndim else poly
+        if not objective_weight:
+            self.objective = self.objective + summed
+        elif objective_weight in self.weighted_objective:
+            self.weighted_objective[objective_weight] = (
+                self.weighted_objective[objective_weight] + summed
+            )
+        else:
+            self.weighted_objective[objective_weight] = summed
 
     def _minimize_squares(
-        self, squares: Squares, quadratize: str | None, aux: str | None, weight: Any
+        self,
+        squares: Squares,
+        quadratize: str | None,
+        aux: str | None,
+        weight: Any,
+        objective_weight: str = "",
     ) -> None:
         if quadratize not in QUADRATIZATIONS:
             raise ModelDefinitionError(
@@ -354,11 +546,12 @@ class ModelBuilder:
             linear = substitute_products(merged, indices)
             square = linear * linear
             scaled = not (squares.scale == 1).all()  # data weights, a mask
-            self.minimize(square * squares.scale if scaled else square)
+            self._add_objective(square * squares.scale if scaled else square, objective_weight)
         else:
             plan = plan_pairs(residual)
             indices = self._product_auxiliaries(name, plan.pairs, weight)
-            self.minimize(pair_objective(plan, residual, indices, squares.scale))
+            pairs = pair_objective(plan, residual, indices, squares.scale)
+            self._add_objective(pairs, objective_weight)
 
     def _product_auxiliaries(self, name: str, pairs: np.ndarray, weight: Any) -> np.ndarray:
         """The auxiliary of each product ``x_t y_t`` (rows of ``pairs``, repeats allowed): the
@@ -497,13 +690,19 @@ class ModelBuilder:
             claim=self.claim,
             error_function=self.error_function,
             objective_terms=SummedTerms.of(self.objective),
+            weighted_objective_terms={
+                name: SummedTerms.of(part) for name, part in self.weighted_objective.items()
+            },
         )
 
     # -- checks ----------------------------------------------------------------------------
     def check_complete(self, source: str) -> None:
         """Raise :class:`ModelDefinitionError` when the declaration cannot be compiled."""
         if self.factor_names is None:
-            raise ModelDefinitionError(f"{source}: build(model) never called model.factors()")
+            raise ModelDefinitionError(
+                f"{source}: build(model) never declared its factors: call model.factors() "
+                "(U and V) or model.factor() (one U, A ≈ U Uᵀ)"
+            )
         if self.one_hot is not None and not self._one_hot_declared:
             raise ModelDefinitionError(
                 f"{source} does not support one_hot={self.one_hot!r}: its build(model) never "
@@ -514,7 +713,7 @@ class ModelBuilder:
                 raise ModelDefinitionError(
                     f"{source}: weight {spec.name!r} defaults to unknown weight {spec.default!r}"
                 )
-        if self.objective.degree == 0 and not self.groups:
+        if self.objective.degree == 0 and not self.groups and not self.weighted_objective:
             raise InvalidParameterError(f"{source} declares no objective and no constraints")
 
 

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from bmfdsl.errors import ModelDefinitionError, ModelTooLargeError
+from bmfdsl.modeling._operands import UFUNC_OPERATORS, WeightedOperand, refuse_numpy
 from bmfdsl.modeling._term_tables import (
     INDEX,
     TERM_BYTES,
@@ -145,6 +146,22 @@ class VariableSpace:
             )
 
 
+@dataclass(frozen=True)
+class Inequality:
+    """``expression <= 0`` elementwise: what ``a <= b`` and ``a >= b`` give for linear arrays.
+
+    Pass it to :meth:`~bmfdsl.modeling.ModelBuilder.constrain`; it has no truth value.
+    """
+
+    expression: PolyArray
+
+    def __bool__(self) -> bool:
+        raise ModelDefinitionError(
+            "an inequality of variables has no truth value: pass it to model.constrain(group, "
+            "a <= b, weight=...); write 0 <= x <= 2 as two constraints"
+        )
+
+
 class PolyArray:
     """An array of polynomials of degree <= 2 in binary variables (see the module docs).
 
@@ -155,7 +172,21 @@ class PolyArray:
         shape: the array's shape.
     """
 
-    __array_ufunc__ = None  # numpy defers to our reflected operators: ndarray * PolyArray works
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """ndarray ``+ - * @ <= >=`` a PolyArray: the PolyArray's (reflected) operator; any
+        other ufunc is refused with what to use instead."""
+        operators = UFUNC_OPERATORS.get(ufunc)
+        if method == "__call__" and not kwargs and operators is not None and len(inputs) == 2:
+            left, right = inputs
+            if isinstance(left, PolyArray):
+                return getattr(left, operators[0])(right)
+            return getattr(right, operators[1])(left)
+        if method == "__call__" and not kwargs and ufunc is np.negative:
+            return -inputs[0]
+        raise refuse_numpy("PolyArray", ufunc.__name__)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        raise refuse_numpy("PolyArray", func.__name__)
 
     def __init__(
         self,
@@ -368,6 +399,8 @@ class PolyArray:
         return self.space if self.space is not None else other.space
 
     def __add__(self, other: Any) -> PolyArray:
+        if isinstance(other, WeightedOperand):
+            return NotImplemented
         other = as_poly(other, self.space)
         space = self._combine_space(other)
         shape = broadcast_shapes(self.shape, other.shape)
@@ -387,6 +420,16 @@ class PolyArray:
 
     __radd__ = __add__
 
+    def __le__(self, other: Any) -> Inequality:
+        if isinstance(other, WeightedOperand):
+            return NotImplemented
+        return Inequality(self - other)
+
+    def __ge__(self, other: Any) -> Inequality:
+        if isinstance(other, WeightedOperand):
+            return NotImplemented
+        return Inequality(as_poly(other, self.space) - self)
+
     def __neg__(self) -> PolyArray:
         const, elem, var, coef = self.terms
         return PolyArray(self.space, self.shape, -const, elem, var, -coef)
@@ -395,9 +438,13 @@ class PolyArray:
         return self
 
     def __sub__(self, other: Any) -> PolyArray:
+        if isinstance(other, WeightedOperand):
+            return NotImplemented
         return self + (-as_poly(other, self.space))
 
     def __rsub__(self, other: Any) -> PolyArray:
+        if isinstance(other, WeightedOperand):
+            return NotImplemented
         return as_poly(other, self.space) + (-self)
 
     def _scale(self, factor: np.ndarray) -> PolyArray:
@@ -413,6 +460,8 @@ class PolyArray:
 
     def __mul__(self, other: Any) -> Any:
         if not isinstance(other, PolyArray):
+            if isinstance(other, WeightedOperand):
+                return NotImplemented
             return self._scale(as_data(other))
         if other is self:
             square = self._linear_square()
@@ -502,9 +551,13 @@ class PolyArray:
         )
 
     def __matmul__(self, other: Any) -> PolyArray:
+        if isinstance(other, WeightedOperand):
+            return NotImplemented
         return einsum("ik,kj->ij", self, other)
 
     def __rmatmul__(self, other: Any) -> PolyArray:
+        if isinstance(other, WeightedOperand):
+            return NotImplemented
         return einsum("ik,kj->ij", other, self)
 
     def dot(self, other: Any) -> PolyArray:
@@ -541,6 +594,11 @@ class Squares:
     Squares(shape=(2, 3), residual terms=6)
     """
 
+    __array_ufunc__ = None  # numpy defers to our reflected operators: ndarray * Squares works
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        raise refuse_numpy("Squares", func.__name__)
+
     def __init__(self, residual: PolyArray, scale: np.ndarray | None = None) -> None:
         self.residual = residual
         self.scale = np.ones(residual.shape) if scale is None else scale
@@ -554,6 +612,8 @@ class Squares:
         return f"Squares(shape={self.shape}, residual terms={self.residual.num_terms})"
 
     def __mul__(self, factor: Any) -> Squares:
+        if isinstance(factor, WeightedOperand):
+            return NotImplemented
         if isinstance(factor, PolyArray | Squares):
             raise ModelDefinitionError(
                 "a squared quadratic times variables has degree above 4; multiply it by data only"

@@ -7,7 +7,17 @@ variable) can be flipped to lower ``c``'s penalty by at least ``1``:
 * product ``z = ab`` with ``f(z, a, b) = ab - 2az - 2bz + 3z``: ``f`` is 0 when ``z = ab`` and
   at least 1 otherwise, so setting ``z`` to ``ab`` lowers it by ``>= 1`` (repair: ``z``);
 * one-hot ``1 - Σ x + 2 Σ_{k<l} x_k x_l = (t - 1)²`` with ``t`` ones: from ``t = 0`` set any
-  ``x`` to 1, from ``t >= 2`` clear a 1; either lowers it by ``>= 1`` (repair: every ``x``).
+  ``x`` to 1, from ``t >= 2`` clear a 1; either lowers it by ``>= 1`` (repair: every ``x``);
+* inequality ``Σ a x <= b`` with every ``a = ±1`` (``constrain_at_most``/``_at_least``, sums
+  and differences of variables), penalty ``D²`` with ``D = Σ a x + σ - b`` and slack
+  ``σ`` in ``0 .. S``, ``S = b + n₋`` (``n₋``: the coefficients -1; see
+  :mod:`bmfdsl.modeling._inequalities`). Broken means the integer ``D != 0``. If ``D > 0``
+  some ``x`` with ``a = +1`` is 1 or one with ``a = -1`` is 0 (else ``Σ a x = -n₋`` and
+  ``D <= -n₋ + S - b = 0``); if ``D < 0`` some ``x`` with ``a = +1`` is 0 or with ``a = -1`` is 1
+  (else ``Σ a x = n₊``, the most it can be, and ``D >= n₊ - b > 0``: the group keeps only
+  constraints that can fail). Flipping that ``x`` moves ``D`` one step towards 0 and lowers
+  ``D²`` by ``2|D| - 1 >= 1`` (repair: every ``x``; the slack never needs to move). Other
+  coefficients have no such flip (``a = 5``, ``D = 1``): those groups raise, as below.
 
 Flipping ``x`` changes every other part of the energy by at most the sum of the absolute
 coefficients of its terms that contain ``x``: ``S_obj(x)`` in the objective and ``S_h(x)`` in
@@ -18,7 +28,8 @@ each other group ``h`` (times its weight). So if
 the flip strictly lowers the energy, and no assignment breaking ``g`` is a minimum. Weights are
 computed in dependency order (``λ_onehot`` after the ``λ`` of the products its rows touch);
 a repair variable that sits in two constraints of its own group, or a cycle between weights,
-has no such bound, and neither do OR chains and custom groups: those raise
+has no such bound, and neither do OR chains, custom groups and inequalities with a
+coefficient other than ±1: those raise
 :class:`~bmfdsl.errors.InvalidParameterError` asking for an explicit weight.
 
 The bounds are sufficient, not tight: Formulation 1 on 0/1 data gets ``λ > 2r - 1``, where
@@ -43,10 +54,14 @@ SUFFICIENT = "sufficient"
 _MARGIN = 1e-3
 
 
-def sufficient_weights(declaration: Declaration) -> dict[str, float]:
+def sufficient_weights(
+    declaration: Declaration, objective_weights: Mapping[str, float] | None = None
+) -> dict[str, float]:
     """A weight per constrained weight name under which every QUBO minimum is feasible.
 
-    Weights that no group uses are left out.
+    Weights that no group uses are left out. ``objective_weights`` gives the values of the
+    weights that multiply objective terms (``mu * U.sum()``): a flip's gain in the objective
+    counts each weighted part at its value.
 
     >>> import numpy as np
     >>> from bmfdsl.modeling import ModelBuilder, quadratized_residual
@@ -58,6 +73,14 @@ def sufficient_weights(declaration: Declaration) -> dict[str, float]:
     size = declaration.space.size
     objective = _absolute_sums(declaration.objective, size)
     groups = list(declaration.groups.values())
+    given = dict(objective_weights or {})
+    for name, part in declaration.weighted_objective.items():
+        if name not in given:
+            raise InvalidParameterError(
+                f"no sufficient weights without a value of objective weight {name!r}; pass "
+                f"{name}=... as a number"
+            )
+        objective += abs(given[name]) * _absolute_sums(part, size)
     penalties = {g.name: g.penalties for g in groups}
     sums = {g.name: _absolute_sums(penalties[g.name], size) for g in groups}
     repair = {g.name: _repair_variables(g, penalties[g.name], size) for g in groups}
@@ -128,10 +151,13 @@ def _repair_variables(group: ConstraintGroup, penalties: PolyArray, size: int) -
         repair = group.product_indices[0]
     elif group.kind == "one_hot":
         repair = np.concatenate([rows.ravel() for rows in group.rows])
+    elif group.kind == "inequality" and all(r.unit_coefficients for r in group.inequalities):
+        repair = np.concatenate([r.lhs.terms[2][:, 0] for r in group.inequalities])
     else:
         raise InvalidParameterError(
-            f"no sufficient weight is known for group {group.name!r} (kind {group.kind!r}); "
-            f"pass weight {group.weight!r} explicitly"
+            f"no sufficient weight is known for group {group.name!r} (kind {group.kind!r}"
+            + ("; a coefficient is not ±1" if group.kind == "inequality" else "")
+            + f"); pass weight {group.weight!r} explicitly"
         )
     # the argument flips a repair variable inside one constraint: it must be in no other
     _, elem, var, _ = penalties.terms

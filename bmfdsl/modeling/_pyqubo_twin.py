@@ -2,8 +2,9 @@
 
 Each term of the recorded declaration becomes a PyQUBO product of ``Binary`` variables with the
 same labels; each constraint group becomes ``Constraint(Placeholder(weight) * penalty,
-label=group)``. PyQUBO's own ``compile()`` then does the reduction ``x² = x``, the merging of
-terms and the weighting, independently of :mod:`bmfdsl.modeling._qubo`.
+label=group)``, and a weighted objective term ``Placeholder(weight) * term``. PyQUBO's own
+``compile()`` then does the reduction ``x² = x``, the merging of terms and the weighting,
+independently of :mod:`bmfdsl.modeling._qubo`.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ def hamiltonian(declaration: Declaration) -> Any:
     labels = declaration.space.labels()
     binaries: dict[int, Any] = {}
     total = _expression(declaration.objective, binaries, labels)
+    for name, part in declaration.weighted_objective.items():
+        total = total + pyqubo.Placeholder(name) * _expression(part, binaries, labels)
     for group in declaration.groups.values():
         penalty = _expression(group.penalties, binaries, labels)
         total = total + pyqubo.Constraint(

@@ -16,6 +16,7 @@ Both answer with a ``dimod.SampleSet`` that comes back through ``compiled.decode
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import time
 from collections.abc import Iterable, Mapping
@@ -24,9 +25,8 @@ from typing import Any
 
 import dimod
 
-from bmfdsl.errors import InvalidParameterError, ModelDefinitionError
+from bmfdsl.errors import InvalidParameterError, ModelDefinitionError, UnknownNameError
 from bmfdsl.modeling import CompiledModel, StructuredSampler, check_weight
-from bmfdsl.registry import check_known_names
 from bmfdsl.result import DecodedSample
 from bmfdsl.solvers import DEFAULT_SOLVE_BACKEND, resolve_backend
 
@@ -63,6 +63,42 @@ def _one_hot_labels(compiled: CompiledModel) -> list[list[str]]:
     ]
 
 
+def _check_keywords(
+    params: Mapping[str, Any],
+    compiled: CompiledModel,
+    name: str,
+    sampler: dimod.Sampler | StructuredSampler,
+) -> None:
+    """Refuse a keyword that is neither a weight of the model nor a parameter of the backend,
+    listing both (a typo of a weight, ``lamm=2``, is named as such).
+
+    >>> import numpy as np
+    >>> from bmfdsl.modeling._compile import compile_model
+    >>> compiled = compile_model("formulation1", np.array([[1, 1], [1, 1]]), 1)
+    >>> try:
+    ...     solve(compiled, "exact", lamm=2.0)
+    ... except UnknownNameError as error:
+    ...     for part in str(error).split("; "):
+    ...         print(part)
+    unknown keyword 'lamm'
+    known keywords: 'lam'. Model 'formulation1' declares the weights ['lam'] (did you mean 'lam'?)
+    backend 'exact' takes the parameters [].
+    """
+    known = list(sampler.parameters)
+    for key in params:
+        if key not in known:
+            weights = list(compiled.weight_names)
+            close = difflib.get_close_matches(key, weights, n=1)
+            guess = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UnknownNameError(
+                "keyword",
+                key,
+                [*weights, *known],
+                hint=f"Model {compiled.model_name!r} declares the weights {weights}{guess}; "
+                f"backend {name!r} takes the parameters {sorted(known)}.",
+            )
+
+
 def solve(
     compiled: CompiledModel,
     backend: str | dimod.Sampler | StructuredSampler = DEFAULT_SOLVE_BACKEND,
@@ -88,6 +124,8 @@ def solve(
     Raises:
         ModelDefinitionError: a structure-aware backend and a model without a verified
             BMF structure.
+        UnknownNameError: a keyword that is neither a weight of the model nor a parameter
+            of the backend (both are listed).
     """
     compiled = _check_compiled(compiled)
     name, sampler = resolve_backend(backend, default=DEFAULT_SOLVE_BACKEND)
@@ -95,6 +133,7 @@ def solve(
     weights = {k: v for k, v in weights_and_params.items() if k in weight_names}
     params = {k: v for k, v in weights_and_params.items() if k not in weight_names}
     resolved = compiled.resolve_weights(**weights)
+    _check_keywords(params, compiled, name, sampler)
     start = time.perf_counter()
     if isinstance(sampler, StructuredSampler):
         if compiled.structure is None:
@@ -103,9 +142,6 @@ def solve(
                 f"{compiled.model_name!r} declares none (model.declare_bmf()); use a generic "
                 "backend such as 'da' or 'neal'"
             )
-        check_known_names(
-            params, sampler.parameters, hint=f"These are the parameters of backend {name!r}."
-        )
         sampleset = sampler.sample_bmf(compiled.structure.resolved(resolved), **params)
     else:
         if native_one_hot:
@@ -193,7 +229,7 @@ class SweepResult:
         }
 
 
-def _weight_values(name: str, values: Any) -> list[float]:
+def _weight_values(name: str, values: Any, allow_zero: bool) -> list[float]:
     if isinstance(values, str | bytes | Mapping) or values is None:
         raise InvalidParameterError(
             f"{name} must be a positive number or a list of them; got {values!r}"
@@ -201,7 +237,7 @@ def _weight_values(name: str, values: Any) -> list[float]:
     listed = list(values) if isinstance(values, Iterable) else [values]
     if not listed:
         raise InvalidParameterError(f"{name} must list at least one value")
-    return [check_weight(name, value) for value in listed]
+    return [check_weight(name, value, allow_zero=allow_zero) for value in listed]
 
 
 def sweep_weights(
@@ -225,8 +261,9 @@ def sweep_weights(
     """
     compiled = _check_compiled(compiled)
     name, sampler = resolve_backend(backend, default=DEFAULT_SOLVE_BACKEND)
+    penalty_weights = set(compiled.group_weights.values())
     axes = {
-        key: _weight_values(key, values)
+        key: _weight_values(key, values, allow_zero=key not in penalty_weights)
         for key, values in weights_and_params.items()
         if key in compiled.weight_names
     }

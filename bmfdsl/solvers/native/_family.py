@@ -34,8 +34,9 @@ from bmfdsl.timings import WorkBudget
 
 #: The most codes a row update enumerates; above it rows move by single bits.
 MAX_CODES = 4096
-#: Default work (multiply-adds of the row updates): about 2-3 s on an idle 2-core machine.
-DEFAULT_FAMILY_WORK = 4e9
+#: Default work (multiply-adds of the row updates, plus a fixed charge per update): about
+#: 2-5 s on a 2-core machine shared with other jobs.
+DEFAULT_FAMILY_WORK = 2e10
 #: Confidence thresholds of the association-rule seeds (ASSO's τ).
 _THRESHOLDS = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 #: Entries of the largest temporary of a row update (rows are updated in chunks).
