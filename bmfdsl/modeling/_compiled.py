@@ -133,6 +133,11 @@ class Lowered:
                     if t < inputs.shape[1] - 1:
                         X[:, chain[:, t - 1]] = left
                 X[:, outputs] = left
+            for outputs, inputs, halves in group.parities:
+                total = X[:, inputs].sum(axis=2, dtype=np.int64)
+                X[:, outputs] = total & 1
+                for bit in range(halves.shape[1]):
+                    X[:, halves[:, bit]] = (total >> (bit + 1)) & 1
             for rows in group.inequalities:
                 rows.fill(X)
         return X

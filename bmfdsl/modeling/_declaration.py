@@ -26,7 +26,7 @@ from bmfdsl.modeling._qubo import narrowest_exact
 from bmfdsl.modeling._structure import OneHotSide, RowLimits
 from bmfdsl.modeling._weighted import Weight as Weight  # re-exported: its old home
 
-GroupKind = Literal["product", "one_hot", "or", "custom", "inequality"]
+GroupKind = Literal["product", "one_hot", "or", "xor", "custom", "inequality"]
 
 
 def product_penalty(z: Any, a: Any, b: Any) -> Any:
@@ -91,6 +91,8 @@ class ConstraintGroup:
     rows: list[np.ndarray] = field(default_factory=list)
     chains: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
     inequalities: list[InequalityRows] = field(default_factory=list)
+    # XOR outputs, their inputs and the bits of half the inputs' sum: y = Σx - 2 Σ 2^b t_b
+    parities: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
 
     @property
     def penalties(self) -> PolyArray:
@@ -249,6 +251,7 @@ def snapshot_groups(groups: Mapping[str, ConstraintGroup]) -> dict[str, Constrai
             rows=list(group.rows),
             chains=list(group.chains),
             inequalities=list(group.inequalities),
+            parities=list(group.parities),
         )
         for name, group in groups.items()
     }

@@ -336,6 +336,49 @@ class ModelBuilder:
         target.chains.append((outputs, inputs, chain))
         target.chunks.append(total)
 
+    def constrain_xor(self, Y: Any, X: Any, *, axis: int = -1, group: str, weight: Any) -> None:
+        """Enforce ``Y = XOR(X along axis)`` (the parity of the inputs) elementwise.
+
+        With ``t`` = half the inputs' sum, ``Σx = y + 2t``: the penalty ``(Σx - y - 2t)²`` is
+        0 exactly when ``y`` is the parity and ``t`` the binary-coded half, whose bits are
+        declared as the array ``{group}_half`` (none for one input).
+
+        >>> import numpy as np
+        >>> model = ModelBuilder(np.ones((1, 1)), rank=1)
+        >>> X, Y = model.binary("X", (3,)), model.binary("Y", ())
+        >>> model.constrain_xor(Y, X, axis=0, group="parity", weight="lam")
+        >>> model.arrays["parity_half"]
+        (1,)
+        """
+        Y = self._variables(Y, "Y")
+        X = self._variables(X, "X")
+        if not -X.ndim <= axis < X.ndim:
+            raise ModelDefinitionError(f"axis {axis} is out of range for shape {X.shape}")
+        inputs = np.moveaxis(X.variable_indices("X"), axis, -1)
+        if inputs.shape[:-1] != Y.shape:
+            raise ModelDefinitionError(
+                f"constrain_xor: Y has shape {Y.shape}, X without axis {axis} has "
+                f"{inputs.shape[:-1]}"
+            )
+        outputs = Y.variable_indices("Y").ravel()
+        inputs = inputs.reshape(outputs.size, -1)
+        count = inputs.shape[1]
+        if count == 0:
+            raise ModelDefinitionError("constrain_xor needs at least one input along axis")
+        bits = (count // 2).bit_length()  # t <= count // 2
+        halves = np.zeros((outputs.size, 0), INDEX)
+        difference = self.space.array(inputs).sum(axis=-1) - self.space.array(outputs)
+        if bits:
+            half = self.binary(f"{group}_half", (*Y.shape, bits))
+            halves = half.variable_indices().reshape(outputs.size, bits)
+            powers = np.array([2 ** (b + 1) for b in range(bits)], dtype=float)
+            difference = difference - (self.space.array(halves) * powers).sum(axis=-1)
+        penalty = difference * difference
+        target = self._group(group, weight, "xor")
+        self.space.hold(penalty.num_terms, f"XOR group {group!r}")
+        target.parities.append((outputs, inputs, halves))
+        target.chunks.append(penalty)
+
     def constrain(self, group: str, penalty: Any, *, weight: Any, slack: str = "binary") -> None:
         """A custom group: each element of ``penalty`` is >= 0 and 0 exactly when it holds.
 

@@ -44,7 +44,7 @@ _CHUNK_ENTRIES = 1 << 22
 
 #: Work units charged per update besides its multiply-adds: the fixed cost of a numpy call
 #: sequence (about 40 µs), so that tiny updates are not counted as free.
-_UPDATE_OVERHEAD = 2e5
+_UPDATE_OVERHEAD = 4e5
 
 #: The iterated local search accepts states up to this fraction worse than the current one,
 #: and goes back to the best after this many perturbations without a new best.
