@@ -24,6 +24,7 @@ from bmfdsl.backends._common import check_seed, keyword_defaults
 from bmfdsl.errors import InvalidParameterError
 from bmfdsl.modeling import BMFStructure, StructuredSampler
 from bmfdsl.solvers.native import (
+    DEFAULT_FAMILY_WORK,
     WORK_PER_SECOND,
     FamilyProblem,
     NativeSettings,
@@ -50,7 +51,9 @@ def _default(name: str) -> str:
 _DESCRIPTIONS = {
     "work_limit": "work units for the solve, counted, not timed (default: auto_work_limit of "
     "the matrix's shape, about 1 s of work on small inputs and more on big ones; "
-    f"{WORK_PER_SECOND:g} units ~ 1 s on an idle 2-core machine)",
+    f"{WORK_PER_SECOND:g} units ~ 1 s on an idle 2-core machine); a Boolean, XOR, L1 or "
+    "row-limited model counts the multiply-adds of its row updates (default "
+    f"{DEFAULT_FAMILY_WORK:g}, a few seconds)",
     "time_limit": "opt-in wall-clock limit in seconds (restarts and polishes check the "
     "clock inside); the answer then depends on machine load: not reproducible",
     "num_reads": "maximum annealing restarts (default: as many as the budget allows; "
