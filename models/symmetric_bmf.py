@@ -5,16 +5,16 @@
 One factor ``U`` (``model.factor()``): decoded samples carry ``V = U``. The quartic residual
 gets an auxiliary per product ``u_ik u_jk`` (``i != j``; ``u_ik u_ik = u_ik``), group ``P``,
 weight ``lam`` (default 1). ``data={"mask": M}`` / ``data={"weights": C}`` as in
-``masked-bmf`` / ``weighted-bmf``. It claims no structure: ``native`` does not take it (its
-row updates assume two independent factors); solve it on a generic backend (``neal``,
-``da``, ...). The error reported is the residual at the decoded ``U``.
+``masked-bmf`` / ``weighted-bmf``. Its claim (``declare_bmf`` on a one-factor model) lets
+``native`` solve it by exact row updates, one row at a time (row ``i`` enters row and column
+``i`` of ``U Uᵀ``). The error reported is the residual at the decoded ``U``.
 """
 
 from bmfdsl.errors import ModelDefinitionError
 from bmfdsl.modeling import ModelBuilder, squared_residual
 
 NAME = "symmetric-bmf"
-DESCRIPTION = "Symmetric BMF: A ≈ U Uᵀ, one factor (A square); generic backends"
+DESCRIPTION = "Symmetric BMF: A ≈ U Uᵀ, one factor (A square)"
 
 
 def build(model: ModelBuilder) -> None:
@@ -26,3 +26,4 @@ def build(model: ModelBuilder) -> None:
     U = model.factor()
     residual = squared_residual(A, U @ U.T, mask=mask, entry_weights=entry_weights)
     model.minimize(residual, quadratize="products")
+    model.declare_bmf(mask, entry_weights)

@@ -303,11 +303,11 @@ def test_family_models_minimum_twin_and_native_agree_with_brute_force(
         assert best.feasible and best.energy == pytest.approx(optimum)
 
 
-def test_symmetric_bmf_has_one_factor_and_its_minimum_is_the_brute_force_optimum():
+def test_symmetric_bmf_has_one_factor_and_native_reaches_the_brute_force_optimum():
     A = np.array([[1, 1, 0], [1, 1, 0], [0, 0, 1]], dtype=np.int8)
     A[0, 2] = A[2, 0] = RNG.integers(0, 2)
     compiled = compile_model("symmetric-bmf", A, 2)
-    assert compiled.single_factor and compiled.structure is None
+    assert compiled.single_factor and compiled.structure.symmetric
     bqm = compiled.to_bqm(lam=8.0)
     assert bqm.is_almost_equal(compiled.to_pyqubo().compile().to_bqm(feed_dict={"lam": 8.0}))
     rows = [np.array(c) for c in itertools.product((0, 1), repeat=2)]
@@ -316,9 +316,26 @@ def test_symmetric_bmf_has_one_factor_and_its_minimum_is_the_brute_force_optimum
         for U in itertools.product(rows, repeat=3)
     )
     assert _lowest_energy(bqm) == pytest.approx(optimum)
-    result = factorize(A, 2, model="symmetric-bmf", backend="neal", random_state=0)
+    best = solve(compiled, "native", seed=0, work_limit=1e8)[0]
+    np.testing.assert_array_equal(best.U, best.V)
+    assert best.error == optimum
+    result = factorize(A, 2, model="symmetric-bmf", random_state=0, work_limit=1e8)
     np.testing.assert_array_equal(result.U, result.V)
-    assert result.error == int(((A - result.U @ result.U.T) ** 2).sum())
+    assert result.error == int(((A - result.U @ result.U.T) ** 2).sum()) == optimum
+
+
+@pytest.mark.parametrize("product", ["sum", "or", "xor"])
+def test_one_factor_row_updates_reach_the_brute_force_optimum(product):
+    for trial in range(3):
+        A = RNG.integers(0, 2, (4, 4)).astype(np.int8)
+        problem = FamilyProblem(A, 2, product=product, l1=(0.3, 0.1), symmetric=True)
+        result = solve_family(problem, seed=trial, work_limit=5e7)
+        np.testing.assert_array_equal(result.U, result.V)
+        rows = [np.array(c) for c in itertools.product((0, 1), repeat=2)]
+        optimum = min(
+            problem.objective(np.array(U), np.array(U)) for U in itertools.product(rows, repeat=4)
+        )
+        assert result.objective == pytest.approx(optimum)
 
 
 def test_sparse_bmf_reads_mu_at_solve_time_and_reports_the_residual():

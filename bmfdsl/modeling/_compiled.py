@@ -176,6 +176,7 @@ def claimed_structure(declaration: Declaration, **overrides: Any) -> BMFStructur
         "product": claim.product,
         "l1": claim.l1,
         "row_limits": claim.row_limits,
+        "symmetric": declaration.single_factor,
     }
     fields.update(overrides)
     return BMFStructure(**fields)
@@ -608,7 +609,7 @@ class CompiledModel:
         (m, n), r = structure.shape, structure.rank
         record = np.asarray(sampleset.record.sample, dtype=np.int8)
         U = record[:, : m * r].reshape(-1, m, r)
-        V = record[:, m * r :].reshape(-1, n, r)
+        V = U if structure.symmetric else record[:, m * r :].reshape(-1, n, r)
         if not all(structure.feasible(u, v) for u, v in zip(U, V, strict=True)):
             return None
         errors = structure.errors(U, V)

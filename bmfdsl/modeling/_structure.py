@@ -47,6 +47,7 @@ class BMFStructure:
     product: str = "sum"
     l1: tuple[float | str, float | str] = (0.0, 0.0)
     row_limits: tuple[RowLimits | None, RowLimits | None] = (None, None)
+    symmetric: bool = False  # one factor: V is U (A ≈ U ∘ Uᵀ, A square)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -65,6 +66,7 @@ class BMFStructure:
         updates)."""
         return (
             self.product == "sum"
+            and not self.symmetric
             and self.row_limits == (None, None)
             and all(isinstance(w, int | float) and w == 0 for w in self.l1)
         )
@@ -107,9 +109,11 @@ class BMFStructure:
         return out
 
     def labels(self) -> list[str]:
-        """``U`` then ``V`` labels (row-major), the columns of a structured SampleSet."""
+        """``U`` then ``V`` labels (row-major), the columns of a structured SampleSet (``U``
+        alone when ``symmetric``)."""
         (m, n), r = self.shape, self.rank
-        return list(_factor_labels(m, n, r, *self.factor_names))
+        labels = list(_factor_labels(m, n, r, *self.factor_names))
+        return labels[: m * r] if self.symmetric else labels
 
     def error(self, U: np.ndarray, V: np.ndarray) -> float:
         """The model's error at one ``(U, V)``: the (masked, weighted) loss under its product,
@@ -154,7 +158,12 @@ class BMFStructure:
     ) -> dimod.SampleSet:
         """A SampleSet over ``labels()``; ``energy`` is each solution's objective (``errors``
         when the solver already knows them exactly, else computed with the L1 term)."""
-        rows = [np.concatenate([U.ravel(), V.ravel()]).astype(np.int8) for U, V in solutions]
+        rows = [
+            (U.ravel() if self.symmetric else np.concatenate([U.ravel(), V.ravel()])).astype(
+                np.int8
+            )
+            for U, V in solutions
+        ]
         samples = np.array(rows, dtype=np.int8).reshape(len(rows), -1)
         energies = errors if errors is not None else [self.objective(U, V) for U, V in solutions]
         return dimod.SampleSet.from_samples(

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from bmfdsl.errors import InvalidParameterError
 from bmfdsl.linalg import apply_product, check_product
 from bmfdsl.timings import WorkBudget
 
@@ -70,6 +71,7 @@ class FamilyProblem:
     l1: tuple[float, float] = (0.0, 0.0)
     limits_u: RowLimits | None = None
     limits_v: RowLimits | None = None
+    symmetric: bool = False  # one factor: V is U (A square)
 
     @classmethod
     def of(cls, structure: Any) -> FamilyProblem:
@@ -82,6 +84,7 @@ class FamilyProblem:
             l1=structure.l1_values(),
             limits_u=structure.limits("U"),
             limits_v=structure.limits("V"),
+            symmetric=bool(getattr(structure, "symmetric", False)),
         )
 
     def feasible(self, U: np.ndarray, V: np.ndarray) -> bool:
@@ -508,6 +511,11 @@ def solve_family(
     from threadpoolctl import threadpool_limits
 
     budget = WorkBudget(DEFAULT_FAMILY_WORK if work_limit is None else float(work_limit))
+    if problem.symmetric:
+        with threadpool_limits(1, "blas"):
+            return SymmetricSolver(problem, budget).solve(
+                np.random.default_rng(seed), initial_factors
+            )
     solver = FamilySolver(problem, budget)
     rng = np.random.default_rng(seed)
     with threadpool_limits(1, "blas"):  # small products: threads cost more than they give
@@ -551,6 +559,16 @@ def polish_family(
     from threadpoolctl import threadpool_limits
 
     budget = WorkBudget(None if work_limit is None else float(work_limit))
+    if problem.symmetric:
+        symmetric = SymmetricSolver(problem, budget)
+        with threadpool_limits(1, "blas"):
+            polished_U = symmetric.sweeps(np.asarray(U, np.int8))
+        start = np.asarray(U, np.int8)
+        value = problem.objective(polished_U, polished_U)
+        if problem.feasible(start, start) and problem.objective(start, start) < value:
+            polished_U, value = start, problem.objective(start, start)
+        info = {"updates": symmetric.counts["updates"], "units": round(budget.work)}
+        return FamilyResult(polished_U, polished_U.copy(), value, info)
     solver = FamilySolver(problem, budget)
     merged_U = np.asarray(U, np.int8)[_first_rows(solver.row_index)]
     merged_V = np.asarray(V, np.int8)[_first_rows(solver.col_index)]
@@ -563,3 +581,133 @@ def polish_family(
         full_U, full_V, value = start_U, start_V, problem.objective(start_U, start_V)
     info = {"updates": solver.counts["updates"], "units": round(budget.work)}
     return FamilyResult(full_U, full_V, value, info)
+
+
+class SymmetricSolver:
+    """``A ≈ U ∘ Uᵀ`` (one factor): rows updated one at a time (Gauss-Seidel), each exactly
+    over its allowed codes given the other rows, since row ``i`` enters both row and column
+    ``i`` of the product; then an iterated local search like :class:`FamilySolver`'s."""
+
+    def __init__(self, problem: FamilyProblem, budget: WorkBudget) -> None:
+        self.problem = problem
+        self.product = check_product(problem.product)
+        self.budget = budget
+        r = problem.rank
+        lo_u, hi_u = problem.limits_u or (0, r)
+        lo_v, hi_v = problem.limits_v or (0, r)
+        self.limits = (max(lo_u, lo_v), min(hi_u, hi_v))  # V is U: both limits hold
+        codes = allowed_codes(r, self.limits)
+        if codes is None:
+            raise InvalidParameterError(
+                f"a one-factor model enumerates its row codes; rank {r} allows more than "
+                f"{MAX_CODES}: lower the rank or bound the ones per row (at_most=)"
+            )
+        self.codes = codes
+        self.codes_float = codes.astype(np.float64)
+        ones = codes.sum(axis=1)
+        self.ones = ones.astype(np.float64)
+        self.self_product = apply_product(ones.astype(np.float64), self.product)  # p(c, c)
+        self.index = {tuple(code): k for k, code in enumerate(codes.tolist())}
+        A = np.asarray(problem.A, dtype=np.float64)
+        W = np.ones_like(A) if problem.weights is None else np.asarray(problem.weights, float)
+        self.diagonal_w = np.diag(W).copy()
+        self.diagonal_a = np.diag(A).copy()
+        WA = W * A
+        self.both_w = W + W.T  # entries (i, j) and (j, i) share the product p(u_i, u_j)
+        self.both_wa = WA + WA.T
+        self.l1 = float(problem.l1[0] + problem.l1[1])
+        self.counts = {"updates": 0, "seeds": 0, "perturbations": 0, "accepted": 0}
+
+    def _products(self, U: np.ndarray) -> np.ndarray:
+        return apply_product(self.codes_float @ U.T.astype(np.float64), self.product)
+
+    def sweeps(self, U: np.ndarray) -> np.ndarray:
+        """Sweeps of exact row updates until one brings no gain (or the budget ends)."""
+        U = U.copy()
+        m = U.shape[0]
+        K = len(self.codes)
+        P = self._products(U)  # K x m: p(c, u_j)
+        diagonal = self.self_product
+        first = True
+        while first or self.budget.fits_work(_UPDATE_OVERHEAD + float(m) * m * K):
+            first = False
+            self.counts["updates"] += 1
+            self.budget.spend(_UPDATE_OVERHEAD + float(m) * m * K)
+            improved = False
+            for i in range(m):
+                column = P[:, i].copy()
+                P[:, i] = 0.0  # j != i: the diagonal entry is p(c, c)
+                if self.product == "sum":
+                    cost = (P * P) @ self.both_w[i] - 2 * (P @ self.both_wa[i])
+                    cost += self.diagonal_w[i] * (
+                        diagonal * diagonal - 2 * self.diagonal_a[i] * diagonal
+                    )
+                else:
+                    linear = self.both_w[i] - 2 * self.both_wa[i]
+                    cost = P @ linear
+                    cost += self.diagonal_w[i] * (1 - 2 * self.diagonal_a[i]) * diagonal
+                cost += self.l1 * self.ones
+                current = self.index.get(tuple(U[i].tolist()))
+                best = int(np.argmin(cost))
+                if current is None or cost[best] < cost[current] - 1e-9:
+                    U[i] = self.codes[best]
+                    improved = True
+                    P[:, i] = apply_product(self.codes_float @ self.codes_float[best], self.product)
+                else:
+                    P[:, i] = column
+            if not improved:
+                break
+        return U
+
+    def solve(self, rng: np.random.Generator, initial_factors: Any = ()) -> FamilyResult:
+        problem = self.problem
+        m, r = problem.A.shape[0], problem.rank
+        starts = [self.codes[rng.integers(len(self.codes), size=m)] for _ in range(4)]
+        side = _side(
+            np.asarray(problem.A, np.float64),
+            np.ones(problem.A.shape) if problem.weights is None else problem.weights,
+            np.zeros(m),
+            None,
+            (0, r),
+        )
+        starts += [_limited(_greedy_cover(side, r, tau), self.limits) for tau in _THRESHOLDS]
+        starts += [_limited(np.asarray(U, np.int8), self.limits) for U, _ in initial_factors]
+        best: tuple[np.ndarray, float] | None = None
+        for start in starts:
+            if best is not None and not self.budget.fits_work(3 * float(m) * m * len(self.codes)):
+                break
+            self.counts["seeds"] += 1
+            U = self.sweeps(start)
+            value = problem.objective(U, U)
+            if best is None or value < best[1] - 1e-9:
+                best = (U, value)
+        assert best is not None
+        current, since_best = best, 0
+        while best[1] > 1e-9 and self.budget.fits_work(3 * float(m) * m * len(self.codes)):
+            U = current[0].copy()
+            count = min(m, int(rng.integers(1, max(2, m // 20) + 1)))
+            picked = rng.choice(m, size=count, replace=False)
+            U[picked] = self.codes[rng.integers(len(self.codes), size=count)]
+            U = self.sweeps(U)
+            value = problem.objective(U, U)
+            self.counts["perturbations"] += 1
+            since_best += 1
+            if value < best[1] - 1e-9:
+                best, since_best = (U, value), 0
+            if value <= current[1] * (1 + _SLACK) + 1e-9:
+                self.counts["accepted"] += 1
+                current = (U, value)
+            if since_best and since_best % _RETURN_AFTER == 0:
+                current = best
+        U, value = best
+        info = {
+            "solver": "native-family",
+            "product": self.product,
+            "symmetric": True,
+            "work": {
+                **self.counts,
+                "units": round(self.budget.work),
+                "limit": self.budget.work_limit,
+            },
+        }
+        return FamilyResult(U, U.copy(), value, info)
