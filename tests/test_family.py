@@ -347,3 +347,18 @@ def test_sparse_bmf_reads_mu_at_solve_time_and_reports_the_residual():
     assert heavy.error == int(A.sum())  # the residual alone, not the L1 term
     assert light.error <= heavy.error
     assert light.energy == pytest.approx(light.error + 0.01 * (light.U.sum() + light.V.sum()))
+
+
+def test_the_estimator_scores_and_transforms_under_the_models_product():
+    from bmfdsl.apps import BinaryMatrixFactorization
+
+    A = RNG.integers(0, 2, (15, 8)).astype(np.int8)
+    estimator = BinaryMatrixFactorization(
+        n_components=3, model="boolean-bmf", random_state=0, backend_params={"work_limit": 2e8}
+    )
+    W = estimator.fit_transform(A)
+    H = estimator.components_
+    assert estimator.factorization_.error == int(((W @ H > 0) != A).sum())
+    assert estimator.score(A) == -int(((estimator.transform(A) @ H > 0) != A).sum())
+    assert estimator.score(A) >= -estimator.factorization_.error  # the exact row update
+    np.testing.assert_array_equal(estimator.inverse_transform(W), (W @ H > 0).astype(int))

@@ -199,7 +199,8 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
         return int(self.components_.shape[0])
 
     def transform(self, X: Any) -> np.ndarray:
-        """The 0/1 ``W`` minimising ``||X - W H||²_F`` for the fitted ``H`` (exact BLS).
+        """The 0/1 ``W`` minimising ``||X - W H||²_F`` for the fitted ``H`` (exact BLS; under
+        the model's product for a Boolean or XOR model).
 
         Sparse ``X`` is solved from ``X H``, never densified.
         """
@@ -208,16 +209,44 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
 
         self._check_fitted()
         A = self._binary_input(X, reset=False)
+        if self._product != "sum":  # a Boolean or XOR model: its own exact row update
+            return self._family_rows(A)
         return solve_bls(A, self.components_.T, one_hot=check_one_hot(self.one_hot) == "U")
 
+    @property
+    def _product(self) -> str:
+        """The fitted model's product: ``"sum"`` (integer), ``"or"`` or ``"xor"``."""
+        return str(self.factorization_.info.get("product", "sum"))
+
+    def _family_rows(self, A: Any) -> np.ndarray:
+        """The best 0/1 rows of ``W`` for the fitted ``H`` under the model's product."""
+        from bmfdsl.solvers.native import FamilyProblem, polish_family
+
+        dense = np.asarray(A.toarray() if is_sparse(A) else A, dtype=np.int8)
+        rank = self.components_.shape[0]
+        side = check_one_hot(self.one_hot)
+        problem = FamilyProblem(
+            dense,
+            rank,
+            product=self._product,
+            limits_u=(1, 1) if side == "U" else None,
+            limits_v=(1, 1) if side == "V" else None,
+        )
+        start = np.zeros((dense.shape[0], rank), np.int8)
+        return polish_family(problem, start, self.components_.T, work_limit=0).U
+
     def inverse_transform(self, X: Any) -> np.ndarray:
-        """The reconstruction ``W H`` of ``W = X`` (counts; 0/1 when components don't overlap)."""
+        """The reconstruction ``W H`` of ``W = X`` (counts; 0/1 when components don't overlap;
+        the model's product, 0/1, for a Boolean or XOR model)."""
+        from bmfdsl.linalg import factor_product
+
         self._check_fitted()
         W = np.asarray(X, dtype=np.int64)
-        return W @ self.components_.astype(np.int64)
+        return factor_product(W, self.components_.T, self._product).astype(np.int64)
 
     def score(self, X: Any, y: Any = None) -> float:
-        """Minus the squared reconstruction error ``-||X - W H||²_F`` with ``W = transform(X)``.
+        """Minus the squared reconstruction error ``-||X - W H||²_F`` with ``W = transform(X)``
+        (under the model's product: the Boolean error for ``boolean-bmf``).
 
         Greater is better, as scikit-learn's model selection expects (like ``KMeans.score``).
         """
@@ -226,6 +255,12 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
 
         self._check_fitted()
         A = self._binary_input(X, reset=False)
+        if self._product != "sum":  # the model's own error (Boolean or XOR)
+            from bmfdsl.linalg import product_squared_error
+
+            dense = A.toarray() if is_sparse(A) else A
+            W = self._family_rows(A)
+            return -product_squared_error(dense, W, self.components_.T, self._product)
         W = solve_bls(A, self.components_.T, one_hot=check_one_hot(self.one_hot) == "U")
         if is_sparse(A):  # the error without the dense product
             return -float(squared_error(A, W, self.components_.T))

@@ -289,6 +289,7 @@ def _extend_and_polish_model(
 
     family = replace(family, A=data.dense())  # all rows (the mask, if any, is A's already)
     problem = FamilyProblem.of(family)
+    info["product"] = family.product
     if s is not None:  # the full U given the core's V: one exact update of U
         with timer("bls"):
             U = polish_family(problem, np.zeros((data.shape[0], V.shape[1])), V, work_limit=0).U
