@@ -621,18 +621,25 @@ class SymmetricSolver:
     def _products(self, U: np.ndarray) -> np.ndarray:
         return apply_product(self.codes_float @ U.T.astype(np.float64), self.product)
 
+    @property
+    def sweep_work(self) -> float:
+        """Units of one sweep: its multiply-adds and, per row, half an update's fixed charge
+        (each row is a few numpy calls of its own)."""
+        m = self.problem.A.shape[0]
+        return float(m) * (m * len(self.codes) + _UPDATE_OVERHEAD / 2)
+
     def sweeps(self, U: np.ndarray) -> np.ndarray:
         """Sweeps of exact row updates until one brings no gain (or the budget ends)."""
         U = U.copy()
         m = U.shape[0]
-        K = len(self.codes)
         P = self._products(U)  # K x m: p(c, u_j)
         diagonal = self.self_product
         first = True
-        while first or self.budget.fits_work(_UPDATE_OVERHEAD + float(m) * m * K):
+        sweep = self.sweep_work
+        while first or self.budget.fits_work(sweep):
             first = False
             self.counts["updates"] += 1
-            self.budget.spend(_UPDATE_OVERHEAD + float(m) * m * K)
+            self.budget.spend(sweep)
             improved = False
             for i in range(m):
                 column = P[:, i].copy()
@@ -674,7 +681,7 @@ class SymmetricSolver:
         starts += [_limited(np.asarray(U, np.int8), self.limits) for U, _ in initial_factors]
         best: tuple[np.ndarray, float] | None = None
         for start in starts:
-            if best is not None and not self.budget.fits_work(3 * float(m) * m * len(self.codes)):
+            if best is not None and not self.budget.fits_work(3 * self.sweep_work):
                 break
             self.counts["seeds"] += 1
             U = self.sweeps(start)
@@ -683,7 +690,7 @@ class SymmetricSolver:
                 best = (U, value)
         assert best is not None
         current, since_best = best, 0
-        while best[1] > 1e-9 and self.budget.fits_work(3 * float(m) * m * len(self.codes)):
+        while best[1] > 1e-9 and self.budget.fits_work(3 * self.sweep_work):
             U = current[0].copy()
             count = min(m, int(rng.integers(1, max(2, m // 20) + 1)))
             picked = rng.choice(m, size=count, replace=False)
