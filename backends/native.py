@@ -5,7 +5,9 @@ A :class:`~bmfdsl.modeling.StructuredSampler`: it takes the verified
 BQM. Plain BMF is solved by the time-budgeted portfolio of
 :func:`bmfdsl.solvers.native.solve_bmf` (heat-bath row annealing, parallel tempering,
 restarts, ALS polish, optimality certificates); masked or weighted BMF (missing data) by
-restarted exact weighted alternating least squares (:mod:`bmfdsl.solvers.native._weighted`). Models
+restarted exact weighted alternating least squares (:mod:`bmfdsl.solvers.native._weighted`); the
+rest of the family (Boolean OR and XOR products, L1 terms, at-most/at-least-k rows) by exact row
+updates and an iterated local search (:func:`bmfdsl.solvers.native.solve_family`). Models
 without a verified structure go to a generic backend (``da``, ``neal``, ...).
 """
 
@@ -27,7 +29,15 @@ from bmfdsl.backends._common import (
 )
 from bmfdsl.errors import InvalidParameterError
 from bmfdsl.modeling import BMFStructure, StructuredSampler
-from bmfdsl.solvers.native import WORK_PER_SECOND, NativeSettings, solve_bmf, solve_weighted_bmf
+from bmfdsl.solvers.native import (
+    DEFAULT_FAMILY_WORK,
+    WORK_PER_SECOND,
+    FamilyProblem,
+    NativeSettings,
+    solve_bmf,
+    solve_family,
+    solve_weighted_bmf,
+)
 from bmfdsl.validation import check_count
 
 __all__ = ["NativeSampler"]
@@ -48,7 +58,9 @@ def _default(name: str) -> str:
 _DESCRIPTIONS = {
     "work_limit": "work units for the solve, counted, not timed (default: auto_work_limit of "
     "the matrix's shape, about 1 s of work on small inputs and more on big ones; "
-    f"{WORK_PER_SECOND:g} units ~ 1 s on an idle 2-core machine)",
+    f"{WORK_PER_SECOND:g} units ~ 1 s on an idle 2-core machine); a Boolean, XOR, L1 or "
+    "row-limited model counts the multiply-adds of its row updates (default "
+    f"{DEFAULT_FAMILY_WORK:g}, a few seconds)",
     "time_limit": "opt-in wall-clock limit in seconds (restarts and polishes check the "
     "clock inside); the answer then depends on machine load: not reproducible",
     "num_reads": "maximum annealing restarts, >= 1 (default: as many as the budget allows; "
@@ -141,7 +153,10 @@ class NativeSampler(StructuredSampler):
             "patience": patience,
         }
         weights = structure.effective_weights
-        if weights is not None:
+        if not structure.is_integer_bmf:
+            _refuse_family_only(plain_only)
+            answer = _solve_family(structure, work_limit, seed, initial_factors)
+        elif weights is not None:
             _refuse_plain_only(plain_only)
             answer = _solve_weighted(
                 structure, weights, num_reads, seed, initial_factors, num_solutions
@@ -166,6 +181,29 @@ def _refuse_plain_only(plain_only: dict[str, Any]) -> None:
             f"{given} apply to plain BMF only; a masked or weighted model takes num_reads, "
             "seed, initial_factors and num_solutions"
         )
+
+
+def _refuse_family_only(plain_only: dict[str, Any]) -> None:
+    """A Boolean, XOR, L1 or row-limited model takes work_limit and no annealing keywords."""
+    given = sorted(k for k, v in plain_only.items() if v is not None and k != "work_limit")
+    if given:
+        raise InvalidParameterError(
+            f"{given} apply to integer BMF only; a Boolean, XOR, L1 or row-limited model "
+            "takes work_limit, seed and initial_factors"
+        )
+
+
+def _solve_family(
+    structure: BMFStructure, work_limit: float | None, seed: int | None, initial_factors: Any
+) -> _Answer:
+    """The family by exact row updates (the structure's L1 weights already resolved)."""
+    result = solve_family(
+        FamilyProblem.of(structure),
+        seed=seed,
+        work_limit=work_limit,
+        initial_factors=initial_factors,
+    )
+    return [(result.U, result.V)], [result.objective], dict(result.info)
 
 
 def _plain_settings(

@@ -214,15 +214,6 @@ def test_item14_a_negative_random_state_is_a_typed_error():
         factorize(A, 2, random_state=-1)
 
 
-def test_item14_the_cli_refuses_a_negative_seed(tmp_path, capsys):
-    from bmfdsl.apps import _cli as cli
-
-    (tmp_path / "a.csv").write_text("1,1,0\n1,1,0\n0,1,1\n")
-    argv = ["factorize", str(tmp_path / "a.csv"), "-r", "2", "--seed", "-1"]
-    assert cli.main([*argv, "--out", str(tmp_path / "o")]) != 0
-    assert "random_state" in capsys.readouterr().err
-
-
 @pytest.mark.parametrize("weights", [[1, 2], "lam=2", {1: 2.0}])
 def test_item14_weights_must_be_a_dict(weights):
     with pytest.raises(InvalidParameterError, match="weights must be a dict"):

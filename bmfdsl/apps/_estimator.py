@@ -243,9 +243,12 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
         return A, None if mask is None else check_mask(mask, A.shape)
 
     def _solve_w(self, A: Any, observed: np.ndarray | None) -> np.ndarray:
-        """The best 0/1 ``W`` for the fitted ``H``: exact BLS, on observed entries only."""
+        """The best 0/1 ``W`` for the fitted ``H``: exact BLS (the model's own row update for
+        a Boolean or XOR model), on observed entries only."""
         from bmfdsl.solvers import solve_bls
 
+        if self._product != "sum":
+            return self._family_rows(A, observed)
         one_hot = check_one_hot(self.one_hot) == "U"
         if observed is None:
             return solve_bls(A, self.components_.T, one_hot=one_hot)
@@ -256,19 +259,46 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
         return W
 
     def transform(self, X: Any, mask: Any = None) -> np.ndarray:
-        """The 0/1 ``W`` minimising ``||X - W H||²_F`` for the fitted ``H`` (exact BLS); with
-        ``mask`` (1 = observed) or a masked ``X``, the error on observed entries.
+        """The 0/1 ``W`` minimising ``||X - W H||²_F`` for the fitted ``H`` (exact BLS; under
+        the model's product for a Boolean or XOR model); with ``mask`` (1 = observed) or a
+        masked ``X``, the error on observed entries.
 
-        Sparse ``X`` is solved from ``X H``, never densified (unless masked).
+        Sparse ``X`` is solved from ``X H``, never densified (unless masked, or the model's
+        product is not the integer one).
         """
         self._check_fitted()
         return self._solve_w(*self._observed_input(X, mask))
 
+    @property
+    def _product(self) -> str:
+        """The fitted model's product: ``"sum"`` (integer), ``"or"`` or ``"xor"``."""
+        return str(self.factorization_.info.get("product", "sum"))
+
+    def _family_rows(self, A: Any, observed: np.ndarray | None = None) -> np.ndarray:
+        """The best 0/1 rows of ``W`` for the fitted ``H`` under the model's product."""
+        from bmfdsl.solvers.native import FamilyProblem, polish_family
+
+        dense = np.asarray(A.toarray() if is_sparse(A) else A, dtype=np.int8)
+        rank = self.components_.shape[0]
+        side = check_one_hot(self.one_hot)
+        problem = FamilyProblem(
+            dense,
+            rank,
+            product=self._product,
+            weights=None if observed is None else observed.astype(np.float64),
+            limits_u=(1, 1) if side == "U" else None,
+            limits_v=(1, 1) if side == "V" else None,
+        )
+        start = np.zeros((dense.shape[0], rank), np.int8)
+        return polish_family(problem, start, self.components_.T, work_limit=0).U
+
     def inverse_transform(self, X: Any) -> np.ndarray:
-        """The reconstruction ``W H`` of ``W = X`` (counts; 0/1 when components don't overlap).
+        """The reconstruction ``W H`` of ``W = X`` (counts; 0/1 when components don't overlap;
+        the model's product, 0/1, for a Boolean or XOR model).
 
         ``X`` must be 0/1 with ``n_components`` columns (what :meth:`transform` returns).
         """
+        from bmfdsl.linalg import factor_product
         from bmfdsl.validation import check_binary_matrix
 
         self._check_fitted()
@@ -278,23 +308,29 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
                 f"inverse_transform takes W with n_components = {self.components_.shape[0]} "
                 f"columns (what transform returns); got {W.shape[1]}"
             )
-        return W.astype(np.int64) @ self.components_.astype(np.int64)
+        W = np.asarray(W, dtype=np.int64)
+        return factor_product(W, self.components_.T, self._product).astype(np.int64)
 
     def score(self, X: Any, y: Any = None, mask: Any = None) -> float:
         """Minus the squared reconstruction error ``-||X - W H||²_F`` with ``W = transform(X)``
-        (with ``mask`` or a masked ``X``: on observed entries only).
+        (under the model's product: the Boolean error for ``boolean-bmf``; with ``mask`` or a
+        masked ``X``: on observed entries only).
 
         Greater is better, as scikit-learn's model selection expects (like ``KMeans.score``).
         """
-        from bmfdsl.linalg import squared_error, weighted_squared_error
+        from bmfdsl.linalg import product_squared_error, squared_error, weighted_squared_error
 
         self._check_fitted()
         A, observed = self._observed_input(X, mask)
         W = self._solve_w(A, observed)
         H = self.components_.T
-        if observed is not None:
+        weights = None if observed is None else observed.astype(np.float64)
+        if self._product != "sum":
             dense = A.toarray() if is_sparse(A) else A
-            error = float(weighted_squared_error(dense, W, H, observed.astype(np.float64)))
+            error = float(product_squared_error(dense, W, H, self._product, weights=weights))
+        elif weights is not None:
+            dense = A.toarray() if is_sparse(A) else A
+            error = float(weighted_squared_error(dense, W, H, weights))
         elif is_sparse(A):  # the error without the dense product
             error = float(squared_error(A, W, H))
         else:

@@ -5,7 +5,9 @@
   :class:`DaskMatrix`, :class:`Orientation`);
 * the numba kernels behind exact binary least squares and ALS (:func:`solve_rows_exact`,
   :func:`als_loop`, :func:`code_table`, Gram and cross products);
-* how good an answer is: :func:`squared_error` and the paper's :func:`relative_error`.
+* how good an answer is: :func:`squared_error` and the paper's :func:`relative_error`;
+* the products of the BMF family (integer sum, Boolean OR, GF(2) XOR): :func:`factor_product`,
+  :func:`product_squared_error`.
 
 Imports only the shared leaves (``errors``, ``validation``).
 """
@@ -36,6 +38,14 @@ if TYPE_CHECKING:
         exact_gram,
         is_dask_array,
         weighted_squared_error,
+    )
+    from bmfdsl.linalg._products import (
+        PRODUCTS,
+        Product,
+        apply_product,
+        check_product,
+        factor_product,
+        product_squared_error,
     )
     from bmfdsl.linalg._scoring import relative_error, squared_error
 

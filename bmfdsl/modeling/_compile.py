@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from bmfdsl.errors import InvalidParameterError, ModelDefinitionError, ModelTooLargeError
-from bmfdsl.modeling._compiled import CompiledModel, Lowered, verify_claim
+from bmfdsl.modeling._compiled import CompiledModel, Lowered, claimed_structure, verify_claim
 from bmfdsl.modeling._declaration import Declaration
 from bmfdsl.modeling._dsl import ModelBuilder
 from bmfdsl.modeling._expr import TERM_BYTES
@@ -40,6 +40,10 @@ MODELS: Registry[str] = Registry(
         "weighted-bmf": "bmfdsl.models.weighted_bmf",
         "boolean-bmf": "bmfdsl.models.boolean_bmf",
         "bicluster": "bmfdsl.models.bicluster",
+        "xor-bmf": "bmfdsl.models.xor_bmf",
+        "sparse-bmf": "bmfdsl.models.sparse_bmf",
+        "at-most-k-bmf": "bmfdsl.models.at_most_k_bmf",
+        "symmetric-bmf": "bmfdsl.models.symmetric_bmf",
     },
     str,
     hint="or pass the path of a model script (.py)",
@@ -355,13 +359,13 @@ def _claimed_structure(
     if metadata.claim is None:
         return None
     mask, entry_weights = _full_claim_arrays(metadata, instance.data, on_instance)
-    return BMFStructure(
-        instance.A,
-        instance.rank,
-        instance.one_hot,
-        mask,
-        entry_weights,
-        factor_names=metadata.factor_names or ("U", "V"),
+    return claimed_structure(
+        metadata,
+        A=instance.A,
+        rank=instance.rank,
+        one_hot=instance.one_hot,
+        mask=mask,
+        entry_weights=entry_weights,
     )
 
 

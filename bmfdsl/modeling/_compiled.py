@@ -133,6 +133,11 @@ class Lowered:
                     if t < inputs.shape[1] - 1:
                         X[:, chain[:, t - 1]] = left
                 X[:, outputs] = left
+            for outputs, inputs, halves in group.parities:
+                total = X[:, inputs].sum(axis=2, dtype=np.int64)
+                X[:, outputs] = total & 1
+                for bit in range(halves.shape[1]):
+                    X[:, halves[:, bit]] = (total >> (bit + 1)) & 1
             for rows in group.inequalities:
                 rows.fill(X)
         return X
@@ -157,36 +162,84 @@ class Lowered:
         return counts
 
 
+def claimed_structure(declaration: Declaration, **overrides: Any) -> BMFStructure:
+    """The structure a declaration's claim describes, on the declaration's own instance."""
+    claim = declaration.claim
+    assert claim is not None
+    fields: dict[str, Any] = {
+        "A": declaration.A,
+        "rank": declaration.rank,
+        "one_hot": declaration.one_hot,
+        "mask": claim.mask,
+        "entry_weights": claim.entry_weights,
+        "factor_names": declaration.factor_names or ("U", "V"),
+        "product": claim.product,
+        "l1": claim.l1,
+        "row_limits": claim.row_limits,
+        "symmetric": declaration.single_factor,
+    }
+    fields.update(overrides)
+    return BMFStructure(**fields)
+
+
+def _feasible_factor(
+    rng: np.random.Generator, shape: tuple[int, int], limits: tuple[int, int] | None
+) -> np.ndarray:
+    """Random 0/1 rows holding between ``lo`` and ``hi`` ones (any number without limits)."""
+    if limits is None:
+        return random_factor(rng, shape, False)
+    lo, hi = limits
+    out = np.zeros(shape, np.int8)
+    for i in range(shape[0]):
+        ones = int(rng.integers(lo, hi + 1))
+        out[i, rng.choice(shape[1], size=ones, replace=False)] = 1
+    return out
+
+
 def verify_claim(lowered: Lowered, name: str, where: str) -> None:
-    """Check a structure claim: energy == declared objective at U = V = 0 and random points."""
+    """Check a structure claim: energy == declared objective at the feasible point nearest
+    zero and at random feasible points (every weight 1, or 2 for the weights in ``l1``)."""
     model = lowered.declaration
     claim = model.claim
     assert claim is not None
     m, n = model.A.shape
     r = model.rank
     rng = np.random.default_rng(20211)
-    zero_u, zero_v = np.zeros((m, r), np.int8), np.zeros((n, r), np.int8)
+    weights = {w: 1.0 for w in model.weights}
+    weights.update({w: 2.0 for w in claim.l1 if isinstance(w, str)})  # not hidden by a 1
+    structure = claimed_structure(model).resolved(weights)
+    limits_u, limits_v = structure.limits("U"), structure.limits("V")
+    zero_u = _feasible_factor(rng, (m, r), None if limits_u is None else (limits_u[0],) * 2)
+    zero_v = _feasible_factor(rng, (n, r), None if limits_v is None else (limits_v[0],) * 2)
+    if limits_u is None or limits_u[0] == 0:
+        zero_u[:] = 0
+    if limits_v is None or limits_v[0] == 0:
+        zero_v[:] = 0
     if model.one_hot is not None:  # the feasible point nearest zero: every row in cluster 0
-        (zero_u if model.one_hot == "U" else zero_v)[:, 0] = 1
-    Us = [zero_u] + [random_factor(rng, (m, r), model.one_hot == "U") for _ in range(_CHECK_POINTS)]
-    Vs = [zero_v] + [random_factor(rng, (n, r), model.one_hot == "V") for _ in range(_CHECK_POINTS)]
+        side = zero_u if model.one_hot == "U" else zero_v
+        side[:] = 0
+        side[:, 0] = 1
+    Us = [zero_u] + [_feasible_factor(rng, (m, r), limits_u) for _ in range(_CHECK_POINTS)]
+    Vs = [zero_v] + [_feasible_factor(rng, (n, r), limits_v) for _ in range(_CHECK_POINTS)]
     U, V = np.stack(Us), np.stack(Vs)
     if model.single_factor:  # V is U
         V = U
     X = lowered.in_bqm_order(lowered.fill(U, V))
-    weights = {w: 1.0 for w in model.weights}
     energies = lowered.terms.energies(X, weights)
-    declared = BMFStructure(model.A, r, model.one_hot, claim.mask, claim.entry_weights).errors(U, V)
+    declared = structure.objectives(U, V)
     scale = 1e-6 * max(1.0, float(np.abs(declared).max()))
     bad = np.flatnonzero(np.abs(energies - declared) > scale)
     if bad.size:
         point = int(bad[0])
-        zero = "U = V = 0" + (" (one-hot rows in cluster 0)" if model.one_hot else "")
+        zero = "the feasible point nearest U = V = 0"
         where_point = zero if point == 0 else f"a random feasible (U, V) #{point}"
+        product = {"sum": "UVᵀ", "or": "U ∘ V (Boolean OR)", "xor": "U ∘ V (XOR)"}
+        extra = " + L1 terms" if structure.l1 != (0.0, 0.0) else ""
         raise ModelDefinitionError(
             f"model {name!r} declares BMF structure (model.declare_bmf) but on {where} at "
             f"{where_point} its energy is {energies[point]:g} while the declared objective "
-            f"Σ w m (a - UVᵀ)² is {declared[point]:g}; fix the model or drop the claim"
+            f"Σ w m (a - {product[structure.product]})²{extra} is {declared[point]:g}; fix "
+            "the model or the claim (product=, l1=, at_most=, at_least=)"
         )
 
 
@@ -482,25 +535,21 @@ class CompiledModel:
         return dict(zip(self.variables, values.tolist(), strict=True))
 
     def errors(
-        self,
-        U: np.ndarray,
-        V: np.ndarray,
-        X: np.ndarray | None = None,
-        weights: Mapping[str, Any] | None = None,
+        self, U: np.ndarray, V: np.ndarray, weights: Mapping[str, Any] | None = None
     ) -> np.ndarray:
         """The model's error metric for stacked ``U`` (S, m, r) and ``V`` (S, n, r).
 
-        The declared structure's residual, else the declared error function, else the
-        objective's value at the assignments ``X`` (their feasible completion if omitted),
-        its weighted terms at ``weights`` (the defaults where omitted).
+        The declared structure's error (its product, mask and weights; no L1 term), else the
+        declared error function, else the objective at the feasible completion of ``(U, V)``
+        (its weighted terms at ``weights``, the defaults where omitted): never at a sample's
+        own auxiliaries, which may break their constraints.
         """
         if self.structure is not None:  # built from the model's verified claim
             return self.structure.errors(U, V)
         declaration = self.lowered.declaration
         if declaration.error_function is not None:
             return np.asarray(declaration.error_function(U, V), dtype=float).reshape(U.shape[0])
-        if X is None:
-            X = self.lowered.fill(U, V)
+        X = self.lowered.fill(U, V)
         values = self.resolve_weights(**(weights or {})) if self.objective_weights else {}
         return declaration.objective_value(X, values)
 
@@ -513,7 +562,7 @@ class CompiledModel:
         feasible first, then the model's error (see :meth:`errors`), then energy.
         """
         if self._lowered is None and self.structure is not None:
-            decoded = self._decode_structured(sampleset)
+            decoded = self._decode_structured(sampleset, self.resolve_weights(**weights))
             if decoded is not None:
                 return decoded
         lowered = self.lowered
@@ -528,7 +577,7 @@ class CompiledModel:
             X = lowered.full_samples(samples)
         resolved = self.resolve_weights(**weights)
         energies = lowered.terms.energies(samples, resolved)
-        errors = self.errors(U, V, X, resolved)
+        errors = self.errors(U, V, resolved)
         broken = lowered.broken(X)
         total_broken = sum(broken.values(), np.zeros(len(errors), dtype=np.int64))
         order = np.lexsort((energies, errors, total_broken > 0))
@@ -544,12 +593,15 @@ class CompiledModel:
             for s in order
         ]
 
-    def _decode_structured(self, sampleset: dimod.SampleSet) -> list[DecodedSample] | None:
+    def _decode_structured(
+        self, sampleset: dimod.SampleSet, weights: dict[str, float]
+    ) -> list[DecodedSample] | None:
         """Decode a structure-aware solver's answer without building the full model.
 
-        The verified claim says a feasible completion's energy is the declared objective, so
-        nothing else is needed; ``None`` (decode in full) when a sample is not one-hot where
-        the model asks for it, or the set is not over the structure's labels.
+        The verified claim says a feasible completion's energy is the declared objective
+        (error plus L1 terms at ``weights``), so nothing else is needed; ``None`` (decode in
+        full) when a sample breaks the claim's row limits (one-hot included), or the set is not
+        over the structure's labels. Order: energy, then error.
         """
         structure = self.structure
         assert structure is not None
@@ -559,19 +611,18 @@ class CompiledModel:
         (m, n), r = structure.shape, structure.rank
         record = np.asarray(sampleset.record.sample, dtype=np.int8)
         U = record[:, : m * r].reshape(-1, m, r)
-        V = record[:, m * r :].reshape(-1, n, r)
-        if structure.one_hot is not None:
-            side = U if structure.one_hot == "U" else V
-            if (side.sum(axis=2) != 1).any():
-                return None
+        V = U if structure.symmetric else record[:, m * r :].reshape(-1, n, r)
+        if not all(structure.feasible(u, v) for u, v in zip(U, V, strict=True)):
+            return None
         errors = structure.errors(U, V)
-        order = np.argsort(errors, kind="stable")
+        energies = structure.resolved(weights).objectives(U, V)
+        order = np.lexsort((errors, energies))
         occurrences = np.asarray(sampleset.record.num_occurrences)
         return [
             DecodedSample(
                 U=U[s],
                 V=V[s],
-                energy=float(errors[s]),
+                energy=float(energies[s]),
                 error=_as_number(errors[s]),
                 broken=dict.fromkeys(self.group_weights, 0),
                 num_occurrences=int(occurrences[s]),

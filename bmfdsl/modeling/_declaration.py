@@ -23,10 +23,10 @@ import numpy as np
 from bmfdsl.modeling._expr import INDEX, PolyArray, VariableSpace
 from bmfdsl.modeling._inequalities import InequalityRows
 from bmfdsl.modeling._qubo import narrowest_exact
-from bmfdsl.modeling._structure import OneHotSide
+from bmfdsl.modeling._structure import OneHotSide, RowLimits
 from bmfdsl.modeling._weighted import Weight as Weight  # re-exported: its old home
 
-GroupKind = Literal["product", "one_hot", "or", "custom", "inequality"]
+GroupKind = Literal["product", "one_hot", "or", "xor", "custom", "inequality"]
 
 
 def product_penalty(z: Any, a: Any, b: Any) -> Any:
@@ -91,6 +91,8 @@ class ConstraintGroup:
     rows: list[np.ndarray] = field(default_factory=list)
     chains: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
     inequalities: list[InequalityRows] = field(default_factory=list)
+    # XOR outputs, their inputs and the bits of half the inputs' sum: y = Σx - 2 Σ 2^b t_b
+    parities: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
 
     @property
     def penalties(self) -> PolyArray:
@@ -130,12 +132,16 @@ def _concatenate(parts: Sequence[PolyArray]) -> PolyArray:
 
 @dataclass(frozen=True)
 class StructureClaim:
-    """What ``declare_bmf`` claims: feasible energy == ``Σ w m (a - (UVᵀ))²``."""
+    """What ``declare_bmf`` claims: feasible energy == ``Σ w m (a - (U ∘ V))² + L1 terms``
+    (``∘``: the ``product``), with rows of ``U``, ``V`` within ``row_limits``."""
 
     mask: np.ndarray | None = None
     entry_weights: np.ndarray | None = None
     mask_source: str | None = None  # the model.data key the mask came from
     entry_weights_source: str | None = None
+    product: str = "sum"
+    l1: tuple[float | str, float | str] = (0.0, 0.0)  # a number or a model weight's name
+    row_limits: tuple[RowLimits | None, RowLimits | None] = (None, None)
 
 
 @dataclass(frozen=True)
@@ -245,6 +251,7 @@ def snapshot_groups(groups: Mapping[str, ConstraintGroup]) -> dict[str, Constrai
             rows=list(group.rows),
             chains=list(group.chains),
             inequalities=list(group.inequalities),
+            parities=list(group.parities),
         )
         for name, group in groups.items()
     }

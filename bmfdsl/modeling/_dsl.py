@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from bmfdsl.errors import InvalidParameterError, ModelDefinitionError
+from bmfdsl.linalg import check_product
 from bmfdsl.modeling._declaration import (
     ConstraintGroup,
     Declaration,
@@ -87,7 +88,7 @@ from bmfdsl.modeling._quadratize import (
     substitute_products,
 )
 from bmfdsl.modeling._residual import check_entry_array, renamed_entry_weights
-from bmfdsl.modeling._structure import OneHotSide
+from bmfdsl.modeling._structure import OneHotSide, RowLimits
 from bmfdsl.modeling._weighted import Weight, weighted
 
 
@@ -334,6 +335,49 @@ class ModelBuilder:
         self.space.hold(total.num_terms, f"OR group {group!r}")
         target.chains.append((outputs, inputs, chain))
         target.chunks.append(total)
+
+    def constrain_xor(self, Y: Any, X: Any, *, axis: int = -1, group: str, weight: Any) -> None:
+        """Enforce ``Y = XOR(X along axis)`` (the parity of the inputs) elementwise.
+
+        With ``t`` = half the inputs' sum, ``Σx = y + 2t``: the penalty ``(Σx - y - 2t)²`` is
+        0 exactly when ``y`` is the parity and ``t`` the binary-coded half, whose bits are
+        declared as the array ``{group}_half`` (none for one input).
+
+        >>> import numpy as np
+        >>> model = ModelBuilder(np.ones((1, 1)), rank=1)
+        >>> X, Y = model.binary("X", (3,)), model.binary("Y", ())
+        >>> model.constrain_xor(Y, X, axis=0, group="parity", weight="lam")
+        >>> model.arrays["parity_half"]
+        (1,)
+        """
+        Y = self._variables(Y, "Y")
+        X = self._variables(X, "X")
+        if not -X.ndim <= axis < X.ndim:
+            raise ModelDefinitionError(f"axis {axis} is out of range for shape {X.shape}")
+        inputs = np.moveaxis(X.variable_indices("X"), axis, -1)
+        if inputs.shape[:-1] != Y.shape:
+            raise ModelDefinitionError(
+                f"constrain_xor: Y has shape {Y.shape}, X without axis {axis} has "
+                f"{inputs.shape[:-1]}"
+            )
+        outputs = Y.variable_indices("Y").ravel()
+        inputs = inputs.reshape(outputs.size, -1)
+        count = inputs.shape[1]
+        if count == 0:
+            raise ModelDefinitionError("constrain_xor needs at least one input along axis")
+        bits = (count // 2).bit_length()  # t <= count // 2
+        halves = np.zeros((outputs.size, 0), INDEX)
+        difference = self.space.array(inputs).sum(axis=-1) - self.space.array(outputs)
+        if bits:
+            half = self.binary(f"{group}_half", (*Y.shape, bits))
+            halves = half.variable_indices().reshape(outputs.size, bits)
+            powers = np.array([2 ** (b + 1) for b in range(bits)], dtype=float)
+            difference = difference - (self.space.array(halves) * powers).sum(axis=-1)
+        penalty = difference * difference
+        target = self._group(group, weight, "xor")
+        self.space.hold(penalty.num_terms, f"XOR group {group!r}")
+        target.parities.append((outputs, inputs, halves))
+        target.chunks.append(penalty)
 
     def constrain(self, group: str, penalty: Any, *, weight: Any, slack: str = "binary") -> None:
         """A custom group: each element of ``penalty`` is >= 0 and 0 exactly when it holds.
@@ -583,14 +627,29 @@ class ModelBuilder:
         return found
 
     def declare_bmf(
-        self, mask: Any = None, entry_weights: Any = None, *, weights: Any = None
+        self,
+        mask: Any = None,
+        entry_weights: Any = None,
+        *,
+        weights: Any = None,
+        product: str = "sum",
+        l1: Any = 0.0,
+        at_most: Any = None,
+        at_least: Any = None,
     ) -> None:
-        """Claim: on feasible points the energy equals ``Σ_ij w_ij m_ij (a_ij - (UVᵀ)_ij)²``.
+        """Claim: on feasible points the energy equals
+        ``Σ_ij w_ij m_ij (a_ij - (U ∘ V)_ij)² + l1_U Σ U + l1_V Σ V``.
 
-        ``mask`` (0/1, 1 = observed) and ``entry_weights`` (``w``, non-negative) default to
-        ones; ``weights=`` is the deprecated name of ``entry_weights=``. ``compile_model``
-        checks the claim on the instance; structure-aware backends (``native``) then solve the
-        model directly.
+        ``product`` is ``"sum"`` (the integer ``U Vᵀ``, the default), ``"or"`` (Boolean) or
+        ``"xor"`` (GF(2)). ``mask`` (0/1, 1 = observed) and ``entry_weights`` (``w``,
+        non-negative) default to ones; ``weights=`` is the deprecated name of
+        ``entry_weights=``. ``l1`` is the L1 weight of both factors, or a pair ``(U's, V's)``:
+        a number, or a model weight (its name or handle: its value is read at solve time).
+        ``at_most`` / ``at_least`` bound the ones per row of the factors: an int for both, or
+        a pair (``None``: no bound on that side); a one-hot side is ``(1, 1)`` already.
+        The constraints themselves are the model's to declare; the claim says only that its
+        feasible points are those rows. ``compile_model`` checks the claim on the instance;
+        structure-aware backends (``native``) then solve the model directly.
         """
         entry_weights = renamed_entry_weights(entry_weights, weights, "declare_bmf")
         shape = self.A.shape
@@ -605,7 +664,40 @@ class ModelBuilder:
             else check_entry_array(entry_weights, shape, "entry_weights", binary=False),
             mask_source=source(mask),
             entry_weights_source=source(entry_weights),
+            product=check_product(product),
+            l1=self._l1_pair(l1),
+            row_limits=_row_limits(at_least, at_most, self.rank),
         )
+
+    def _l1_pair(self, l1: Any) -> tuple[float | str, float | str]:
+        """``l1`` of ``declare_bmf`` as ``(U's, V's)``: numbers >= 0 or declared weights."""
+        pair = tuple(l1) if isinstance(l1, tuple | list) else (l1, l1)
+        if len(pair) != 2:
+            raise ModelDefinitionError(
+                f"declare_bmf(l1=...) takes one weight or a pair (U's, V's); got {l1!r}"
+            )
+        out: list[float | str] = []
+        for value in pair:
+            if isinstance(value, Weight | str):
+                name = value.name if isinstance(value, Weight) else value
+                if name not in self.weights:
+                    raise ModelDefinitionError(
+                        f"declare_bmf(l1={name!r}) names no declared weight; declare it first "
+                        f"with model.weight({name!r}) (declared: {sorted(self.weights)})"
+                    )
+                out.append(name)
+            elif isinstance(value, int | float | np.number) and not isinstance(value, bool):
+                if not np.isfinite(value) or value < 0:
+                    raise ModelDefinitionError(
+                        f"declare_bmf(l1=...) must be a number >= 0 or a weight; got {value!r}"
+                    )
+                out.append(float(value))
+            else:
+                raise ModelDefinitionError(
+                    f"declare_bmf(l1=...) must be a number >= 0, a weight's name or handle; "
+                    f"got {value!r}"
+                )
+        return out[0], out[1]
 
     def declare_plain_bmf(self) -> None:
         """Claim that feasible energies equal ``||A - U Vᵀ||²_F`` (see :meth:`declare_bmf`)."""
@@ -671,3 +763,39 @@ class ModelBuilder:
                 )
         if self.objective.degree == 0 and not self.groups and not self.weighted_objective:
             raise InvalidParameterError(f"{source} declares no objective and no constraints")
+
+
+def _row_limits(
+    at_least: Any, at_most: Any, rank: int
+) -> tuple[RowLimits | None, RowLimits | None]:
+    """``declare_bmf``'s ``at_least`` / ``at_most`` as ``(U's, V's)`` limits ``(lo, hi)``."""
+
+    def pair(value: Any, name: str) -> tuple[int | None, int | None]:
+        both = tuple(value) if isinstance(value, tuple | list) else (value, value)
+        if len(both) != 2:
+            raise ModelDefinitionError(
+                f"declare_bmf({name}=...) takes an int or a pair (U's, V's); got {value!r}"
+            )
+        for item in both:
+            if item is not None and (
+                isinstance(item, bool) or not isinstance(item, int | np.integer) or item < 0
+            ):
+                raise ModelDefinitionError(
+                    f"declare_bmf({name}=...) must be an int >= 0 or None; got {item!r}"
+                )
+        return both[0], both[1]
+
+    lows, highs = pair(at_least, "at_least"), pair(at_most, "at_most")
+    out: list[RowLimits | None] = []
+    for side, lo, hi in zip("UV", lows, highs, strict=True):
+        if lo is None and hi is None:
+            out.append(None)
+            continue
+        limits = (0 if lo is None else int(lo), rank if hi is None else min(int(hi), rank))
+        if limits[0] > limits[1]:
+            raise ModelDefinitionError(
+                f"declare_bmf: rows of {side} cannot hold at least {limits[0]} and at most "
+                f"{limits[1]} ones (rank {rank})"
+            )
+        out.append(limits)
+    return out[0], out[1]

@@ -14,7 +14,7 @@ pipeline.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -30,7 +30,13 @@ from bmfdsl.linalg import (
     is_dask_array,
     relative_error,
 )
-from bmfdsl.pipeline._bounds import certificate_error, check_certify, prove
+from bmfdsl.pipeline._bounds import (
+    LowerBound,
+    Proof,
+    certificate_error,
+    check_certify,
+    prove,
+)
 from bmfdsl.registry import check_known_names, normalize_name
 from bmfdsl.result import Factorization, to_jsonable
 from bmfdsl.solvers import DEFAULT_FACTORIZE_BACKEND
@@ -178,18 +184,21 @@ def factorize(
     U, V, error = _extend_and_polish(data, solution, objective, s, side, als, timer, info)
     U, V = orientation.factors(U, V)
     certified_error = objective.certified_error(info) if s is None else None  # native's, on A
-    proof = prove(
-        whole,
-        rank,
-        U,
-        V,
-        error,
-        one_hot=one_hot,
-        certified_error=certified_error,
-        certify=certify,
-        seed=_seed_from(rng),
-        mask=objective.observed,
-    )
+    if not _integer_bmf(solution):
+        proof = _unbounded(solution, U, V, error, certify)
+    else:
+        proof = prove(
+            whole,
+            rank,
+            U,
+            V,
+            error,
+            one_hot=one_hot,
+            certified_error=certified_error,
+            certify=certify,
+            seed=_seed_from(rng),
+            mask=objective.observed,
+        )
     info.update(lower_bound=proof.bound.to_info(), **({"certify": proof.info} if certify else {}))
     # "total" includes the proof; a backend's JIT compilation gets its own name
     info["timings"] = _with_jit({**proof.timings, **timer.timings()}, solution.info)
@@ -237,6 +246,9 @@ def _extend_and_polish(
     temporaries on the hot path. Records ``error_before_als`` and ``als_solves`` in ``info``.
     """
     U, V = solution.U, solution.V
+    family = solution.model.family if solution.model is not None else None
+    if family is not None or (solution.model is not None and solution.model.outside):
+        return _extend_and_polish_model(data, solution, s, als, timer, info)
     if s is not None:
         with timer("bls"):
             U, error = _extend(data, V, side)
@@ -247,7 +259,99 @@ def _extend_and_polish(
         progress.stage("ALS polish")
         with timer("als"):
             U, V, error, info["als_solves"] = objective.polish(data, U, V, side)
+        info["polish"] = "als"
     return U, V, int(error)
+
+
+def _integer_bmf(solution: _CoreSolution) -> bool:
+    """Whether the error is integer BMF's (a method's, or a model claiming plain, masked or
+    weighted integer BMF): only then do the integer lower bounds hold."""
+    model = solution.model
+    return model is None or (model.structure is not None and model.structure.is_integer_bmf)
+
+
+def _unbounded(
+    solution: _CoreSolution, U: np.ndarray, V: np.ndarray, error: int, certify: float | None
+) -> Proof:
+    """The answer with the trivial bound 0: integer BMF's bounds do not hold for the model."""
+    if certify is not None:
+        name = solution.model.compiled.model_name if solution.model is not None else "?"
+        raise InvalidParameterError(
+            f"certify= proves integer BMF (||A - UVᵀ||²); model {name!r} has another error: "
+            "drop certify"
+        )
+    return Proof(U, V, int(error), LowerBound(0, "zero"), {}, {})
+
+
+def _extend_and_polish_model(
+    data: BinaryMatrix,
+    solution: _CoreSolution,
+    s: int | None,
+    als: bool,
+    timer: StageTimer,
+    info: dict[str, Any],
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """A model beyond integer BMF: its own error, and its own row updates as the polish (a
+    model in the BMF family), or no polish at all (a model outside it: the integer product's
+    ALS would optimise another objective). ``info["polish"]`` says which."""
+    model = solution.model
+    assert model is not None
+    U, V = solution.U, solution.V
+    family = model.family
+    if family is None:
+        if s is not None:
+            raise InvalidParameterError(
+                f"sample_rows needs a model with a BMF structure (model.declare_bmf) to extend "
+                f"the core's answer to every row; {model.compiled.model_name!r} declares none: "
+                "pass sample_rows=None"
+            )
+        info["polish"] = "none: the model declares no BMF structure (model.declare_bmf)"
+        error = model.error(U, V)
+        info["error_before_als"] = error
+        return U, V, error
+    from bmfdsl.solvers.native import FamilyProblem, polish_family
+
+    family = replace(family, A=data.dense())  # all rows (the mask, if any, is A's already)
+    problem = FamilyProblem.of(family)
+    info["product"] = family.product
+    if s is not None:  # the full U given the core's V: one exact update of U
+        with timer("bls"):
+            U = polish_family(problem, np.zeros((data.shape[0], V.shape[1])), V, work_limit=0).U
+    info["error_before_als"] = round(family.error(U, V))
+    if als:
+        progress.stage("polish by the model's row updates")
+        with timer("als"):
+            polished = polish_family(problem, U, V)
+        U, V = polished.U, polished.V
+        info["als_solves"] = polished.info["updates"]
+        info["polish"] = f"row updates of the model's own objective ({family.product} product)"
+    return U, V, round(family.error(U, V))
+
+
+@dataclass(frozen=True)
+class _ModelError:
+    """The compiled model's own error (Boolean for Boolean BMF, observed entries only when
+    masked), and its structure when it is in the BMF family but not plain integer BMF."""
+
+    compiled: Any
+    structure: Any  # BMFStructure with resolved weights, or None
+
+    @property
+    def family(self) -> Any:
+        """The structure, when the model's own row updates (not integer ALS) polish it."""
+        if self.structure is None or self.structure.is_integer_bmf:
+            return None
+        return self.structure
+
+    @property
+    def outside(self) -> bool:
+        """True for a model without a BMF structure."""
+        return self.structure is None
+
+    def error(self, U: np.ndarray, V: np.ndarray) -> int:
+        """The model's error of ``(U, V)`` (rounded: reported as an integer)."""
+        value = self.compiled.errors(U[None], V[None])[0]
+        return round(float(value))
 
 
 @dataclass(frozen=True)
@@ -314,6 +418,7 @@ class _CoreSolution:
     V: np.ndarray
     broken: dict[str, int] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
+    model: _ModelError | None = None  # None: a comparison method (integer BMF)
 
 
 def _load(A: Any, rank: Any, sample_rows: Any) -> tuple[BinaryMatrix, int | None]:
@@ -468,7 +573,12 @@ def _solve_compiled(
     }
     U = np.asarray(best.U, dtype=np.int8)
     V = np.asarray(best.V, dtype=np.int8)
-    return _CoreSolution(U=U, V=V, broken=dict(best.broken), info=info)
+    structure = compiled.structure
+    if structure is not None:
+        structure = structure.resolved(decoded.info.get("weights") or {})
+    return _CoreSolution(
+        U=U, V=V, broken=dict(best.broken), info=info, model=_ModelError(compiled, structure)
+    )
 
 
 def _extend(data: BinaryMatrix, V: np.ndarray, side: str | None) -> tuple[np.ndarray, int]:

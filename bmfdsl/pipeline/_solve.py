@@ -142,7 +142,7 @@ def solve(
                 f"{compiled.model_name!r} declares none (model.declare_bmf()); use a generic "
                 "backend such as 'da' or 'neal'"
             )
-        sampleset = sampler.sample_bmf(compiled.structure, **params)
+        sampleset = sampler.sample_bmf(compiled.structure.resolved(resolved), **params)
     else:
         if native_one_hot:
             if "one_hot_groups" not in sampler.parameters:

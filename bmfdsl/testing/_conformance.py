@@ -373,7 +373,7 @@ def check_structured_sampler(
             U = row[: A.shape[0] * 2].reshape(-1, 2)
             V = row[A.shape[0] * 2 :].reshape(-1, 2)
             _require(
-                abs(structure.error(U, V) - energy) < 1e-9, "energy differs from the objective"
+                abs(structure.objective(U, V) - energy) < 1e-9, "energy differs from the objective"
             )
             if one_hot is not None:
                 side = U if one_hot == "U" else V

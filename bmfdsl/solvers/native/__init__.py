@@ -5,12 +5,22 @@
   work budget (:func:`auto_work_limit` by default, :data:`WORK_PER_SECOND` units ~ 1 s);
 * :func:`solve_weighted_bmf`, :func:`weighted_als`, :func:`weighted_bls`: masked and weighted
   BMF by restarted exact weighted ALS;
-* :func:`exact_rank1`: the provably optimal rank-1 factorization by Gray-code enumeration.
+* :func:`exact_rank1`: the provably optimal rank-1 factorization by Gray-code enumeration;
+* :func:`solve_family` with :class:`FamilyProblem`: the rest of the BMF family (Boolean OR and
+  XOR products, L1 terms, at-most/at-least-k rows) by exact row updates over the allowed
+  codes, ASSO-style seeds and an iterated local search, within a work budget.
 
 The Digital Annealer's algorithm lives beside it in :mod:`bmfdsl.solvers.da`.
 """
 
 from bmfdsl.solvers.native._certify import exact_rank1
+from bmfdsl.solvers.native._family import (
+    DEFAULT_FAMILY_WORK,
+    FamilyProblem,
+    FamilyResult,
+    polish_family,
+    solve_family,
+)
 from bmfdsl.solvers.native._portfolio import NativeResult, compile_kernels, solve_bmf
 from bmfdsl.solvers.native._settings import (
     PRACTICAL_MAX_RANK,
@@ -23,15 +33,20 @@ from bmfdsl.solvers.native._settings import (
 from bmfdsl.solvers.native._weighted import solve_weighted_bmf, weighted_als, weighted_bls
 
 __all__ = [
+    "DEFAULT_FAMILY_WORK",
     "PRACTICAL_MAX_RANK",
     "WORK_PER_SECOND",
+    "FamilyProblem",
+    "FamilyResult",
     "NativeResult",
     "NativeSettings",
     "auto_work_limit",
     "compile_kernels",
     "exact_rank1",
     "exact_solve_seconds",
+    "polish_family",
     "solve_bmf",
+    "solve_family",
     "solve_weighted_bmf",
     "warn_if_rank_impractical",
     "weighted_als",
