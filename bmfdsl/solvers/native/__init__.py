@@ -5,13 +5,16 @@
   work budget (:func:`auto_work_limit` by default, :data:`WORK_PER_SECOND` units ~ 1 s);
 * :func:`solve_weighted_bmf`, :func:`weighted_als`: masked and weighted BMF by restarted exact
   weighted ALS;
-* :func:`exact_rank1`: the provably optimal rank-1 factorization by Gray-code enumeration.
+* :func:`exact_rank1`: the provably optimal rank-1 factorization by Gray-code enumeration;
+* :func:`structure_seeds`: the NMF-threshold and cluster seeds of a whole-matrix solve (the
+  pipeline's portfolio tries them on a row sample of a large matrix).
 
 The Digital Annealer's algorithm lives beside it in :mod:`bmfdsl.solvers.da`.
 """
 
 from bmfdsl.solvers.native._certify import exact_rank1
 from bmfdsl.solvers.native._portfolio import NativeResult, compile_kernels, solve_bmf
+from bmfdsl.solvers.native._seeds import structure_seeds
 from bmfdsl.solvers.native._settings import WORK_PER_SECOND, NativeSettings, auto_work_limit
 from bmfdsl.solvers.native._weighted import solve_weighted_bmf, weighted_als
 
@@ -24,5 +27,6 @@ __all__ = [
     "exact_rank1",
     "solve_bmf",
     "solve_weighted_bmf",
+    "structure_seeds",
     "weighted_als",
 ]
