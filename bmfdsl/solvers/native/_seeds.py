@@ -9,8 +9,9 @@ directly, and ALS (the polish every seed gets) finishes them:
   when the whole matrix would make its exhaustive threshold search expensive; the polish then
   solves ``U`` for the full matrix from its ``V``.
 * **Clusters**: k-means of the columns (and, separately, of the rows) into ``r + 1`` and
-  ``2r`` groups (spare groups absorb empty and overlapping lines); the ``r`` groups of largest gain each become one factor, the other factor follows in
-  closed form (the majority rule is the exact BLS answer for disjoint groups).
+  ``2r`` groups (spare groups absorb empty and overlapping lines); the ``r`` groups of largest
+  gain each become one factor, the other factor follows in closed form (the majority rule is
+  the exact BLS answer for disjoint groups).
 
 Every seed draws from its own generator, so the caller's stream (and with it every later
 restart) stays as it was; :func:`seed_work` is their price in the cost model's units.
