@@ -270,7 +270,9 @@ def make_exact_rank(
     return A
 
 
-def make_sparse_planted(m: int, n: int, r: int, random_state: Any = None) -> Any:
+def make_sparse_planted(
+    m: int, n: int, r: int, random_state: Any = None, *, return_factors: bool = False
+) -> Any:
     """A large, sparse 0/1 matrix with ``r`` planted blocks, as scipy CSR (about 1% ones).
 
     Each block spans about 5% of the rows and ``0.2 / r`` of the columns (4% at ``r = 5``), so
@@ -282,13 +284,19 @@ def make_sparse_planted(m: int, n: int, r: int, random_state: Any = None) -> Any
         n: number of columns.
         r: the number of planted blocks.
         random_state: ``None``, an int seed or a ``numpy.random.Generator``.
+        return_factors: also return the planted factors ``U`` (``m x r``) and ``V``
+            (``n x r``), ``int8``: the block memberships, so the planted error is known.
 
     Returns:
-        A ``scipy.sparse.csr_array`` of ``int8`` ones, shape ``(m, n)``.
+        A ``scipy.sparse.csr_array`` of ``int8`` ones, shape ``(m, n)``; or ``(A, U, V)``
+        with ``return_factors``.
 
     >>> A = make_sparse_planted(2000, 300, 5, random_state=0)
     >>> A.shape, A.dtype.name, set(A.data.tolist()), bool(0.005 < A.nnz / (2000 * 300) < 0.02)
     ((2000, 300), 'int8', {1}, True)
+    >>> same, U, V = make_sparse_planted(2000, 300, 5, random_state=0, return_factors=True)
+    >>> bool((same != A).nnz == 0), U.shape, V.shape
+    (True, (2000, 5), (300, 5))
     """
     import scipy.sparse
 
@@ -298,9 +306,12 @@ def make_sparse_planted(m: int, n: int, r: int, random_state: Any = None) -> Any
     rng = check_random_state(random_state)
     p_rows, p_columns = 0.05, 0.04 * 5 / int(r)
     rows, columns = [], []
-    for _ in range(int(r)):
+    U = np.zeros((m, int(r)), dtype=np.int8)
+    V = np.zeros((n, int(r)), dtype=np.int8)
+    for k in range(int(r)):
         block_rows = np.flatnonzero(rng.random(m) < p_rows)
         block_columns = np.flatnonzero(rng.random(n) < p_columns)
+        U[block_rows, k] = V[block_columns, k] = 1
         rows.append(np.repeat(block_rows, block_columns.size))
         columns.append(np.tile(block_columns, block_rows.size))
     noise = m * n // 1000
@@ -310,7 +321,7 @@ def make_sparse_planted(m: int, n: int, r: int, random_state: Any = None) -> Any
     ones = np.ones(row_index.size, dtype=np.int8)
     A = scipy.sparse.csr_array((ones, (row_index, column_index)), shape=(m, n))
     A.data[:] = 1  # overlapping blocks were summed: back to 0/1
-    return A
+    return (A, U, V) if return_factors else A
 
 
 def make_planted_blocks(

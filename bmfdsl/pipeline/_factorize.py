@@ -395,10 +395,14 @@ def _sample_size(sample_rows: Any, m: int, n: int, rank: int) -> int | None:
         raise InvalidParameterError(
             f"sample_rows must be None, 'auto' or a positive integer; got {sample_rows!r}"
         )
-    if not rank <= sample_rows <= m:
+    if sample_rows < rank:
         raise InvalidParameterError(
-            f"sample_rows={sample_rows} must lie between the rank {rank} and the {m} rows of "
-            "the long side; pass a number in that range, 'auto' or None (all rows)"
+            f"sample_rows={sample_rows} is smaller than the rank {rank}; sample at least r rows"
+        )
+    if sample_rows > m:
+        raise InvalidParameterError(
+            f"sample_rows={sample_rows} is larger than the {m} rows of the long side; pass at "
+            "most that many, 'auto' or None (all rows)"
         )
     return int(sample_rows)
 

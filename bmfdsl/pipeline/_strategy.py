@@ -110,6 +110,7 @@ def portfolio_seeds(
     (each gets a copy); it is not advanced.
     """
     from bmfdsl.solvers.methods import get_method
+    from bmfdsl.solvers.native import one_blas_thread
 
     rows = min(core.shape[0], max(rank, METHOD_CELLS // max(core.shape[1], 1)))
     own = np.random.default_rng(copy.deepcopy(method_rng).integers(2**63 - 1))
@@ -120,10 +121,11 @@ def portfolio_seeds(
     method_core = np.ascontiguousarray(core[method_rows])
     covers_all = not sampled and rows == core.shape[0]
     found = []
-    for name in SEED_METHODS:
-        U, V = get_method(name)(method_core, rank, random_state=copy.deepcopy(method_rng))
-        full_U = np.asarray(U, dtype=np.int8) if covers_all else None
-        found.append(Seed(name, np.asarray(V, dtype=np.int8), full_U))
+    with one_blas_thread():  # hundreds of small products: threads only wait on a busy machine
+        for name in SEED_METHODS:
+            U, V = get_method(name)(method_core, rank, random_state=copy.deepcopy(method_rng))
+            full_U = np.asarray(U, dtype=np.int8) if covers_all else None
+            found.append(Seed(name, np.asarray(V, dtype=np.int8), full_U))
     m, n = data.shape
     if not sampled:
         return SeedSet(found)
@@ -146,14 +148,16 @@ def shortlist(seed_set: SeedSet, keep: int = SHORTLIST) -> list[Seed]:
     ['good']
     """
     from bmfdsl.solvers import als, solve_bls_with_error
+    from bmfdsl.solvers.native import one_blas_thread
 
     sample = seed_set.sample
     if sample is None or len(seed_set.seeds) <= keep:
         return list(seed_set.seeds)
     screened = []
-    for index, seed in enumerate(seed_set.seeds):
-        U, _ = solve_bls_with_error(sample, seed.V)
-        screened.append((als(sample, U, seed.V).error, index))
+    with one_blas_thread():
+        for index, seed in enumerate(seed_set.seeds):
+            U, _ = solve_bls_with_error(sample, seed.V)
+            screened.append((als(sample, U, seed.V).error, index))
     screened.sort()
     return [seed_set.seeds[index] for _, index in screened[:keep]]
 

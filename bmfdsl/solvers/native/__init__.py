@@ -14,7 +14,7 @@ The Digital Annealer's algorithm lives beside it in :mod:`bmfdsl.solvers.da`.
 
 from bmfdsl.solvers.native._certify import exact_rank1
 from bmfdsl.solvers.native._portfolio import NativeResult, compile_kernels, solve_bmf
-from bmfdsl.solvers.native._seeds import structure_seeds
+from bmfdsl.solvers.native._seeds import one_blas_thread, structure_seeds
 from bmfdsl.solvers.native._settings import WORK_PER_SECOND, NativeSettings, auto_work_limit
 from bmfdsl.solvers.native._weighted import solve_weighted_bmf, weighted_als
 
@@ -25,6 +25,7 @@ __all__ = [
     "auto_work_limit",
     "compile_kernels",
     "exact_rank1",
+    "one_blas_thread",
     "solve_bmf",
     "solve_weighted_bmf",
     "structure_seeds",
