@@ -258,7 +258,8 @@ def _best_of_seeds(
     (:mod:`bmfdsl.pipeline._strategy`), each extended and polished as the core solve's was.
 
     ``info["portfolio"]`` lists the seeds tried, the final error of each one finished on the
-    full data (large data: the shortlist) and the one chosen (the first of the lowest error,
+    full data (large data: those that beat the core's answer on the screening sample) and the
+    one chosen (the first of the lowest error,
     the core solve's on ties).
     """
     best_U, best_V, best_error = answer
@@ -268,7 +269,7 @@ def _best_of_seeds(
     started = timer.timings()
     with timer("seeds"):
         seed_set = portfolio_seeds(data, core, rank, method_rng, sampled=s is not None)
-        finished_seeds = shortlist(seed_set)
+        finished_seeds = shortlist(seed_set, best_V)
     for seed in finished_seeds:
         start = _CoreSolution(U=seed.V if seed.U is None else seed.U, V=seed.V)  # (U: unread)
         extend = seed.U is None  # U for every row from the seed's V, by exact BLS

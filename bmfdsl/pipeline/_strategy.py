@@ -18,8 +18,9 @@ the default backend, nothing constrained) also tries, beside the core solve:
 Each seed's ``V`` gives ``U`` on the full data by exact BLS (unless the seed already holds the
 full ``U``), then ALS polishes the pair on the full data; the pipeline keeps the best. On data
 beyond :data:`FULL_POLISH_CELLS` entries the seeds are first screened (BLS and ALS on the
-uniform sample) and only the :data:`SHORTLIST` best are finished on the full data, so the
-full-data passes stay a small multiple of one method's. The work
+uniform sample) and only those that beat the core solve's answer there, at most
+:data:`SHORTLIST`, are finished on the full data, so the full-data passes stay a small
+multiple of one method's. The work
 is counted, not timed (fixed iteration counts, ALS at most 20 solves), so a seed gives
 bit-identical answers.
 """
@@ -41,7 +42,7 @@ METHOD_CELLS = 2**17
 #: The comparison methods tried as seeds, in the order ``info["portfolio"]`` lists them.
 SEED_METHODS = ("baseline", "thresholded", "penalized")
 #: Data (entries) up to which every seed is finished on the full data; beyond it the seeds are
-#: screened on the structure seeds' sample and only the :data:`SHORTLIST` best are finished.
+#: screened on the structure seeds' sample and at most :data:`SHORTLIST` are finished.
 FULL_POLISH_CELLS = 2**24
 SHORTLIST = 2
 
@@ -137,29 +138,35 @@ def portfolio_seeds(
     return SeedSet(found, sample if m * n > FULL_POLISH_CELLS else None)
 
 
-def shortlist(seed_set: SeedSet, keep: int = SHORTLIST) -> list[Seed]:
-    """The seeds worth finishing on the full data: all of them, or (large data) the ``keep``
-    whose ``V`` gives the lowest ALS error on the screening sample (first on ties).
+def shortlist(seed_set: SeedSet, answer_V: np.ndarray, keep: int = SHORTLIST) -> list[Seed]:
+    """The seeds worth finishing on the full data: all of them, or (large data) at most
+    ``keep`` whose ``V`` gives a lower ALS error on the screening sample than the answer in
+    hand (``answer_V``, the core solve's), best first (first on ties).
 
     >>> A = np.kron(np.eye(2, dtype=np.int8), np.ones((3, 2), dtype=np.int8))
     >>> good = Seed("good", np.kron(np.eye(2, dtype=np.int8), np.ones((2, 1), dtype=np.int8)))
     >>> bad = Seed("bad", np.zeros((4, 2), dtype=np.int8))
-    >>> [seed.name for seed in shortlist(SeedSet([bad, good], A), keep=1)]
+    >>> [seed.name for seed in shortlist(SeedSet([bad, good], A), bad.V)]
     ['good']
+    >>> shortlist(SeedSet([bad, good], A), good.V)
+    []
     """
     from bmfdsl.solvers import als, solve_bls_with_error
     from bmfdsl.solvers.native import one_blas_thread
 
     sample = seed_set.sample
-    if sample is None or len(seed_set.seeds) <= keep:
+    if sample is None:
         return list(seed_set.seeds)
-    screened = []
+
+    def screened(V: np.ndarray) -> int:
+        U, _ = solve_bls_with_error(sample, V)
+        return als(sample, U, V).error
+
     with one_blas_thread():
-        for index, seed in enumerate(seed_set.seeds):
-            U, _ = solve_bls_with_error(sample, seed.V)
-            screened.append((als(sample, U, seed.V).error, index))
-    screened.sort()
-    return [seed_set.seeds[index] for _, index in screened[:keep]]
+        to_beat = screened(answer_V)
+        errors = [(screened(seed.V), index) for index, seed in enumerate(seed_set.seeds)]
+    better = sorted(item for item in errors if item[0] < to_beat)
+    return [seed_set.seeds[index] for _, index in better[:keep]]
 
 
 def _structure_seeds(sample: np.ndarray, rank: int, rng: np.random.Generator) -> Iterator[Seed]:
