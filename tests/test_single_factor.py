@@ -71,8 +71,9 @@ def test_a_single_factor_needs_a_square_matrix_and_one_declaration(tmp_path):
         compile_model(twice, np.ones((2, 2)), 1)
 
 
-def test_a_single_factor_model_cannot_claim_two_factor_structure(tmp_path):
+def test_a_single_factor_model_claims_the_symmetric_structure(tmp_path):
     path = tmp_path / "claim.py"
     path.write_text(SYMMETRIC.format(how="products") + "    model.declare_bmf()\n")
-    with pytest.raises(ModelDefinitionError, match="claims two factors"):
-        compile_model(path, np.eye(3), 1)
+    A = np.array([[1, 1, 0], [1, 1, 0], [0, 0, 1]])
+    structure = compile_model(path, A, 2).structure
+    assert structure is not None and structure.symmetric

@@ -21,6 +21,8 @@ from bmfdsl.errors import InvalidMatrixError, ModelTooLargeError
 from bmfdsl.linalg import SparseMatrix, as_matrix, relative_error, squared_error
 from bmfdsl.pipeline import leverage_scores
 from bmfdsl.pipeline._bounds import spectral_bound
+from bmfdsl.pipeline._sampling import choose_sample_size
+from bmfdsl.pipeline._strategy import structure_sample_rows
 from bmfdsl.solvers import solve_bls_with_error
 from bmfdsl.validation import check_binary_matrix, check_sparse_binary_matrix
 
@@ -234,10 +236,12 @@ def test_a_sampled_sparse_run_never_densifies_the_matrix(watch_toarray):
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert result.info["sampled_rows"] == 30
+    assert result.info["sampled_rows"] == choose_sample_size(m, n, 4)
     assert result.error == squared_error(A, result.U, result.V)
-    # only the sampled rows and n x n Gram matrices were made dense, never m x n
-    assert watch_toarray and all(rows * cols <= max(30, n) * n for rows, cols in watch_toarray)
+    # only sampled rows (the core, the portfolio's uniform sample) and n x n Gram matrices
+    # were made dense, never m x n
+    most_rows = max(structure_sample_rows((m, n), 4), n)
+    assert watch_toarray and all(rows * cols <= most_rows * n for rows, cols in watch_toarray)
     # the dense int8 matrix alone would be 90 MB; the run's own peak (chunks, O(m r) codes,
     # n x n Grams) stays far below it
     assert peak < m * n / 2, peak

@@ -270,7 +270,9 @@ def make_exact_rank(
     return A
 
 
-def make_sparse_planted(m: int, n: int, r: int, random_state: Any = None) -> Any:
+def make_sparse_planted(
+    m: int, n: int, r: int, random_state: Any = None, *, return_factors: bool = False
+) -> Any:
     """A large, sparse 0/1 matrix with ``r`` planted blocks, as scipy CSR (about 1% ones).
 
     Each block spans about 5% of the rows and ``0.2 / r`` of the columns (4% at ``r = 5``), so
@@ -282,13 +284,19 @@ def make_sparse_planted(m: int, n: int, r: int, random_state: Any = None) -> Any
         n: number of columns.
         r: the number of planted blocks.
         random_state: ``None``, an int seed or a ``numpy.random.Generator``.
+        return_factors: also return the planted factors ``U`` (``m x r``) and ``V``
+            (``n x r``), ``int8``: the block memberships, so the planted error is known.
 
     Returns:
-        A ``scipy.sparse.csr_array`` of ``int8`` ones, shape ``(m, n)``.
+        A ``scipy.sparse.csr_array`` of ``int8`` ones, shape ``(m, n)``; or ``(A, U, V)``
+        with ``return_factors``.
 
     >>> A = make_sparse_planted(2000, 300, 5, random_state=0)
     >>> A.shape, A.dtype.name, set(A.data.tolist()), bool(0.005 < A.nnz / (2000 * 300) < 0.02)
     ((2000, 300), 'int8', {1}, True)
+    >>> same, U, V = make_sparse_planted(2000, 300, 5, random_state=0, return_factors=True)
+    >>> bool((same != A).nnz == 0), U.shape, V.shape
+    (True, (2000, 5), (300, 5))
     """
     import scipy.sparse
 
@@ -298,9 +306,12 @@ def make_sparse_planted(m: int, n: int, r: int, random_state: Any = None) -> Any
     rng = check_random_state(random_state)
     p_rows, p_columns = 0.05, 0.04 * 5 / int(r)
     rows, columns = [], []
-    for _ in range(int(r)):
+    U = np.zeros((m, int(r)), dtype=np.int8)
+    V = np.zeros((n, int(r)), dtype=np.int8)
+    for k in range(int(r)):
         block_rows = np.flatnonzero(rng.random(m) < p_rows)
         block_columns = np.flatnonzero(rng.random(n) < p_columns)
+        U[block_rows, k] = V[block_columns, k] = 1
         rows.append(np.repeat(block_rows, block_columns.size))
         columns.append(np.tile(block_columns, block_rows.size))
     noise = m * n // 1000
@@ -310,4 +321,84 @@ def make_sparse_planted(m: int, n: int, r: int, random_state: Any = None) -> Any
     ones = np.ones(row_index.size, dtype=np.int8)
     A = scipy.sparse.csr_array((ones, (row_index, column_index)), shape=(m, n))
     A.data[:] = 1  # overlapping blocks were summed: back to 0/1
-    return A
+    return (A, U, V) if return_factors else A
+
+
+def make_planted_blocks(
+    m: int,
+    n: int,
+    r: int,
+    *,
+    density: float = 0.02,
+    removed: float = 0.05,
+    added: float = 0.001,
+    random_state: Any = None,
+) -> tuple[Any, np.ndarray, np.ndarray]:
+    """A sparse 0/1 matrix of ``r`` planted blocks of varying size, with its planted factors.
+
+    Block ``k`` spans a random ``p_k`` of the rows and ``q_k`` of the columns, with
+    ``p_k = 0.1 u_k`` and ``q_k = density / (0.1 r) v_k`` for ``u_k, v_k`` uniform on
+    ``[0.3, 1.7]`` (sizes vary up to about 6x; the blocks' union covers about ``density`` of
+    ``A``). Blocks overlap where their random rows and columns meet (``A`` holds a 1 there, the
+    integer product ``U Vᵀ`` a 2). Noise goes both ways: each one of a block is removed with
+    probability ``removed``, and ``added * m * n`` random positions are set to 1. The planted
+    error ``||A - U Vᵀ||²`` is therefore known and near the optimum for small noise. Built from
+    index arrays: no dense ``m x n`` array ever exists.
+
+    Args:
+        m: number of rows.
+        n: number of columns.
+        r: the number of planted blocks (columns of ``U`` and ``V``).
+        density: expected share of ``A`` covered by the blocks, in ``(0, 1)``.
+        removed: probability that a block's one is removed, in ``[0, 1)``.
+        added: share of ``m n`` positions set to 1 at random, in ``[0, 1)``.
+        random_state: ``None``, an int seed or a ``numpy.random.Generator``.
+
+    Returns:
+        ``(A, U, V)``: a ``scipy.sparse.csr_array`` of ``int8`` ones (``m x n``) and the
+        planted ``int8`` factors (``m x r``, ``n x r``).
+
+    >>> A, U, V = make_planted_blocks(2000, 300, 4, random_state=0)
+    >>> A.shape, U.shape, V.shape, set(A.data.tolist())
+    ((2000, 300), (2000, 4), (300, 4), {1})
+    >>> bool(0.01 < A.nnz / (2000 * 300) < 0.04), bool(len(set(U.sum(axis=0).tolist())) > 1)
+    (True, True)
+    """
+    import scipy.sparse
+
+    m, n = _check_shape(m, n)
+    if isinstance(r, bool) or not isinstance(r, int | np.integer) or r < 1:
+        raise InvalidParameterError(f"r must be a positive integer; got {r!r}")
+    density = _check_probability("density", density, open_interval=True)
+    removed = _check_probability("removed", removed, open_interval=False)
+    added = _check_probability("added", added, open_interval=False)
+    if removed >= 1 or added >= 1:
+        raise InvalidParameterError(f"removed and added must be below 1; got {removed}, {added}")
+    rng = check_random_state(random_state)
+    r = int(r)
+    row_share = 0.1 * rng.uniform(0.3, 1.7, r)
+    column_share = np.minimum(1.0, density / (0.1 * r) * rng.uniform(0.3, 1.7, r))
+    U = (rng.random((m, r)) < row_share).astype(np.int8)
+    V = (rng.random((n, r)) < column_share).astype(np.int8)
+    rows, columns = [], []
+    for k in range(r):
+        block_rows, block_columns = np.flatnonzero(U[:, k]), np.flatnonzero(V[:, k])
+        rows.append(np.repeat(block_rows, block_columns.size))
+        columns.append(np.tile(block_columns, block_rows.size))
+    blocks = scipy.sparse.csr_array(
+        (np.ones(sum(part.size for part in rows), dtype=np.int8),
+         (np.concatenate(rows), np.concatenate(columns))),
+        shape=(m, n),
+    )  # fmt: skip
+    blocks.sum_duplicates()
+    blocks.data[:] = 1  # overlapping blocks were summed: back to 0/1
+    blocks.data[rng.random(blocks.nnz) < removed] = 0
+    blocks.eliminate_zeros()
+    noise = int(added * m * n)
+    extra = scipy.sparse.csr_array(
+        (np.ones(noise, dtype=np.int8), (rng.integers(0, m, noise), rng.integers(0, n, noise))),
+        shape=(m, n),
+    )
+    A = scipy.sparse.csr_array(blocks + extra)
+    A.data[:] = 1
+    return A, U, V

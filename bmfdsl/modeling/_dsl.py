@@ -746,11 +746,6 @@ class ModelBuilder:
                 f"{source}: build(model) never declared its factors: call model.factors() "
                 "(U and V) or model.factor() (one U, A ≈ U Uᵀ)"
             )
-        if self.claim is not None and self.factor_names[0] == self.factor_names[1]:
-            raise ModelDefinitionError(
-                f"{source}: model.declare_bmf() claims two factors, U and V, but the model "
-                "declares one (model.factor(), A ≈ U Uᵀ): drop the claim"
-            )
         if self.one_hot is not None and not self._one_hot_declared:
             raise ModelDefinitionError(
                 f"{source} does not support one_hot={self.one_hot!r}: its build(model) never "

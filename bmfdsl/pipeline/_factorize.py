@@ -13,6 +13,7 @@ pipeline.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -37,6 +38,7 @@ from bmfdsl.pipeline._bounds import (
     check_certify,
     prove,
 )
+from bmfdsl.pipeline._strategy import portfolio_seeds, shortlist, uses_portfolio
 from bmfdsl.registry import check_known_names, normalize_name
 from bmfdsl.result import Factorization, to_jsonable
 from bmfdsl.solvers import DEFAULT_FACTORIZE_BACKEND
@@ -92,9 +94,13 @@ def factorize(
             fully observed blocks. ``method="qubo"`` only, on an in-memory matrix without
             ``sample_rows`` (a sparse one is densified).
         sample_rows: ``None`` (use all rows), an int ``s`` (the paper's leverage-score
-            sampling of ``s`` rows, then BLS for the full ``U``) or ``"auto"`` (sample
-            ``s = max(30, r)`` rows when the long side has at least 2,000 rows, else use all).
-            For a ``dask.array`` input ``None`` means ``"auto"``.
+            sampling of ``s`` rows, ``r <= s <=`` the long side's rows, then BLS for the full
+            ``U``) or ``"auto"`` (sample ``s = max(30, r, min(n, 20 r))`` rows when the long
+            side has at least 2,000 rows, else use all; ``n``: the short side). For a
+            ``dask.array`` input ``None`` means ``"auto"``. The default solve also tries the
+            portfolio's seeds (``pipeline/_strategy.py``: the comparison methods on the core,
+            NMF-threshold and cluster seeds on a uniform row sample) and keeps the best answer
+            on the full data (``info["portfolio"]``).
         als: polish with alternating BLS (at most 20 solves, stop after 2 without gain).
         random_state: seed for every random choice (sampling, solver seeds, restarts): the
             same seed gives bit-identical results in any process under any load, unless a
@@ -175,13 +181,22 @@ def factorize(
         model = objective.default_model(model)
         with timer("compile"):
             compiled = _compile(model, core, rank_core, side, weights, objective.model_data())
+        method_rng = copy.deepcopy(rng)  # the state method=... would hand its method
         with timer("solve"):
             solution = _solve_compiled(compiled, backend, rng, backend_params)
     else:
         with timer("solve"):
             solution = _solve_by_method(method_key, core, rank_core, rng)
     info.update(solution.info)
-    U, V, error = _extend_and_polish(data, solution, objective, s, side, als, timer, info)
+    U, V, error = _extend_and_polish(
+        data, solution, objective, s is not None, side, als, timer, info
+    )
+    if uses_portfolio(method_key, model, backend, one_hot, weights, objective.observed) and (
+        objective.certified_error(info) is None
+    ):
+        U, V, error = _best_of_seeds(
+            data, core, rank_core, method_rng, (U, V, error), objective, s, als, timer, info
+        )
     U, V = orientation.factors(U, V)
     certified_error = objective.certified_error(info) if s is None else None  # native's, on A
     if not _integer_bmf(solution):
@@ -234,13 +249,14 @@ def _extend_and_polish(
     data: BinaryMatrix,
     solution: _CoreSolution,
     objective: _Objective,
-    s: int | None,
+    extend: bool,
     side: str | None,
     als: bool,
     timer: StageTimer,
     info: dict[str, Any],
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """The core's answer on all of ``A``: ``U`` extended by BLS (sampled runs), then ALS.
+    """The core's answer on all of ``A``: ``U`` extended by BLS (``extend``: sampled runs), then
+    ALS.
 
     Errors come from the BLS/ALS solves themselves (exact integer statistics): no m x n
     temporaries on the hot path. Records ``error_before_als`` and ``als_solves`` in ``info``.
@@ -248,8 +264,8 @@ def _extend_and_polish(
     U, V = solution.U, solution.V
     family = solution.model.family if solution.model is not None else None
     if family is not None or (solution.model is not None and solution.model.outside):
-        return _extend_and_polish_model(data, solution, s, als, timer, info)
-    if s is not None:
+        return _extend_and_polish_model(data, solution, extend, als, timer, info)
+    if extend:
         with timer("bls"):
             U, error = _extend(data, V, side)
     else:
@@ -286,7 +302,7 @@ def _unbounded(
 def _extend_and_polish_model(
     data: BinaryMatrix,
     solution: _CoreSolution,
-    s: int | None,
+    extend: bool,
     als: bool,
     timer: StageTimer,
     info: dict[str, Any],
@@ -299,7 +315,7 @@ def _extend_and_polish_model(
     U, V = solution.U, solution.V
     family = model.family
     if family is None:
-        if s is not None:
+        if extend:
             raise InvalidParameterError(
                 f"sample_rows needs a model with a BMF structure (model.declare_bmf) to extend "
                 f"the core's answer to every row; {model.compiled.model_name!r} declares none: "
@@ -314,7 +330,7 @@ def _extend_and_polish_model(
     family = replace(family, A=data.dense())  # all rows (the mask, if any, is A's already)
     problem = FamilyProblem.of(family)
     info["product"] = family.product
-    if s is not None:  # the full U given the core's V: one exact update of U
+    if extend:  # the full U given the core's V: one exact update of U
         with timer("bls"):
             U = polish_family(problem, np.zeros((data.shape[0], V.shape[1])), V, work_limit=0).U
     info["error_before_als"] = round(family.error(U, V))
@@ -352,6 +368,52 @@ class _ModelError:
         """The model's error of ``(U, V)`` (rounded: reported as an integer)."""
         value = self.compiled.errors(U[None], V[None])[0]
         return round(float(value))
+
+
+def _best_of_seeds(
+    data: BinaryMatrix,
+    core: np.ndarray,
+    rank: int,
+    method_rng: np.random.Generator,
+    answer: tuple[np.ndarray, np.ndarray, int],
+    objective: _Objective,
+    s: int | None,
+    als: bool,
+    timer: StageTimer,
+    info: dict[str, Any],
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """The best full-data answer of the core solve's and the portfolio's seeds
+    (:mod:`bmfdsl.pipeline._strategy`), each extended and polished as the core solve's was.
+
+    ``info["portfolio"]`` lists the seeds tried, the final error of each one finished on the
+    full data (large data: those that beat the core's answer on the screening sample) and the
+    one chosen (the first of the lowest error,
+    the core solve's on ties).
+    """
+    best_U, best_V, best_error = answer
+    errors = {"core": best_error}
+    chosen = "core"
+    progress.stage("portfolio seeds")
+    started = timer.timings()
+    with timer("seeds"):
+        seed_set = portfolio_seeds(data, core, rank, method_rng, sampled=s is not None)
+        finished_seeds = shortlist(seed_set, best_V)
+    for seed in finished_seeds:
+        start = _CoreSolution(U=seed.V if seed.U is None else seed.U, V=seed.V)  # (U: unread)
+        extend = seed.U is None  # U for every row from the seed's V, by exact BLS
+        scratch: dict[str, Any] = {}
+        U, V, error = _extend_and_polish(data, start, objective, extend, None, als, timer, scratch)
+        errors[seed.name] = error
+        if error < best_error:
+            best_U, best_V, best_error, chosen = U, V, error, seed.name
+    finished = timer.timings()
+    info["portfolio"] = {
+        "seeds": [seed.name for seed in seed_set.seeds],
+        "errors": errors,
+        "chosen": chosen,
+        "seconds": finished["total"] - started["total"],
+    }
+    return best_U, best_V, best_error
 
 
 @dataclass(frozen=True)
@@ -460,13 +522,22 @@ def _sample_size(sample_rows: Any, m: int, n: int, rank: int) -> int | None:
     if sample_rows == "auto":
         s = choose_sample_size(m, n, rank)
         return None if s >= m else s
-    if isinstance(sample_rows, bool) or not isinstance(sample_rows, int | np.integer):
+    if (
+        isinstance(sample_rows, bool)
+        or not isinstance(sample_rows, int | np.integer)
+        or sample_rows < 1
+    ):
         raise InvalidParameterError(
             f"sample_rows must be None, 'auto' or a positive integer; got {sample_rows!r}"
         )
-    if not rank <= sample_rows:
+    if sample_rows < rank:
         raise InvalidParameterError(
             f"sample_rows={sample_rows} is smaller than the rank {rank}; sample at least r rows"
+        )
+    if sample_rows > m:
+        raise InvalidParameterError(
+            f"sample_rows={sample_rows} is larger than the {m} rows of the long side; pass at "
+            "most that many, 'auto' or None (all rows)"
         )
     return int(sample_rows)
 

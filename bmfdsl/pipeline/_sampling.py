@@ -21,6 +21,8 @@ from bmfdsl.validation import check_random_state
 PAPER_SAMPLE_SIZE = 30
 #: ... whenever the matrix has at least this many rows.
 SAMPLING_MIN_ROWS = 2000
+#: A wide matrix gets this many sampled rows per factor (at most as many as it has columns).
+ROWS_PER_FACTOR = 20
 
 # Above this many entries the basis comes from the n x n Gram matrix, accumulated in chunks,
 # instead of a thin SVD of the whole matrix (which would need several float copies of A).
@@ -184,19 +186,23 @@ def sample_rows(A: Any, s: int, *, random_state: Any = None) -> tuple[np.ndarray
 
 
 def choose_sample_size(m: int, n: int, rank: int) -> int:
-    """The sample size used for ``sample_rows="auto"``: the paper's rule.
+    """The sample size used for ``sample_rows="auto"``: the paper's rule, widened with the
+    rank and the short side.
 
     Matrices with fewer than 2,000 rows are not sampled (returns ``m``). From 2,000 rows on,
-    ``s = 30`` rows are sampled as in the paper (whose matrices have ``n = 30`` columns, so the
-    core is square), raised to ``rank`` if the rank is larger so that the core can hold a
-    rank-``r`` factorization. ``n`` does not change the rule; it is validated only.
+    ``s = max(30, r, min(n, 20 r))`` rows are sampled: the paper's 30 (its matrices have
+    ``n = 30`` columns, so its core is square, and so is ours there), and on a wider matrix 20
+    rows per factor (a square core at most), so that a component spanning 5% of the rows shows
+    in the core about once per factor and every factor's columns are seen.
 
     >>> [choose_sample_size(m, 30, r) for m, r in [(30, 5), (2000, 5), (50000, 40)]]
     [30, 30, 40]
+    >>> choose_sample_size(200_000, 1000, 5), choose_sample_size(200_000, 2000, 10)
+    (100, 200)
     """
     for name, value in (("m", m), ("n", n), ("rank", rank)):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
             raise InvalidParameterError(f"{name} must be a positive integer; got {value!r}")
     if m < SAMPLING_MIN_ROWS:
         return int(m)
-    return int(min(m, max(PAPER_SAMPLE_SIZE, rank)))
+    return int(min(m, max(PAPER_SAMPLE_SIZE, rank, min(n, ROWS_PER_FACTOR * rank))))

@@ -8,7 +8,9 @@
 * :func:`exact_rank1`: the provably optimal rank-1 factorization by Gray-code enumeration;
 * :func:`solve_family` with :class:`FamilyProblem`: the rest of the BMF family (Boolean OR and
   XOR products, L1 terms, at-most/at-least-k rows) by exact row updates over the allowed
-  codes, ASSO-style seeds and an iterated local search, within a work budget.
+  codes, ASSO-style seeds and an iterated local search, within a work budget;
+* :func:`structure_seeds`: the NMF-threshold and cluster seeds of a whole-matrix solve (the
+  pipeline's portfolio tries them on a row sample of a large matrix).
 
 The Digital Annealer's algorithm lives beside it in :mod:`bmfdsl.solvers.da`.
 """
@@ -22,6 +24,7 @@ from bmfdsl.solvers.native._family import (
     solve_family,
 )
 from bmfdsl.solvers.native._portfolio import NativeResult, compile_kernels, solve_bmf
+from bmfdsl.solvers.native._seeds import one_blas_thread, structure_seeds
 from bmfdsl.solvers.native._settings import (
     PRACTICAL_MAX_RANK,
     WORK_PER_SECOND,
@@ -44,10 +47,12 @@ __all__ = [
     "compile_kernels",
     "exact_rank1",
     "exact_solve_seconds",
+    "one_blas_thread",
     "polish_family",
     "solve_bmf",
     "solve_family",
     "solve_weighted_bmf",
+    "structure_seeds",
     "warn_if_rank_impractical",
     "weighted_als",
     "weighted_bls",

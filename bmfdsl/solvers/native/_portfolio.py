@@ -5,9 +5,10 @@ Strategy (one set of defaults for every input):
 1. Certificates first: rank 1 is solved exactly by enumeration when the smaller side is small,
    else by a budgeted branch and bound (:func:`bmfdsl.solvers.native._certify.exact_rank1`); error 0
    is optimal by definition.
-2. Seeds: the caller's ``initial_factors``, and the greedy densest row/column cover (the
-   paper's baseline, S1 Algorithm 2), each polished by ALS (ALS never worsens a start; on sparse
-   data these seeds are hard to beat).
+2. Seeds: the caller's ``initial_factors``, the greedy densest row/column cover (the
+   paper's baseline, S1 Algorithm 2) and the structure seeds of ``_seeds.py`` (NMF-threshold,
+   row and column clusters), each polished by ALS (ALS never worsens a start; on sparse
+   block data these seeds are hard to beat).
 3. Restarts until the work budget is spent, cycling through simulated annealing from random
    states, parallel tempering, and annealing re-heated from the best state so far, each over
    heat-bath row moves (``_anneal.py``) and finished by ALS on the full matrix.
@@ -42,6 +43,7 @@ import numpy as np
 from bmfdsl.linalg import Orientation
 from bmfdsl.solvers.methods import baseline
 from bmfdsl.solvers.native._certify import exact_rank1
+from bmfdsl.solvers.native._seeds import seed_work, structure_seeds
 from bmfdsl.solvers.native._settings import NativeSettings, check_warm_starts, solve_budget
 from bmfdsl.solvers.native._solver import PortfolioSolver
 from bmfdsl.validation import check_binary_matrix, check_one_hot, check_random_state, check_rank
@@ -219,11 +221,21 @@ def _certify(solver: PortfolioSolver, settings: NativeSettings) -> dict[str, Any
 
 
 def _polish_seeds(solver: PortfolioSolver, warm: list[tuple[np.ndarray, np.ndarray]]) -> None:
-    """ALS from the warm starts and from the greedy baseline (the paper's S1 Algorithm 2)."""
+    """ALS from the warm starts, the greedy baseline (the paper's S1 Algorithm 2) and the
+    structure seeds (NMF-threshold, clusters: :mod:`bmfdsl.solvers.native._seeds`)."""
     A, rank = solver.A, solver.rank
     # the baseline needs rank <= min(m, n), which dropping zero lines can break
     seeds = [*warm, baseline(A, rank)] if rank <= min(A.shape) else warm
     for U, V in seeds:
+        solver.polish(U, V, within_work_limit=True)
+        solver.counts["seeds"] += 1
+    if solver.one_hot_u or solver.one_hot_v or rank > min(A.shape):
+        return
+    started = time.perf_counter()
+    # a generator of their own: the restarts draw the same states as without these seeds
+    structured = list(structure_seeds(A, rank, solver.rng.spawn(1)[0]))
+    solver.budget.spend(seed_work(A.shape, rank), time.perf_counter() - started)
+    for U, V in structured:
         solver.polish(U, V, within_work_limit=True)
         solver.counts["seeds"] += 1
 

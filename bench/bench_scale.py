@@ -1,0 +1,253 @@
+"""The default ``factorize`` against the paper's comparison methods at every size and rank.
+
+Instances (each ``(instance, method)`` in a fresh process, so that peak RSS is its own):
+
+* the four UCI binary sets (``--data``, default ``../shared/data/uci-binary``; skipped when
+  absent) at k = 2, 5, 10 (integer product), against ``baseline``, ``thresholded`` and
+  ``penalized``;
+* ``make_sparse_planted`` and ``make_planted_blocks`` (blocks of varying size, overlaps, ones
+  removed and added) at 10⁵ rows (500-2,000 columns, r = 5 and 10: all four pairs) and 10⁶
+  rows (one instance of each generator), sampled with ``sample_rows="auto"``; both return
+  their planted factors, so the planted error is known. 5·10⁶ rows are skipped: four calls
+  of that size (each computing its own leverage scores and bounds) do not fit the ~15-minute
+  run on this shared 2-core machine;
+* a dense 60,000 x 400 numpy array (``make_planted_blocks`` at 30% density, ``toarray()``).
+
+Columns: our error ÷ the planted error, ÷ thresholded's, ÷ baseline's and ÷ the best
+classical method's; wall seconds (ours and thresholded's) and our stage split; peak RSS.
+Every call is ``factorize(A, r, method=..., sample_rows=..., random_state=0)``.
+
+    .venv/bin/python bench/bench_scale.py                 # writes bench/results/scale.{json,md}
+    .venv/bin/python bench/bench_scale.py --quick         # 10⁵ rows only, no UCI
+
+BLAS runs single-threaded by default (``--blas-threads``): the machine's 2 cores are shared,
+and multi-threaded BLAS under that load made a 250 x 1,000 NMF 25x slower.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from _machine import machine
+
+RESULTS = Path(__file__).resolve().parent / "results"
+DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "uci-binary"
+METHODS = ("qubo", "thresholded", "baseline", "penalized")
+CLASSICAL = METHODS[1:]
+STAGES = ("sampling", "compile", "solve", "seeds", "bls", "als", "bounds")
+UCI_SETS = ("zoo", "heart", "lymp", "apb")
+
+# (name, generator, m, n, rank, density of make_planted_blocks)
+PLANTED = (
+    ("sparse_planted", "sparse", 100_000, 1000, 5, None),
+    ("sparse_planted", "sparse", 100_000, 2000, 10, None),
+    ("planted_blocks", "blocks", 100_000, 500, 5, 0.02),
+    ("planted_blocks", "blocks", 100_000, 2000, 10, 0.02),
+    ("sparse_planted", "sparse", 1_000_000, 1000, 5, None),
+    ("planted_blocks", "blocks", 1_000_000, 500, 10, 0.01),
+    ("dense_blocks", "dense", 60_000, 400, 5, 0.3),
+)
+
+
+def _parse() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DATA, help="folder of the UCI sets")
+    parser.add_argument("--quick", action="store_true", help="10⁵ rows only, no UCI sets")
+    parser.add_argument("--blas-threads", default="1", help="BLAS threads (default 1)")
+    parser.add_argument("--name", default="scale", help="results file stem (default scale)")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--child", help=argparse.SUPPRESS)  # a JSON instance spec
+    return parser.parse_args()
+
+
+def _instance(spec: dict[str, Any]) -> tuple[Any, int | None]:
+    """The matrix of ``spec`` and its planted error (``None`` for real data)."""
+    import numpy as np
+
+    from bmfdsl.apps._datasets import make_planted_blocks, make_sparse_planted
+    from bmfdsl.linalg import as_matrix
+
+    kind = spec["kind"]
+    if kind == "uci":
+        return np.loadtxt(Path(spec["path"]), dtype=np.int8), None
+    m, n, rank = spec["m"], spec["n"], spec["rank"]
+    if kind == "sparse":
+        A, U, V = make_sparse_planted(m, n, rank, random_state=0, return_factors=True)
+    else:
+        A, U, V = make_planted_blocks(m, n, rank, density=spec["density"], random_state=0)
+    planted = as_matrix(A).squared_error(U, V)
+    return (A.toarray() if kind == "dense" else A), int(planted)
+
+
+def child(spec: dict[str, Any]) -> dict[str, Any]:
+    """One factorize call of ``spec`` in this (fresh) process."""
+    from bmfdsl import factorize
+    from bmfdsl.solvers.native import compile_kernels
+
+    A, planted = _instance(spec)
+    compile_kernels()  # numba loads outside the timings
+    start = time.perf_counter()
+    result = factorize(
+        A, spec["rank"], method=spec["method"], sample_rows=spec["sample_rows"], random_state=0
+    )
+    seconds = time.perf_counter() - start
+    timings = result.info["timings"]
+    portfolio = result.info.get("portfolio") or {}
+    return {
+        **spec,
+        "planted_error": planted,
+        "error": result.error,
+        "relative_error": result.relative_error,
+        "seconds": seconds,
+        "stages": {stage: timings.get(stage) for stage in STAGES},
+        "rss_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "sampled_rows": result.info.get("sampled_rows"),
+        "portfolio_chosen": portfolio.get("chosen"),
+    }
+
+
+def _specs(args: argparse.Namespace) -> list[dict[str, Any]]:
+    specs = []
+    if not args.quick and args.data.is_dir():
+        for name in UCI_SETS:
+            for rank in (2, 5, 10):
+                specs.append(
+                    {"instance": name, "kind": "uci", "path": str(args.data / f"{name}.txt"),
+                     "m": None, "n": None, "rank": rank, "density": None, "sample_rows": None}
+                )  # fmt: skip
+    for name, kind, m, n, rank, density in PLANTED:
+        if args.quick and m > 100_000:
+            continue
+        specs.append(
+            {"instance": name, "kind": kind, "m": m, "n": n, "rank": rank,
+             "density": density, "sample_rows": "auto"}
+        )  # fmt: skip
+    return specs
+
+
+def main() -> None:
+    args = _parse()
+    for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[variable] = str(args.blas_threads)
+    if args.child:
+        print(json.dumps(child(json.loads(args.child))))
+        return
+    rows = []
+    started = time.perf_counter()
+    for spec in _specs(args):
+        cell = {}
+        for method in METHODS:
+            command = [sys.executable, __file__, "--child", json.dumps({**spec, "method": method})]
+            command += ["--blas-threads", str(args.blas_threads)]
+            done = subprocess.run(command, capture_output=True, text=True, check=False)
+            if done.returncode:
+                raise SystemExit(f"{spec} {method} failed:\n{done.stderr}")
+            cell[method] = json.loads(done.stdout.strip().splitlines()[-1])
+        row = _row(cell)
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    payload = {
+        "environment": machine(args.blas_threads),
+        "seconds": time.perf_counter() - started,
+        "rows": rows,
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{args.name}.json").write_text(json.dumps(payload, indent=2) + "\n")
+    (args.out / f"{args.name}.md").write_text(_markdown(payload))
+    print(_markdown(payload))
+
+
+def _row(cell: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    ours = cell["qubo"]
+    best = min(cell[method]["error"] for method in CLASSICAL)
+    return {
+        "instance": ours["instance"],
+        "shape": None if ours["m"] is None else [ours["m"], ours["n"]],
+        "rank": ours["rank"],
+        "sampled_rows": ours["sampled_rows"],
+        "planted_error": ours["planted_error"],
+        "errors": {method: cell[method]["error"] for method in METHODS},
+        "relative_error": ours["relative_error"],
+        "vs_planted": _ratio(ours["error"], ours["planted_error"]),
+        "vs_thresholded": _ratio(ours["error"], cell["thresholded"]["error"]),
+        "vs_baseline": _ratio(ours["error"], cell["baseline"]["error"]),
+        "vs_best_classical": _ratio(ours["error"], best),
+        "seconds": {method: cell[method]["seconds"] for method in METHODS},
+        "stages": ours["stages"],
+        "rss_peak_mib": {method: cell[method]["rss_peak_mib"] for method in METHODS},
+        "portfolio_chosen": ours["portfolio_chosen"],
+    }
+
+
+def _ratio(value: int, reference: int | None) -> float | None:
+    if reference is None:
+        return None
+    return float("inf") if reference == 0 and value else value / max(reference, 1)
+
+
+def _number(value: float | None, digits: int = 3) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def _markdown(payload: dict[str, Any]) -> str:
+    environment = payload["environment"]
+    rows = payload["rows"]
+    losses = sum(1 for row in rows if row["vs_best_classical"] > 1)
+    lines = [
+        "# The default `factorize` against the comparison methods at every size and rank",
+        "",
+        f"`.venv/bin/python bench/bench_scale.py`; {environment['date']}; "
+        f"{environment['platform']}; {environment['cpu_count']} CPUs shared with other jobs "
+        f"(load average {environment['load_average'][0]:.1f}: timings are under load), BLAS "
+        f"threads {environment['blas_threads']}; {payload['seconds']:.0f} s in all.",
+        "",
+        "`factorize(A, r, method=M, sample_rows=S, random_state=0)`, M = the default (`qubo`, "
+        "native backend, with the seed portfolio) or a comparison method; S = `None` for the "
+        "UCI sets, `'auto'` otherwise. Every call in a fresh process. Error ratios: ours ÷ "
+        "the planted factors' error, ÷ thresholded's, ÷ baseline's, ÷ the best of baseline, "
+        "thresholded and penalized (> 1: a loss). Seconds: wall, ours and thresholded's; our "
+        f"stages. Peak RSS: ours, in MiB. Losses to the best classical method: **{losses}** "
+        f"of {len(rows)}.",
+        "",
+        "| instance | shape | r | s | error | ÷ planted | ÷ thr. | ÷ base. | ÷ best | "
+        "ours s | thr. s | sampling | solve | seeds | BLS | ALS | bounds | RSS MiB | chosen |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "---:|---|",
+    ]
+    for row in rows:
+        stage = row["stages"]
+        shape = "" if row["shape"] is None else f"{row['shape'][0]:,} x {row['shape'][1]:,}"
+        lines.append(
+            f"| {row['instance']} | {shape} | {row['rank']} | {row['sampled_rows'] or ''} "
+            f"| {row['errors']['qubo']:,} | {_number(row['vs_planted'])} "
+            f"| {_number(row['vs_thresholded'])} | {_number(row['vs_baseline'])} "
+            f"| {_number(row['vs_best_classical'])} | {row['seconds']['qubo']:.2f} "
+            f"| {row['seconds']['thresholded']:.2f} | "
+            + " | ".join(
+                _number(stage.get(name), 2)
+                for name in ("sampling", "solve", "seeds", "bls", "als", "bounds")
+            )
+            + f" | {row['rss_peak_mib']['qubo']:.0f} | {row['portfolio_chosen'] or ''} |"
+        )
+    lines += [
+        "",
+        "Errors of every method (ours, thresholded, baseline, penalized):",
+        "",
+    ]
+    for row in rows:
+        errors = ", ".join(f"{method} {row['errors'][method]:,}" for method in METHODS)
+        planted = "" if row["planted_error"] is None else f"; planted {row['planted_error']:,}"
+        lines.append(f"- {row['instance']} r={row['rank']}: {errors}{planted}")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()

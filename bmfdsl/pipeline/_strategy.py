@@ -1,0 +1,178 @@
+"""The default answer is the best of several seeds, each finished on the full data.
+
+A QUBO core solve alone misses structure that a classical method finds (planted sparse
+blocks, rank 10 on the UCI sets). So the default :func:`~bmfdsl.factorize` (formulation 1 on
+the default backend, nothing constrained) also tries, beside the core solve:
+
+* the paper's comparison methods (``baseline``, ``thresholded``, ``penalized``) on the core,
+  each drawing from a copy of the generator in the state ``method=...`` would give it: on a
+  core of at most :data:`METHOD_CELLS` entries the default then holds each method's own answer
+  among its candidates, so it is never worse than any of them on the same input and seed; a
+  larger core hands them its first rows (the sampled rows are independent draws, so a prefix is
+  a smaller sample);
+* on a sampled run, the native solver's structure seeds (NMF-threshold, row and column
+  clusters) on a uniform sample of :func:`structure_sample_rows` rows, sized from rank and
+  shape so that every component is seen, independent of ``sample_rows`` (a larger sample never
+  loses the seeds a smaller one tried).
+
+Each seed's ``V`` gives ``U`` on the full data by exact BLS (unless the seed already holds the
+full ``U``), then ALS polishes the pair on the full data; the pipeline keeps the best. On data
+beyond :data:`FULL_POLISH_CELLS` entries the seeds are first screened (BLS and ALS on the
+uniform sample) and only those that beat the core solve's answer there, at most
+:data:`SHORTLIST`, are finished on the full data, so the full-data passes stay a small
+multiple of one method's. The work
+is counted, not timed (fixed iteration counts, ALS at most 20 solves), so a seed gives
+bit-identical answers.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from bmfdsl.linalg import BinaryMatrix
+
+#: Largest core (entries) the comparison methods take whole; a larger one hands them a prefix
+#: of its rows (penalized runs 1,000 NMF iterations: about 0.5 s at this size and rank 5).
+METHOD_CELLS = 2**17
+#: The comparison methods tried as seeds, in the order ``info["portfolio"]`` lists them.
+SEED_METHODS = ("baseline", "thresholded", "penalized")
+#: Data (entries) up to which every seed is finished on the full data; beyond it the seeds are
+#: screened on the structure seeds' sample and at most :data:`SHORTLIST` are finished.
+FULL_POLISH_CELLS = 2**24
+SHORTLIST = 2
+
+
+@dataclass(frozen=True)
+class Seed:
+    """A start for the full data: ``V`` (``n x r``) and, when it covers every row, ``U``."""
+
+    name: str
+    V: np.ndarray
+    U: np.ndarray | None = None
+
+
+def uses_portfolio(
+    method: str, model: Any, backend: Any, one_hot: Any, weights: Any, mask: Any
+) -> bool:
+    """The portfolio serves the default objective only: formulation 1 (``||A - UVᵀ||²``) on the
+    default backend, with no constraint, weights or mask (other objectives are the caller's).
+
+    >>> uses_portfolio("qubo", "formulation1", None, None, None, None)
+    True
+    >>> uses_portfolio("qubo", "formulation1", "neal", None, None, None)
+    False
+    """
+    return (
+        method == "qubo"
+        and isinstance(model, str)
+        and model == "formulation1"
+        and backend is None
+        and one_hot is None
+        and not weights
+        and mask is None
+    )
+
+
+def structure_sample_rows(shape: tuple[int, int], rank: int) -> int:
+    """Rows of the uniform sample the structure seeds see: 200 per factor, at least 1,000, so
+    that a component spanning 1% of the rows shows in about 10 of them (all rows if fewer).
+
+    >>> structure_sample_rows((200_000, 1000), 5), structure_sample_rows((500, 40), 10)
+    (1000, 500)
+    """
+    return int(min(shape[0], max(1000, 200 * rank)))
+
+
+@dataclass(frozen=True)
+class SeedSet:
+    """The portfolio's seeds and the uniform row sample they are screened on (``None``: the
+    data is small enough to finish every seed on it)."""
+
+    seeds: list[Seed]
+    sample: np.ndarray | None = None
+
+
+def portfolio_seeds(
+    data: BinaryMatrix,
+    core: np.ndarray,
+    rank: int,
+    method_rng: np.random.Generator,
+    *,
+    sampled: bool,
+) -> SeedSet:
+    """The seeds beside the core solve (see the module docstring).
+
+    ``method_rng`` is the generator in the state the comparison methods would find it in
+    (each gets a copy); it is not advanced.
+    """
+    from bmfdsl.solvers.methods import get_method
+    from bmfdsl.solvers.native import one_blas_thread
+
+    rows = min(core.shape[0], max(rank, METHOD_CELLS // max(core.shape[1], 1)))
+    own = np.random.default_rng(copy.deepcopy(method_rng).integers(2**63 - 1))
+    if sampled or rows == core.shape[0]:
+        method_rows = np.arange(rows)  # a sampled core is random already: its first rows
+    else:
+        method_rows = np.sort(own.choice(core.shape[0], size=rows, replace=False))
+    method_core = np.ascontiguousarray(core[method_rows])
+    covers_all = not sampled and rows == core.shape[0]
+    found = []
+    with one_blas_thread():  # hundreds of small products: threads only wait on a busy machine
+        for name in SEED_METHODS:
+            U, V = get_method(name)(method_core, rank, random_state=copy.deepcopy(method_rng))
+            full_U = np.asarray(U, dtype=np.int8) if covers_all else None
+            found.append(Seed(name, np.asarray(V, dtype=np.int8), full_U))
+    m, n = data.shape
+    if not sampled:
+        return SeedSet(found)
+    size = structure_sample_rows(data.shape, rank)
+    picked = np.arange(m) if size >= m else np.sort(own.choice(m, size=size, replace=False))
+    sample = np.ascontiguousarray(data.take_rows(picked), dtype=np.int8)
+    if rank <= min(sample.shape):
+        found.extend(_structure_seeds(sample, rank, own))
+    return SeedSet(found, sample if m * n > FULL_POLISH_CELLS else None)
+
+
+def shortlist(seed_set: SeedSet, answer_V: np.ndarray, keep: int = SHORTLIST) -> list[Seed]:
+    """The seeds worth finishing on the full data: all of them, or (large data) at most
+    ``keep`` whose ``V`` gives a lower ALS error on the screening sample than the answer in
+    hand (``answer_V``, the core solve's), best first (first on ties).
+
+    >>> A = np.kron(np.eye(2, dtype=np.int8), np.ones((3, 2), dtype=np.int8))
+    >>> good = Seed("good", np.kron(np.eye(2, dtype=np.int8), np.ones((2, 1), dtype=np.int8)))
+    >>> bad = Seed("bad", np.zeros((4, 2), dtype=np.int8))
+    >>> [seed.name for seed in shortlist(SeedSet([bad, good], A), bad.V)]
+    ['good']
+    >>> shortlist(SeedSet([bad, good], A), good.V)
+    []
+    """
+    from bmfdsl.solvers import als, solve_bls_with_error
+    from bmfdsl.solvers.native import one_blas_thread
+
+    sample = seed_set.sample
+    if sample is None:
+        return list(seed_set.seeds)
+
+    def screened(V: np.ndarray) -> int:
+        U, _ = solve_bls_with_error(sample, V)
+        return als(sample, U, V).error
+
+    with one_blas_thread():
+        to_beat = screened(answer_V)
+        errors = [(screened(seed.V), index) for index, seed in enumerate(seed_set.seeds)]
+    better = sorted(item for item in errors if item[0] < to_beat)
+    return [seed_set.seeds[index] for _, index in better[:keep]]
+
+
+def _structure_seeds(sample: np.ndarray, rank: int, rng: np.random.Generator) -> Iterator[Seed]:
+    """The native solver's structure seeds on a uniform row sample: their ``V``."""
+    from bmfdsl.solvers.native import structure_seeds
+
+    names = ("nmf-threshold", "columns-r+1", "rows-r+1", "columns-2r", "rows-2r")
+    for name, (_, V) in zip(names, structure_seeds(sample, rank, rng), strict=True):
+        yield Seed(name, V)
