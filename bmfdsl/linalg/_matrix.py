@@ -33,6 +33,9 @@ _CHUNK_ELEMENTS = 4 * 2**20
 # Entries of A handled per chunk by the dense (and weighted) squared error: temporaries stay small.
 _ERROR_CHUNK_ENTRIES = 2**20
 _FLOAT64_EXACT = 2**53  # integers below this are exact in float64
+# Rows per float32 chunk of a dense Gram product: sums of at most this many 0/1 products are
+# exact in float32 (2**24).
+_GRAM_CHUNK_ROWS = 2**24 - 1
 
 #: The most a sparse input may take once densified whole (one byte per entry), for the
 #: routes that need all of it dense.
@@ -75,6 +78,10 @@ class BinaryMatrix(Protocol):
     @property
     def T(self) -> BinaryMatrix:
         """``Aᵀ``, of the same kind."""
+
+    @property
+    def gram(self) -> np.ndarray:
+        """``AᵀA`` (``n x n``) as exact integers in float64, computed once and kept."""
 
     def layout(self) -> dict[str, Any]:
         """What a result reports about how the matrix is held (e.g. ``dask_blocks``)."""
@@ -129,6 +136,25 @@ def exact_gram(csr: Any, *, rows: bool = False) -> np.ndarray:
     return pattern_gram(csr.indptr, csr.indices, int(csr.shape[1]))
 
 
+def dense_gram(block: Any) -> np.ndarray:
+    """``blockᵀ block`` of a dense 0/1 array as exact integers in float64.
+
+    Accumulated over row chunks converted to float32 (a chunk's counts stay below 2**24, so
+    BLAS sums them exactly): the same numbers as :func:`exact_gram`.
+
+    >>> dense_gram(np.array([[1, 1], [0, 1]])).tolist()
+    [[1.0, 1.0], [1.0, 2.0]]
+    """
+    block = np.asarray(block)
+    n = block.shape[1]
+    step = max(1, min(_GRAM_CHUNK_ROWS, _CHUNK_ELEMENTS // max(n, 1)))
+    gram = np.zeros((n, n), dtype=np.float64)
+    for start in range(0, block.shape[0], step):
+        chunk = block[start : start + step].astype(np.float32)
+        gram += chunk.T @ chunk
+    return gram
+
+
 class InMemoryMatrix:
     """A validated in-memory ``A`` (``int8``) with the statistics the solvers need.
 
@@ -170,6 +196,11 @@ class InMemoryMatrix:
     def column_norms(self) -> np.ndarray:
         """``||A_:j||²`` per column (int64)."""
         return self.A.sum(axis=0, dtype=np.int64)  # 0/1: the count, with no m x n temporary
+
+    @functools.cached_property
+    def gram(self) -> np.ndarray:
+        """``AᵀA`` as exact float64 (see :func:`dense_gram`), computed once."""
+        return dense_gram(self.A)
 
     @property
     def total(self) -> int:
@@ -219,6 +250,11 @@ class SparseMatrix:
     def row_norms(self) -> np.ndarray:
         """``||A_i:||²`` per row (int64)."""
         return np.diff(self.csr.indptr).astype(np.int64)
+
+    @functools.cached_property
+    def gram(self) -> np.ndarray:
+        """``AᵀA`` as exact float64 from the pattern (see :func:`exact_gram`), computed once."""
+        return exact_gram(self.csr)
 
     @property
     def total(self) -> int:
@@ -321,6 +357,12 @@ class DaskMatrix:
     def T(self) -> DaskMatrix:
         """``Aᵀ`` (lazy; its row blocks are widened in turn)."""
         return DaskMatrix(self.array.T)
+
+    @functools.cached_property
+    def gram(self) -> np.ndarray:
+        """``AᵀA`` summed over the row blocks (only ``n x n`` numbers travel), computed once."""
+        n = self.shape[1]
+        return self.sum_blocks(dense_gram, shape=(n, n), dtype=np.float64)
 
     def layout(self) -> dict[str, Any]:
         """The number of row blocks the passes map over."""
