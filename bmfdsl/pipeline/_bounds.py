@@ -131,7 +131,36 @@ def _gram_fits(long_side: int, short_side: int, line_counts: np.ndarray, max_flo
     return min(float(long_side) * short_side * short_side, pairs) <= max_flops
 
 
-def spectral_bound(A: Any, rank: int, *, max_flops: float | None = None) -> int:
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.perf_counter() > deadline
+
+
+def _partial_dense_gram(tall: np.ndarray, deadline: float) -> np.ndarray:
+    """``AᵀA`` of the first rows of ``tall`` that the ``deadline`` affords (at least one
+    chunk): the Gram matrix of a row subset, whose bound is a valid, weaker one."""
+    step = max(1, 2**20 // tall.shape[1])
+    gram = dense_gram(tall[:step])
+    for start in range(step, tall.shape[0], step):
+        if _past(deadline):
+            break
+        gram += dense_gram(tall[start : start + step])
+    return gram
+
+
+def _partial_sparse_gram(tall: Any, deadline: float) -> np.ndarray:
+    """:func:`_partial_dense_gram` of a CSR matrix."""
+    step = 2**16
+    gram = exact_gram(tall[:step])
+    for start in range(step, tall.shape[0], step):
+        if _past(deadline):
+            break
+        gram += exact_gram(tall[start : start + step])
+    return gram
+
+
+def spectral_bound(
+    A: Any, rank: int, *, max_flops: float | None = None, deadline: float | None = None
+) -> int:
     """``ceil(Σ_{i>r} σ_i(A)²)``, safely rounded down: no rank-``r`` product does better.
 
     Args:
@@ -145,6 +174,10 @@ def spectral_bound(A: Any, rank: int, *, max_flops: float | None = None) -> int:
             (``min(long·short², Σ_i nnz_i²)``; free when a wrapped ``A`` already holds it).
             Over budget, the long side is split into blocks whose bounds are summed (weaker,
             still valid); ``0`` when even that does not fit.
+        deadline: a ``time.perf_counter()`` value (opt-in, for a time-limited run): the Gram
+            matrix (when not held already) or the blocks cover only the rows read by then,
+            at least one chunk or block. Rows left out only weaken the bound: the error on a
+            subset of rows is at least that subset's spectral bound. Not reproducible.
 
     >>> import numpy as np
     >>> spectral_bound(np.eye(4), 2), spectral_bound(np.eye(4), 4)
@@ -153,7 +186,7 @@ def spectral_bound(A: Any, rank: int, *, max_flops: float | None = None) -> int:
     if isinstance(A, DaskMatrix) or type(A).__module__.split(".")[0] == "dask":
         return _dask_spectral_bound(A, rank)
     if isinstance(A, SparseMatrix) or is_sparse(A):
-        return _sparse_spectral_bound(A, rank, max_flops)
+        return _sparse_spectral_bound(A, rank, max_flops, deadline)
     data = A if isinstance(A, InMemoryMatrix) else None
     A = np.asarray(A.array if isinstance(A, InMemoryMatrix) else A)
     tall = A if A.shape[0] >= A.shape[1] else A.T
@@ -165,21 +198,27 @@ def spectral_bound(A: Any, rank: int, *, max_flops: float | None = None) -> int:
     tall_data = None if data is None else data if A.shape[0] >= A.shape[1] else data.T
     cached = tall_data is not None and "gram" in vars(tall_data)
     if cached or _gram_fits(long_side, short_side, np.count_nonzero(tall, axis=1), max_flops):
-        gram = tall_data.gram if tall_data is not None else dense_gram(tall)
+        if tall_data is not None and (cached or deadline is None):
+            gram = tall_data.gram
+        else:
+            gram = dense_gram(tall) if deadline is None else _partial_dense_gram(tall, deadline)
         tail = _spectral_tail(gram, rank)
     else:
         # blocks of k lines: Grams cost ~ long·short·k, their eigenvalues ~ long·k²
         block_rows = int(max_flops // (long_side * (short_side + short_side // 2)))
         if block_rows <= rank:
             return 0
-        tail = sum(
-            _block_tail(tall[start : start + block_rows], rank)
-            for start in range(0, long_side, block_rows)
-        )
+        tail = 0.0
+        for start in range(0, long_side, block_rows):
+            tail += _block_tail(tall[start : start + block_rows], rank)
+            if _past(deadline):
+                break
     return max(0, math.ceil(tail - 1e-9))
 
 
-def _sparse_spectral_bound(A: Any, rank: int, max_flops: float | None) -> int:
+def _sparse_spectral_bound(
+    A: Any, rank: int, max_flops: float | None, deadline: float | None
+) -> int:
     """:func:`spectral_bound` of a sparse ``A``: the dense route's Grams, exactly, sparsely."""
     data = A if isinstance(A, SparseMatrix) else SparseMatrix(A)
     m, n = data.shape
@@ -192,7 +231,9 @@ def _sparse_spectral_bound(A: Any, rank: int, max_flops: float | None) -> int:
         max_flops = _default_flops(m, n, rank)
     cached = "gram" in vars(tall_data)
     if cached or _gram_fits(long_side, short_side, np.diff(tall.indptr), max_flops):
-        tail = _spectral_tail(tall_data.gram, rank)
+        held = cached or deadline is None
+        gram = tall_data.gram if held else _partial_sparse_gram(tall, deadline)
+        tail = _spectral_tail(gram, rank)
     else:  # the dense route's blocks, so that the bound is the same number
         block_rows = int(max_flops // (long_side * (short_side + short_side // 2)))
         if block_rows <= rank:
@@ -202,6 +243,8 @@ def _sparse_spectral_bound(A: Any, rank: int, max_flops: float | None) -> int:
             block = tall[start : start + block_rows]
             tall_block = block.shape[0] >= block.shape[1]
             tail += _spectral_tail(exact_gram(block, rows=not tall_block), rank)
+            if _past(deadline):
+                break
     return max(0, math.ceil(tail - 1e-9))
 
 
@@ -269,6 +312,7 @@ def cheap_lower_bound(
     V: np.ndarray | None = None,
     certified_error: int | None = None,
     max_enumeration: int = DEFAULT_RANK1_ENUMERATION,
+    deadline: float | None = None,
 ) -> LowerBound:
     """The best of 0, the spectral bound, the rank-1 bound and a solver's certificate.
 
@@ -282,6 +326,8 @@ def cheap_lower_bound(
         certified_error: the error of a solution a solver proved optimal on this same ``A``
             (and under the same constraints), if any.
         max_enumeration: budget of the rank-1 search (row operations).
+        deadline: opt-in ``time.perf_counter()`` value for the spectral bound (see
+            :func:`spectral_bound`).
 
     >>> import numpy as np
     >>> A = np.kron(np.eye(3, dtype=int), np.ones((2, 2), dtype=int))
@@ -289,7 +335,7 @@ def cheap_lower_bound(
     4
     """
     bound = LowerBound(0, "zero")
-    bound = bound.raised(spectral_bound(A, rank), "spectral")
+    bound = bound.raised(spectral_bound(A, rank, deadline=deadline), "spectral")
     if certified_error is not None:
         bound = bound.raised(int(certified_error), "certificate")
     A = _unwrapped(A)
@@ -412,13 +458,16 @@ def prove(
     certify: float | None = None,
     seed: int = 0,
     mask: np.ndarray | None = None,
+    deadline: float | None = None,
 ) -> Proof:
     """Bound the answer ``(U, V)`` of ``A`` at ``rank``: the cheap bounds always, the exact
     engine (CP-SAT, hinted with the answer) for ``certify`` seconds when asked.
 
     ``A`` may be a wrapped matrix (:class:`~bmfdsl.linalg.BinaryMatrix`). With a ``mask``
     (1 = observed) the error counts observed entries only: the bound is then
-    :func:`observed_blocks_bound` (the exact engine does not take a mask).
+    :func:`observed_blocks_bound` (the exact engine does not take a mask). ``deadline``
+    (a ``time.perf_counter()`` value, opt-in) cuts the spectral bound short (see
+    :func:`spectral_bound`).
 
     >>> import numpy as np
     >>> A = np.kron(np.eye(2, dtype=int), np.ones((2, 2), dtype=int))
@@ -433,7 +482,9 @@ def prove(
         raise InvalidParameterError("certify= is not available with a mask (missing data)")
     start = time.perf_counter()
     if mask is None:  # a wrapped A lends the bound its Gram matrix, if sampling made it
-        bound = cheap_lower_bound(A, rank, U=U, V=V, certified_error=certified_error)
+        bound = cheap_lower_bound(
+            A, rank, U=U, V=V, certified_error=certified_error, deadline=deadline
+        )
     else:
         bound = LowerBound(0, "zero").raised(
             observed_blocks_bound(_unwrapped(A), mask, rank), "observed-blocks"

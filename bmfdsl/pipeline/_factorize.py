@@ -13,6 +13,8 @@ pipeline.
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -132,6 +134,7 @@ def factorize(
     (0, 0.0)
     """
     timer = StageTimer()
+    started = time.perf_counter()
     als = check_flag(als, "als")
     check_backend(backend)
     A, mask = _split_masked_array(A, mask)
@@ -169,7 +172,10 @@ def factorize(
         with timer("solve"):
             solution = _solve_by_method(method_key, core, rank_core, rng)
     info.update(solution.info)
-    U, V, error = _extend_and_polish(data, solution, objective, s, side, als, timer, info)
+    time_limit_end = _time_limit_end(backend_params, started)
+    U, V, error = _extend_and_polish(
+        data, solution, objective, s, side, als, timer, info, time_limit_end
+    )
     U, V = orientation.factors(U, V)
     certified_error = objective.certified_error(info) if s is None else None  # native's, on A
     proof = prove(
@@ -183,6 +189,7 @@ def factorize(
         certify=certify,
         seed=_seed_from(rng),
         mask=objective.observed,
+        deadline=_bounds_deadline(time_limit_end, started),
     )
     info.update(lower_bound=proof.bound.to_info(), **({"certify": proof.info} if certify else {}))
     info["timings"] = {**proof.timings, **timer.timings()}  # "total" includes the proof
@@ -206,8 +213,10 @@ def _extend_and_polish(
     als: bool,
     timer: StageTimer,
     info: dict[str, Any],
+    deadline: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """The core's answer on all of ``A``: ``U`` extended by BLS (sampled runs), then ALS.
+    """The core's answer on all of ``A``: ``U`` extended by BLS (sampled runs), then ALS
+    (under a time limit: no ALS solve after ``deadline`` but the first).
 
     Errors come from the BLS/ALS solves themselves (exact integer statistics): no m x n
     temporaries on the hot path. Records ``error_before_als`` and ``als_solves`` in ``info``.
@@ -216,13 +225,15 @@ def _extend_and_polish(
     if s is not None:
         with timer("bls"):
             U, error = _extend(data, V, side)
+    elif solution.error is not None and objective.observed is None:
+        error = solution.error  # the core is all of A, and decoding scored it already
     else:
         error = objective.error(data, U, V)  # the core is all of A
     info["error_before_als"] = error
     if als:
         progress.stage("ALS polish")
         with timer("als"):
-            U, V, error, info["als_solves"] = objective.polish(data, U, V, side)
+            U, V, error, info["als_solves"] = objective.polish(data, U, V, side, deadline)
     return U, V, int(error)
 
 
@@ -269,12 +280,17 @@ class _Objective:
         return round(weighted_squared_error(data.dense(), U, V, self.observed.astype(np.float64)))
 
     def polish(
-        self, data: BinaryMatrix, U: np.ndarray, V: np.ndarray, side: str | None
+        self,
+        data: BinaryMatrix,
+        U: np.ndarray,
+        V: np.ndarray,
+        side: str | None,
+        deadline: float | None = None,
     ) -> tuple[np.ndarray, np.ndarray, int, int | None]:
         """ALS from ``(U, V)``: the best pair, its error and the number of solves (``None``:
         the masked ALS does not count them)."""
         if self.observed is None:
-            return _polish(data, U, V, side)
+            return _polish(data, U, V, side, deadline)
         from bmfdsl.solvers.native import weighted_als
 
         weights = self.observed.astype(np.float64)
@@ -290,6 +306,7 @@ class _CoreSolution:
     V: np.ndarray
     broken: dict[str, int] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
+    error: int | None = None  # ||core - U Vᵀ||² when decoding computed it
 
 
 def _load(A: Any, rank: Any, sample_rows: Any) -> tuple[BinaryMatrix, int | None]:
@@ -359,6 +376,28 @@ def _check_method(
             f"method {method_key!r} has no one-hot constraint; use method='qubo' with one_hot"
         )
     return method_key
+
+
+#: With a ``time_limit``, the lower bound gets what is left of it, and at least this share.
+BOUNDS_TIME_SHARE = 0.05
+
+
+def _time_limit_end(backend_params: Mapping[str, Any], started: float) -> float | None:
+    """When a backend's ``time_limit`` (seconds) ends, counted from the start of
+    ``factorize``; ``None`` without one (every stage's budget then counts work)."""
+    limit = backend_params.get("time_limit")
+    if isinstance(limit, bool) or not isinstance(limit, int | float) or not math.isfinite(limit):
+        return None
+    return started + float(limit) if limit > 0 else None
+
+
+def _bounds_deadline(time_limit_end: float | None, started: float) -> float | None:
+    """When the lower bound stops under a time limit: the limit's end, or a share of the
+    limit from now when it has passed (the bound is then weaker, but there is one)."""
+    if time_limit_end is None:
+        return None
+    share = BOUNDS_TIME_SHARE * (time_limit_end - started)
+    return max(time_limit_end, time.perf_counter() + share)
 
 
 def _seed_from(rng: np.random.Generator) -> int:
@@ -439,7 +478,8 @@ def _solve_compiled(
     }
     U = np.asarray(best.U, dtype=np.int8)
     V = np.asarray(best.V, dtype=np.int8)
-    return _CoreSolution(U=U, V=V, broken=dict(best.broken), info=info)
+    error = best.error if isinstance(best.error, int | np.integer) else None
+    return _CoreSolution(U=U, V=V, broken=dict(best.broken), info=info, error=error)
 
 
 def _extend(data: BinaryMatrix, V: np.ndarray, side: str | None) -> tuple[np.ndarray, int]:
@@ -450,12 +490,12 @@ def _extend(data: BinaryMatrix, V: np.ndarray, side: str | None) -> tuple[np.nda
 
 
 def _polish(
-    data: BinaryMatrix, U: np.ndarray, V: np.ndarray, side: str | None
+    data: BinaryMatrix, U: np.ndarray, V: np.ndarray, side: str | None, deadline: float | None
 ) -> tuple[np.ndarray, np.ndarray, int, int]:
     """ALS from ``(U, V)``: the best pair seen, its error and the number of solves."""
     from bmfdsl.solvers import als as alternating
 
-    polished = alternating(data, U, V, one_hot=side)
+    polished = alternating(data, U, V, one_hot=side, deadline=deadline)
     return polished.U, polished.V, polished.error, polished.solves
 
 

@@ -12,6 +12,7 @@ Both steps only need small statistics of ``A`` (``A V``, ``Aᵀ U`` and row/colu
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -55,6 +56,7 @@ def als(
     chunk_rows: int | None = None,
     backend: Any = None,
     backend_params: dict[str, Any] | None = None,
+    deadline: float | None = None,
 ) -> ALSResult:
     """Polish ``A ≈ U Vᵀ`` by alternating exact BLS solves; return the best pair seen.
 
@@ -72,6 +74,9 @@ def als(
         chunk_rows: rows per chunk in the BLS scoring (bounded memory).
         backend, backend_params: the BLS QUBO backend for rank > 16 (see
             :func:`bmfdsl.solvers.solve_bls`).
+        deadline: opt-in ``time.perf_counter()`` value (a time-limited run): no solve starts
+            after it, except the first. Not reproducible; small problems, solved in one
+            compiled loop, finish it regardless.
 
     Returns:
         An :class:`ALSResult`.
@@ -115,6 +120,8 @@ def als(
     best = (U, V, start_error if start_feasible else None)
     stalled = solves = 0
     while solves < max_solves and best[2] != 0:  # an exact start needs no polishing
+        if solves and deadline is not None and time.perf_counter() > deadline:
+            break
         if side == "V":
             if cross_t is None:
                 cross_t = data.transposed_cross(U)
