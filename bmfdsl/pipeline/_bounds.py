@@ -231,8 +231,10 @@ def _sparse_spectral_bound(
         max_flops = _default_flops(m, n, rank)
     cached = "gram" in vars(tall_data)
     if cached or _gram_fits(long_side, short_side, np.diff(tall.indptr), max_flops):
-        held = cached or deadline is None
-        gram = tall_data.gram if held else _partial_sparse_gram(tall, deadline)
+        if cached or deadline is None:
+            gram = tall_data.gram
+        else:
+            gram = _partial_sparse_gram(tall, deadline)
         tail = _spectral_tail(gram, rank)
     else:  # the dense route's blocks, so that the bound is the same number
         block_rows = int(max_flops // (long_side * (short_side + short_side // 2)))
