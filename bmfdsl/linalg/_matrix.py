@@ -19,6 +19,7 @@ once, at the entrance, and the numeric code calls methods instead of asking whic
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -386,10 +387,24 @@ class DaskMatrix:
         return np.ascontiguousarray(rows[np.ravel(inverse)])
 
     def row_aligned(self, factor: np.ndarray) -> Any:
-        """``factor`` (one row per row of ``A``) as a dask array chunked like ``A``'s rows."""
+        """``factor`` (one row per row of ``A``) as a dask array chunked like ``A``'s rows.
+
+        On a distributed cluster each block is scattered to the workers once (the graph
+        holds only its key); elsewhere the blocks are views of ``factor``.
+        """
         import dask.array as da
 
-        return da.from_array(factor, chunks=(self.array.chunks[0], factor.shape[1]))
+        client = _distributed_client()
+        if client is None:
+            return da.from_array(factor, chunks=(self.array.chunks[0], factor.shape[1]))
+        edges = np.cumsum((0, *self.array.chunks[0]))
+        parts = [factor[start:stop] for start, stop in itertools.pairwise(edges)]
+        futures = client.scatter(parts)
+        blocks = [
+            da.from_delayed(future, shape=part.shape, dtype=factor.dtype)
+            for future, part in zip(futures, parts, strict=True)
+        ]
+        return da.concatenate(blocks, axis=0)
 
     def map_rows(
         self, func: Callable[..., np.ndarray], *args: Any, columns: int | None, dtype: Any
@@ -398,8 +413,10 @@ class DaskMatrix:
 
         Each call returns one row per row of its block: ``columns`` values each, or one value
         (``columns=None``, a 1-D result). Dask arguments chunked like the rows of ``A`` (see
-        :meth:`row_aligned`) arrive block by block.
+        :meth:`row_aligned`) arrive block by block; numpy arguments are broadcast to the
+        workers once on a distributed cluster (see :func:`_broadcast`).
         """
+        args = _broadcast(args)
         if columns is None:
             return self.array.map_blocks(
                 func, *args, dtype=dtype, drop_axis=1, chunks=(self.array.chunks[0],)
@@ -412,6 +429,7 @@ class DaskMatrix:
         self, func: Callable[..., Any], *args: Any, shape: tuple[int, ...], dtype: Any
     ) -> np.ndarray:
         """``Σ_blocks func(block, *args)``, each term an array of ``shape``, computed."""
+        args = _broadcast(args)
         size = int(np.prod(shape))
         parts = self.array.map_blocks(
             functools.partial(_flattened, func, size),
@@ -491,6 +509,31 @@ def weighted_squared_error(A: Any, U: np.ndarray, V: np.ndarray, weights: np.nda
         residual = A[rows].astype(np.float64) - U[rows].astype(np.float64) @ V_t
         total += float((weights[rows] * residual * residual).sum())
     return total
+
+
+def _distributed_client() -> Any:
+    """The ``distributed`` client that computes dask collections now, or ``None`` (a local
+    scheduler, or ``distributed`` not installed)."""
+    import dask.base
+
+    scheduler = dask.base.get_scheduler()
+    client = getattr(scheduler, "__self__", None)  # a client's scheduler is its bound .get
+    if client is None or type(client).__module__.split(".")[0] != "distributed":
+        return None
+    return client
+
+
+def _broadcast(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``args`` with every numpy array sent to all workers once (``client.scatter``) when a
+    distributed cluster computes: task graphs then carry keys, not data (a factor or a
+    projector inside a graph travels with every graph, and ``distributed`` warns about any
+    graph over 10 MB). Unchanged on a local scheduler."""
+    client = _distributed_client()
+    if client is None:
+        return args
+    return tuple(
+        client.scatter(arg, broadcast=True) if isinstance(arg, np.ndarray) else arg for arg in args
+    )
 
 
 def _block_squared_error(block: np.ndarray, U: np.ndarray, V: np.ndarray) -> np.ndarray:
