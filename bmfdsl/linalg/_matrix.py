@@ -399,7 +399,7 @@ class DaskMatrix:
             return da.from_array(factor, chunks=(self.array.chunks[0], factor.shape[1]))
         edges = np.cumsum((0, *self.array.chunks[0]))
         parts = [factor[start:stop] for start, stop in itertools.pairwise(edges)]
-        futures = client.scatter(parts)
+        futures = client.scatter(parts, hash=False)
         blocks = [
             da.from_delayed(future, shape=part.shape, dtype=factor.dtype)
             for future, part in zip(futures, parts, strict=True)
@@ -424,6 +424,16 @@ class DaskMatrix:
         return self.array.map_blocks(
             func, *args, dtype=dtype, chunks=(self.array.chunks[0], (columns,))
         )
+
+    def per_block(self, func: Callable[..., Any], *args: Any) -> list[Any]:
+        """``func(block, *args)`` for every row block, in block order, computed together (one
+        pass over ``A``; numpy arguments broadcast as in :meth:`map_rows`). For results of
+        more than one kind per block, e.g. rows and a sum."""
+        import dask
+
+        args = _broadcast(args)
+        tasks = [dask.delayed(func)(block, *args) for block in self.array.to_delayed().ravel()]
+        return list(dask.compute(*tasks))
 
     def sum_blocks(
         self, func: Callable[..., Any], *args: Any, shape: tuple[int, ...], dtype: Any
@@ -532,7 +542,8 @@ def _broadcast(args: tuple[Any, ...]) -> tuple[Any, ...]:
     if client is None:
         return args
     return tuple(
-        client.scatter(arg, broadcast=True) if isinstance(arg, np.ndarray) else arg for arg in args
+        client.scatter(arg, broadcast=True, hash=False) if isinstance(arg, np.ndarray) else arg
+        for arg in args
     )
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
 from bmfdsl.linalg import InMemoryMatrix, als_loop, as_matrix, code_table, gram
-from bmfdsl.solvers._bls import fits_compiled_kernel, solve_bls_from_stats, solve_bls_with_error
+from bmfdsl.solvers._bls import fits_compiled_kernel, solve_bls_and_cross, solve_bls_from_stats
 from bmfdsl.validation import check_binary_matrix, check_one_hot
 
 OneHotSide = Literal["U", "V"]
@@ -128,9 +128,11 @@ def als(
             V, error = solve_bls_from_stats(
                 cross_t, gram(U), data.column_norms, one_hot=one_hot == "V", **solve_options
             )
-        else:
-            U, error = solve_bls_with_error(data, V, one_hot=one_hot == "U", **solve_options)
-        cross_t = None
+            cross_t = None
+        else:  # a dask A gives Aᵀ U for the next step in the same pass
+            U, error, cross_t = solve_bls_and_cross(
+                data, V, one_hot=one_hot == "U", **solve_options
+            )
         solves += 1
         history.append(error)
         if best[2] is None or error < best[2]:
