@@ -189,7 +189,7 @@ def solve_bls_and_cross(
     parts = data.per_block(_solve_block_and_cross, V, options)
     U = np.ascontiguousarray(np.concatenate([part[0] for part in parts]), dtype=np.int8)
     error = int(sum(part[1] for part in parts))
-    cross = np.sum([part[2] for part in parts], axis=0, dtype=np.int64)
+    cross = np.asarray(np.sum([part[2] for part in parts], axis=0), dtype=np.int64)
     return U, error, cross
 
 
