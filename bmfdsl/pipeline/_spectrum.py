@@ -70,8 +70,10 @@ def top_eigenvalue_sum_bound(gram: np.ndarray, rank: int) -> float | None:
     weights = np.clip(values[:rank] - level, 0.0, None)
     top = vectors[:, :rank]
     deflation = (top * weights) @ top.T  # Z: positive semidefinite as the numbers stand
-    # tr(Z) = Σ_k w_k ||y_k||², summed with a relative rounding error below (n + 2) eps
-    trace = float(np.einsum("ik,ik,k->", top, top, weights)) * (1.0 + 4.0 * (n + 2) * _EPS)
+    # tr(Z) = Σ_k w_k ||y_k||²: n r nonnegative terms, so the relative rounding error of the
+    # sum is below (n r + 2) eps (recursive summation; doubled for room)
+    trace = float(np.einsum("ik,ik,k->", top, top, weights))
+    trace *= 1.0 + 2.0 * (n * rank + 2) * _EPS
     largest_entry = float(np.abs(gram).max())
     row_norm = float(np.sqrt(np.einsum("ik,ik->i", top, top).max()))
     for shift in _SHIFTS:
