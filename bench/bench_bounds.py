@@ -15,7 +15,9 @@ over its budget, a sum over row blocks).
 
 ``--baseline PATH`` runs the same cases with the package found at ``PATH`` (e.g. an older
 commit exported by ``git archive``), for a before/after table from the same session.
-Timings are wall seconds on whatever machine runs it; the counts do not depend on it.
+Timings are wall seconds on whatever machine runs it; the counts do not depend on it. BLAS
+runs single-threaded by default (``--blas-threads``): on a shared machine two BLAS threads
+made the dense ``n x n`` steps several times slower.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ def _parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default=DEFAULT_CASES, help="MxNxR,... (default: %(default)s)")
     parser.add_argument("--baseline", type=Path, help="an older package root to compare with")
+    parser.add_argument("--blas-threads", default="1", help="BLAS threads (default 1)")
     parser.add_argument("--name", default="bounds", help="results file stem (default bounds)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -78,8 +81,10 @@ def child(case: str) -> None:
     print(json.dumps(row))
 
 
-def _run(case: str, root: Path | None) -> dict[str, Any]:
+def _run(case: str, root: Path | None, blas_threads: str) -> dict[str, Any]:
     environment = dict(os.environ)
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        environment[name] = blas_threads
     if root is not None:
         environment["PYTHONPATH"] = str(root)
     output = subprocess.run(
@@ -104,8 +109,9 @@ def _markdown(payload: dict[str, Any]) -> str:
         "",
         f"`.venv/bin/python bench/bench_bounds.py`; {environment['date']}; "
         f"{environment['platform']}; {environment['cpu_count']} CPUs (shared with other "
-        f"jobs: load average {environment['load_average'][0]:.1f}), so seconds are rough; "
-        "the shares and counts are what to read.",
+        f"jobs: load average {environment['load_average'][0]:.1f}), BLAS threads "
+        f"{environment['blas_threads']}; seconds are rough, the shares and counts are what "
+        "to read. `baseline`: the code before (commit 35b4598, `--baseline`).",
         "",
         "`factorize(A, r, sample_rows='auto', random_state=0)` on "
         "`make_sparse_planted(m, n, r, random_state=0)`, each case in a fresh process after a "
@@ -137,10 +143,11 @@ def main() -> None:
         child(args.child)
         return
     cases = [case.strip() for case in args.cases.split(",") if case.strip()]
-    runs: dict[str, list[dict[str, Any]]] = {"this": [_run(case, None) for case in cases]}
+    threads = args.blas_threads
+    runs: dict[str, list[dict[str, Any]]] = {"this": [_run(c, None, threads) for c in cases]}
     if args.baseline is not None:
-        runs["baseline"] = [_run(case, args.baseline) for case in cases]
-    payload = {"environment": machine("default"), "cases": cases, "runs": runs}
+        runs["baseline"] = [_run(case, args.baseline, threads) for case in cases]
+    payload = {"environment": machine(threads), "cases": cases, "runs": runs}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.name}.json").write_text(json.dumps(payload, indent=2) + "\n")
     (args.out / f"{args.name}.md").write_text(_markdown(payload))
