@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from bmfdsl.errors import InvalidParameterError
+from bmfdsl.linalg import InMemoryMatrix
 from bmfdsl.pipeline import _sampling as sampling
 from bmfdsl.pipeline import leverage_scores, sample_rows
 from bmfdsl.pipeline._sampling import choose_sample_size, sampling_probabilities
@@ -58,10 +59,10 @@ def test_a_dense_matrix_with_few_ones_takes_the_pattern_route(
     expected = leverage_scores(A)  # the SVD route
     monkeypatch.setattr(sampling, "_SVD_MAX_ENTRIES", 64)
 
-    def dense_gram(_: np.ndarray) -> np.ndarray:
+    def dense_gram(_: object) -> np.ndarray:
         raise AssertionError("a matrix with 2.5% ones should not take the dense Gram route")
 
-    monkeypatch.setattr(sampling, "_block_gram", dense_gram)
+    monkeypatch.setattr(InMemoryMatrix, "gram", property(dense_gram))
     np.testing.assert_allclose(leverage_scores(A), expected, atol=1e-9)
 
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         Orientation,
         SparseMatrix,
         as_matrix,
+        dense_gram,
         exact_gram,
         is_dask_array,
         weighted_squared_error,

@@ -19,6 +19,7 @@ once, at the entrance, and the numeric code calls methods instead of asking whic
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -33,6 +34,9 @@ _CHUNK_ELEMENTS = 4 * 2**20
 # Entries of A handled per chunk by the dense (and weighted) squared error: temporaries stay small.
 _ERROR_CHUNK_ENTRIES = 2**20
 _FLOAT64_EXACT = 2**53  # integers below this are exact in float64
+# Rows per float32 chunk of a dense Gram product: sums of at most this many 0/1 products are
+# exact in float32 (2**24).
+_GRAM_CHUNK_ROWS = 2**24 - 1
 
 #: The most a sparse input may take once densified whole (one byte per entry), for the
 #: routes that need all of it dense.
@@ -75,6 +79,10 @@ class BinaryMatrix(Protocol):
     @property
     def T(self) -> BinaryMatrix:
         """``Aᵀ``, of the same kind."""
+
+    @property
+    def gram(self) -> np.ndarray:
+        """``AᵀA`` (``n x n``) as exact integers in float64, computed once and kept."""
 
     def layout(self) -> dict[str, Any]:
         """What a result reports about how the matrix is held (e.g. ``dask_blocks``)."""
@@ -129,6 +137,25 @@ def exact_gram(csr: Any, *, rows: bool = False) -> np.ndarray:
     return pattern_gram(csr.indptr, csr.indices, int(csr.shape[1]))
 
 
+def dense_gram(block: Any) -> np.ndarray:
+    """``blockᵀ block`` of a dense 0/1 array as exact integers in float64.
+
+    Accumulated over row chunks converted to float32 (a chunk's counts stay below 2**24, so
+    BLAS sums them exactly): the same numbers as :func:`exact_gram`.
+
+    >>> dense_gram(np.array([[1, 1], [0, 1]])).tolist()
+    [[1.0, 1.0], [1.0, 2.0]]
+    """
+    block = np.asarray(block)
+    n = block.shape[1]
+    step = max(1, min(_GRAM_CHUNK_ROWS, _CHUNK_ELEMENTS // max(n, 1)))
+    gram = np.zeros((n, n), dtype=np.float64)
+    for start in range(0, block.shape[0], step):
+        chunk = block[start : start + step].astype(np.float32)
+        gram += chunk.T @ chunk
+    return gram
+
+
 class InMemoryMatrix:
     """A validated in-memory ``A`` (``int8``) with the statistics the solvers need.
 
@@ -170,6 +197,11 @@ class InMemoryMatrix:
     def column_norms(self) -> np.ndarray:
         """``||A_:j||²`` per column (int64)."""
         return self.A.sum(axis=0, dtype=np.int64)  # 0/1: the count, with no m x n temporary
+
+    @functools.cached_property
+    def gram(self) -> np.ndarray:
+        """``AᵀA`` as exact float64 (see :func:`dense_gram`), computed once."""
+        return dense_gram(self.A)
 
     @property
     def total(self) -> int:
@@ -219,6 +251,11 @@ class SparseMatrix:
     def row_norms(self) -> np.ndarray:
         """``||A_i:||²`` per row (int64)."""
         return np.diff(self.csr.indptr).astype(np.int64)
+
+    @functools.cached_property
+    def gram(self) -> np.ndarray:
+        """``AᵀA`` as exact float64 from the pattern (see :func:`exact_gram`), computed once."""
+        return exact_gram(self.csr)
 
     @property
     def total(self) -> int:
@@ -322,6 +359,12 @@ class DaskMatrix:
         """``Aᵀ`` (lazy; its row blocks are widened in turn)."""
         return DaskMatrix(self.array.T)
 
+    @functools.cached_property
+    def gram(self) -> np.ndarray:
+        """``AᵀA`` summed over the row blocks (only ``n x n`` numbers travel), computed once."""
+        n = self.shape[1]
+        return self.sum_blocks(dense_gram, shape=(n, n), dtype=np.float64)
+
     def layout(self) -> dict[str, Any]:
         """The number of row blocks the passes map over."""
         return {"dask_blocks": self.num_blocks}
@@ -344,10 +387,24 @@ class DaskMatrix:
         return np.ascontiguousarray(rows[np.ravel(inverse)])
 
     def row_aligned(self, factor: np.ndarray) -> Any:
-        """``factor`` (one row per row of ``A``) as a dask array chunked like ``A``'s rows."""
+        """``factor`` (one row per row of ``A``) as a dask array chunked like ``A``'s rows.
+
+        On a distributed cluster each block is scattered to the workers once (the graph
+        holds only its key); elsewhere the blocks are views of ``factor``.
+        """
         import dask.array as da
 
-        return da.from_array(factor, chunks=(self.array.chunks[0], factor.shape[1]))
+        client = _distributed_client()
+        if client is None:
+            return da.from_array(factor, chunks=(self.array.chunks[0], factor.shape[1]))
+        edges = np.cumsum((0, *self.array.chunks[0]))
+        parts = [factor[start:stop] for start, stop in itertools.pairwise(edges)]
+        futures = client.scatter(parts, hash=False)
+        blocks = [
+            da.from_delayed(future, shape=part.shape, dtype=factor.dtype)
+            for future, part in zip(futures, parts, strict=True)
+        ]
+        return da.concatenate(blocks, axis=0)
 
     def map_rows(
         self, func: Callable[..., np.ndarray], *args: Any, columns: int | None, dtype: Any
@@ -356,8 +413,10 @@ class DaskMatrix:
 
         Each call returns one row per row of its block: ``columns`` values each, or one value
         (``columns=None``, a 1-D result). Dask arguments chunked like the rows of ``A`` (see
-        :meth:`row_aligned`) arrive block by block.
+        :meth:`row_aligned`) arrive block by block; numpy arguments are broadcast to the
+        workers once on a distributed cluster (see :func:`_broadcast`).
         """
+        args = _broadcast(args)
         if columns is None:
             return self.array.map_blocks(
                 func, *args, dtype=dtype, drop_axis=1, chunks=(self.array.chunks[0],)
@@ -366,10 +425,21 @@ class DaskMatrix:
             func, *args, dtype=dtype, chunks=(self.array.chunks[0], (columns,))
         )
 
+    def per_block(self, func: Callable[..., Any], *args: Any) -> list[Any]:
+        """``func(block, *args)`` for every row block, in block order, computed together (one
+        pass over ``A``; numpy arguments broadcast as in :meth:`map_rows`). For results of
+        more than one kind per block, e.g. rows and a sum."""
+        import dask
+
+        args = _broadcast(args)
+        tasks = [dask.delayed(func)(block, *args) for block in self.array.to_delayed().ravel()]
+        return list(dask.compute(*tasks))
+
     def sum_blocks(
         self, func: Callable[..., Any], *args: Any, shape: tuple[int, ...], dtype: Any
     ) -> np.ndarray:
         """``Σ_blocks func(block, *args)``, each term an array of ``shape``, computed."""
+        args = _broadcast(args)
         size = int(np.prod(shape))
         parts = self.array.map_blocks(
             functools.partial(_flattened, func, size),
@@ -449,6 +519,32 @@ def weighted_squared_error(A: Any, U: np.ndarray, V: np.ndarray, weights: np.nda
         residual = A[rows].astype(np.float64) - U[rows].astype(np.float64) @ V_t
         total += float((weights[rows] * residual * residual).sum())
     return total
+
+
+def _distributed_client() -> Any:
+    """The ``distributed`` client that computes dask collections now, or ``None`` (a local
+    scheduler, or ``distributed`` not installed)."""
+    import dask.base
+
+    scheduler = dask.base.get_scheduler()
+    client = getattr(scheduler, "__self__", None)  # a client's scheduler is its bound .get
+    if client is None or type(client).__module__.split(".")[0] != "distributed":
+        return None
+    return client
+
+
+def _broadcast(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``args`` with every numpy array sent to all workers once (``client.scatter``) when a
+    distributed cluster computes: task graphs then carry keys, not data (a factor or a
+    projector inside a graph travels with every graph, and ``distributed`` warns about any
+    graph over 10 MB). Unchanged on a local scheduler."""
+    client = _distributed_client()
+    if client is None:
+        return args
+    return tuple(
+        client.scatter(arg, broadcast=True, hash=False) if isinstance(arg, np.ndarray) else arg
+        for arg in args
+    )
 
 
 def _block_squared_error(block: np.ndarray, U: np.ndarray, V: np.ndarray) -> np.ndarray:

@@ -44,7 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from bmfdsl.linalg import DaskMatrix, InMemoryMatrix, SparseMatrix, exact_gram
+from bmfdsl.linalg import DaskMatrix, InMemoryMatrix, SparseMatrix, dense_gram, exact_gram
+from bmfdsl.pipeline._spectrum import top_eigenvalue_sum_bound
 from bmfdsl.validation import is_sparse
 
 #: Work cap of the rank-1 bound's exact search, in row operations (about 15 ms).
@@ -56,7 +57,10 @@ _RANK1_MAX_CELLS = 2**18
 # _SPECTRAL_WORK_PER_CELL per cell and rank unit (a default solve does far more per cell).
 _SPECTRAL_MIN_FLOPS = 10**8
 _SPECTRAL_WORK_PER_CELL = 15
-_ROW_CHUNK_ENTRIES = 2**22  # entries converted to float32 at a time (so < 2**22 rows)
+#: Gram matrices up to this size get all their eigenvalues; larger ones a proven bound on
+#: their top ``r`` from Lanczos (``pipeline/_spectrum.py``): ``O(n² r)`` steps and one
+#: Cholesky factorization instead of ``O(n³)`` with a large constant.
+EXACT_EIGENVALUES_MAX_SIZE = 256
 # Group sizes tried by the observed-blocks bound: rank + 1 ... rank + this. Larger groups
 # share fewer observed lines (a random 80% mask: 0.8^k of them), so their blocks shrink.
 _OBSERVED_GROUP_SIZES = 8
@@ -90,10 +94,19 @@ class LowerBound:
 
 
 def _spectral_tail(gram: np.ndarray, rank: int) -> float:
-    """A value never above ``Σ_{i>r} λ_i(gram)``, with eigenvalue rounding errors taken off."""
+    """A value never above ``Σ_{i>r} λ_i(gram)``, with eigenvalue rounding errors taken off.
+
+    Up to :data:`EXACT_EIGENVALUES_MAX_SIZE` all eigenvalues are computed; above it, the
+    trace (exact: a count of ones) less a proven bound on the top ``r`` eigenvalues from
+    Lanczos (see ``pipeline/_spectrum.py``), all eigenvalues only when that fails.
+    """
     size = gram.shape[0]
     if size <= rank:
         return 0.0
+    if size > EXACT_EIGENVALUES_MAX_SIZE:
+        top = top_eigenvalue_sum_bound(gram, rank)
+        if top is not None:
+            return float(np.trace(gram)) - top
     eigenvalues = np.linalg.eigvalsh(gram)  # ascending
     # Each computed eigenvalue is within ~size·eps·||G|| of the true one (backward stability).
     tolerance = 8.0 * size * np.finfo(np.float64).eps * max(float(eigenvalues[-1]), 1.0)
@@ -106,64 +119,123 @@ def _block_tail(block: np.ndarray, rank: int) -> float:
     return _spectral_tail(gram.astype(np.float64), rank)
 
 
-def spectral_bound(A: Any, rank: int, *, max_flops: float | None = None) -> int:
+def _default_flops(m: int, n: int, rank: int) -> float:
+    return max(_SPECTRAL_MIN_FLOPS, _SPECTRAL_WORK_PER_CELL * m * n * rank)
+
+
+def _gram_fits(long_side: int, short_side: int, line_counts: np.ndarray, max_flops: float) -> bool:
+    """Whether the exact Gram matrix is within budget: ``long·short²`` dense products, or
+    ``Σ nnz_i²`` pairs of ones (what the sparse route counts), whichever is less; one rule
+    for dense and sparse input, so that both give the same bound."""
+    pairs = float(np.dot(line_counts.astype(np.float64), line_counts.astype(np.float64)))
+    return min(float(long_side) * short_side * short_side, pairs) <= max_flops
+
+
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.perf_counter() > deadline
+
+
+def _partial_dense_gram(tall: np.ndarray, deadline: float) -> np.ndarray:
+    """``AᵀA`` of the first rows of ``tall`` that the ``deadline`` affords (at least one
+    chunk): the Gram matrix of a row subset, whose bound is a valid, weaker one."""
+    step = max(1, 2**20 // tall.shape[1])
+    gram = dense_gram(tall[:step])
+    for start in range(step, tall.shape[0], step):
+        if _past(deadline):
+            break
+        gram += dense_gram(tall[start : start + step])
+    return gram
+
+
+def _partial_sparse_gram(tall: Any, deadline: float) -> np.ndarray:
+    """:func:`_partial_dense_gram` of a CSR matrix."""
+    step = 2**16
+    gram = exact_gram(tall[:step])
+    for start in range(step, tall.shape[0], step):
+        if _past(deadline):
+            break
+        gram += exact_gram(tall[start : start + step])
+    return gram
+
+
+def spectral_bound(
+    A: Any, rank: int, *, max_flops: float | None = None, deadline: float | None = None
+) -> int:
     """``ceil(Σ_{i>r} σ_i(A)²)``, safely rounded down: no rank-``r`` product does better.
 
     Args:
-        A: ``m x n`` 0/1 matrix (numpy array-like, scipy sparse or ``dask.array``). A sparse
-            one gets the same bound as its dense form, from exact sparse Gram products (the
-            budget rule is the dense one, so that both give the same number).
+        A: ``m x n`` 0/1 matrix (numpy array-like, scipy sparse or ``dask.array``, or one
+            wrapped by :func:`~bmfdsl.linalg.as_matrix`, whose Gram matrix, once computed, is
+            reused). A sparse one gets the same bound as its dense form, from exact sparse
+            Gram products (the budget rule is the same, so that both give the same number).
         rank: the factorization rank ``r``.
         max_flops: work budget in floating-point operations (default:
-            ``max(1e8, 15·m·n·r)``). Over budget, the long side is split into blocks whose
-            bounds are summed (weaker, still valid); ``0`` when even that does not fit.
+            ``max(1e8, 15·m·n·r)``), for the exact Gram matrix of the short side
+            (``min(long·short², Σ_i nnz_i²)``; free when a wrapped ``A`` already holds it).
+            Over budget, the long side is split into blocks whose bounds are summed (weaker,
+            still valid); ``0`` when even that does not fit.
+        deadline: a ``time.perf_counter()`` value (opt-in, for a time-limited run): the Gram
+            matrix (when not held already) or the blocks cover only the rows read by then,
+            at least one chunk or block. Rows left out only weaken the bound: the error on a
+            subset of rows is at least that subset's spectral bound. Not reproducible.
 
     >>> import numpy as np
     >>> spectral_bound(np.eye(4), 2), spectral_bound(np.eye(4), 4)
     (2, 0)
     """
-    if type(A).__module__.split(".")[0] == "dask":
+    if isinstance(A, DaskMatrix) or type(A).__module__.split(".")[0] == "dask":
         return _dask_spectral_bound(A, rank)
     if isinstance(A, SparseMatrix) or is_sparse(A):
-        return _sparse_spectral_bound(A, rank, max_flops)
-    A = np.asarray(A)
+        return _sparse_spectral_bound(A, rank, max_flops, deadline)
+    data = A if isinstance(A, InMemoryMatrix) else None
+    A = np.asarray(A.array if isinstance(A, InMemoryMatrix) else A)
     tall = A if A.shape[0] >= A.shape[1] else A.T
     long_side, short_side = tall.shape
     if short_side <= rank:
         return 0
     if max_flops is None:
-        max_flops = max(_SPECTRAL_MIN_FLOPS, _SPECTRAL_WORK_PER_CELL * A.size * rank)
-    if long_side * short_side * short_side <= max_flops:
-        gram = np.zeros((short_side, short_side), dtype=np.float64)
-        step = max(1, _ROW_CHUNK_ENTRIES // short_side)
-        for start in range(0, long_side, step):
-            chunk = tall[start : start + step].astype(np.float32)
-            gram += chunk.T @ chunk  # a chunk's Gram entries are below 2**24: exact in float32
+        max_flops = _default_flops(long_side, short_side, rank)
+    tall_data = None if data is None else data if A.shape[0] >= A.shape[1] else data.T
+    cached = tall_data is not None and "gram" in vars(tall_data)
+    if cached or _gram_fits(long_side, short_side, np.count_nonzero(tall, axis=1), max_flops):
+        if tall_data is not None and (cached or deadline is None):
+            gram = tall_data.gram
+        else:
+            gram = dense_gram(tall) if deadline is None else _partial_dense_gram(tall, deadline)
         tail = _spectral_tail(gram, rank)
     else:
         # blocks of k lines: Grams cost ~ long·short·k, their eigenvalues ~ long·k²
         block_rows = int(max_flops // (long_side * (short_side + short_side // 2)))
         if block_rows <= rank:
             return 0
-        tail = sum(
-            _block_tail(tall[start : start + block_rows], rank)
-            for start in range(0, long_side, block_rows)
-        )
+        tail = 0.0
+        for start in range(0, long_side, block_rows):
+            tail += _block_tail(tall[start : start + block_rows], rank)
+            if _past(deadline):
+                break
     return max(0, math.ceil(tail - 1e-9))
 
 
-def _sparse_spectral_bound(A: Any, rank: int, max_flops: float | None) -> int:
+def _sparse_spectral_bound(
+    A: Any, rank: int, max_flops: float | None, deadline: float | None
+) -> int:
     """:func:`spectral_bound` of a sparse ``A``: the dense route's Grams, exactly, sparsely."""
     data = A if isinstance(A, SparseMatrix) else SparseMatrix(A)
     m, n = data.shape
-    tall = data.csr if m >= n else data.T.csr  # the pipeline's transposed copy, if any
+    tall_data = data if m >= n else data.T  # the pipeline's transposed copy, if any
+    tall = tall_data.csr
     long_side, short_side = tall.shape
     if short_side <= rank:
         return 0
     if max_flops is None:
-        max_flops = max(_SPECTRAL_MIN_FLOPS, _SPECTRAL_WORK_PER_CELL * m * n * rank)
-    if long_side * short_side * short_side <= max_flops:
-        tail = _spectral_tail(exact_gram(tall), rank)
+        max_flops = _default_flops(m, n, rank)
+    cached = "gram" in vars(tall_data)
+    if cached or _gram_fits(long_side, short_side, np.diff(tall.indptr), max_flops):
+        if cached or deadline is None:
+            gram = tall_data.gram
+        else:
+            gram = _partial_sparse_gram(tall, deadline)
+        tail = _spectral_tail(gram, rank)
     else:  # the dense route's blocks, so that the bound is the same number
         block_rows = int(max_flops // (long_side * (short_side + short_side // 2)))
         if block_rows <= rank:
@@ -173,19 +245,23 @@ def _sparse_spectral_bound(A: Any, rank: int, max_flops: float | None) -> int:
             block = tall[start : start + block_rows]
             tall_block = block.shape[0] >= block.shape[1]
             tail += _spectral_tail(exact_gram(block, rows=not tall_block), rank)
+            if _past(deadline):
+                break
     return max(0, math.ceil(tail - 1e-9))
 
 
 def _dask_spectral_bound(A: Any, rank: int) -> int:
     """The spectral bound of a ``dask.array`` from ``AᵀA`` summed over its row blocks."""
-    import dask.array as da
-
-    tall = A if A.shape[0] >= A.shape[1] else A.T
-    short_side = int(tall.shape[1])
-    if short_side <= rank or short_side > 4096:  # the Gram must fit in memory comfortably
+    m, n = (int(size) for size in A.shape)
+    if min(m, n) <= rank or min(m, n) > 4096:  # the Gram must fit in memory comfortably
         return 0
-    tall = tall.astype(np.float64)
-    gram = np.asarray(da.dot(tall.T, tall).compute(), dtype=np.float64)
+    if isinstance(A, DaskMatrix):
+        gram = (A if m >= n else A.T).gram  # the sampling's, when it ran on this side
+    else:
+        import dask.array as da
+
+        tall = (A if m >= n else A.T).astype(np.float64)
+        gram = np.asarray(da.dot(tall.T, tall).compute(), dtype=np.float64)
     return max(0, math.ceil(_spectral_tail(gram, rank) - 1e-9))
 
 
@@ -238,6 +314,7 @@ def cheap_lower_bound(
     V: np.ndarray | None = None,
     certified_error: int | None = None,
     max_enumeration: int = DEFAULT_RANK1_ENUMERATION,
+    deadline: float | None = None,
 ) -> LowerBound:
     """The best of 0, the spectral bound, the rank-1 bound and a solver's certificate.
 
@@ -251,6 +328,8 @@ def cheap_lower_bound(
         certified_error: the error of a solution a solver proved optimal on this same ``A``
             (and under the same constraints), if any.
         max_enumeration: budget of the rank-1 search (row operations).
+        deadline: opt-in ``time.perf_counter()`` value for the spectral bound (see
+            :func:`spectral_bound`).
 
     >>> import numpy as np
     >>> A = np.kron(np.eye(3, dtype=int), np.ones((2, 2), dtype=int))
@@ -258,11 +337,10 @@ def cheap_lower_bound(
     4
     """
     bound = LowerBound(0, "zero")
-    bound = bound.raised(spectral_bound(A, rank), "spectral")
+    bound = bound.raised(spectral_bound(A, rank, deadline=deadline), "spectral")
     if certified_error is not None:
         bound = bound.raised(int(certified_error), "certificate")
-    if isinstance(A, SparseMatrix):
-        A = A.csr
+    A = _unwrapped(A)
     lazy = type(A).__module__.split(".")[0] == "dask"  # np.size would compute it
     cells = 0 if lazy else int(np.prod(A.shape)) if is_sparse(A) else np.size(A)
     if not lazy and cells <= _RANK1_MAX_CELLS:
@@ -274,6 +352,15 @@ def cheap_lower_bound(
         if rank1 is not None:
             bound = bound.raised(rank1, "rank-1")
     return bound
+
+
+def _unwrapped(A: Any) -> Any:
+    """The array a wrapped matrix holds (scipy CSR for a sparse one); others as they are."""
+    if isinstance(A, InMemoryMatrix | DaskMatrix):
+        return A.array
+    if isinstance(A, SparseMatrix):
+        return A.csr
+    return A
 
 
 def observed_blocks_bound(A: Any, mask: Any, rank: int) -> int:
@@ -373,13 +460,16 @@ def prove(
     certify: float | None = None,
     seed: int = 0,
     mask: np.ndarray | None = None,
+    deadline: float | None = None,
 ) -> Proof:
     """Bound the answer ``(U, V)`` of ``A`` at ``rank``: the cheap bounds always, the exact
     engine (CP-SAT, hinted with the answer) for ``certify`` seconds when asked.
 
     ``A`` may be a wrapped matrix (:class:`~bmfdsl.linalg.BinaryMatrix`). With a ``mask``
     (1 = observed) the error counts observed entries only: the bound is then
-    :func:`observed_blocks_bound` (the exact engine does not take a mask).
+    :func:`observed_blocks_bound` (the exact engine does not take a mask). ``deadline``
+    (a ``time.perf_counter()`` value, opt-in) cuts the spectral bound short (see
+    :func:`spectral_bound`).
 
     >>> import numpy as np
     >>> A = np.kron(np.eye(2, dtype=int), np.ones((2, 2), dtype=int))
@@ -392,22 +482,21 @@ def prove(
         from bmfdsl.errors import InvalidParameterError
 
         raise InvalidParameterError("certify= is not available with a mask (missing data)")
-    if isinstance(A, InMemoryMatrix | DaskMatrix):  # the bounds read the array itself
-        A = A.array
     start = time.perf_counter()
-    if mask is None:
-        bound = cheap_lower_bound(A, rank, U=U, V=V, certified_error=certified_error)
+    if mask is None:  # a wrapped A lends the bound its Gram matrix, if sampling made it
+        bound = cheap_lower_bound(
+            A, rank, U=U, V=V, certified_error=certified_error, deadline=deadline
+        )
     else:
         bound = LowerBound(0, "zero").raised(
-            observed_blocks_bound(A, mask, rank), "observed-blocks"
+            observed_blocks_bound(_unwrapped(A), mask, rank), "observed-blocks"
         )
+    A = _unwrapped(A)
     timings = {"bounds": time.perf_counter() - start}
     info: dict[str, Any] = {}
     if certify is not None and bound.value < error:
         from bmfdsl.solvers import solve_exact
 
-        if isinstance(A, SparseMatrix):
-            A = A.csr
         if is_sparse(A):  # CP-SAT takes the matrix dense (it is only practical when small)
             A = A.toarray()
         start = time.perf_counter()

@@ -14,6 +14,8 @@ pipeline.
 from __future__ import annotations
 
 import copy
+import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -148,6 +150,7 @@ def factorize(
     (0, 0.0)
     """
     timer = StageTimer()
+    started = time.perf_counter()
     als = check_flag(als, "als")
     check_backend(backend)
     weights = check_mapping(weights, "weights", "{'lam': 2.0}") or None
@@ -188,14 +191,25 @@ def factorize(
         with timer("solve"):
             solution = _solve_by_method(method_key, core, rank_core, rng)
     info.update(solution.info)
+    time_limit_end = _time_limit_end(backend_params, started)
     U, V, error = _extend_and_polish(
-        data, solution, objective, s is not None, side, als, timer, info
+        data, solution, objective, s is not None, side, als, timer, info, time_limit_end
     )
     if uses_portfolio(method_key, model, backend, one_hot, weights, objective.observed) and (
         objective.certified_error(info) is None
     ):
         U, V, error = _best_of_seeds(
-            data, core, rank_core, method_rng, (U, V, error), objective, s, als, timer, info
+            data,
+            core,
+            rank_core,
+            method_rng,
+            (U, V, error),
+            objective,
+            s,
+            als,
+            timer,
+            info,
+            deadline=time_limit_end,
         )
     U, V = orientation.factors(U, V)
     certified_error = objective.certified_error(info) if s is None else None  # native's, on A
@@ -213,6 +227,7 @@ def factorize(
             certify=certify,
             seed=_seed_from(rng),
             mask=objective.observed,
+            deadline=_bounds_deadline(time_limit_end, started),
         )
     info.update(lower_bound=proof.bound.to_info(), **({"certify": proof.info} if certify else {}))
     # "total" includes the proof; a backend's JIT compilation gets its own name
@@ -254,9 +269,10 @@ def _extend_and_polish(
     als: bool,
     timer: StageTimer,
     info: dict[str, Any],
+    deadline: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """The core's answer on all of ``A``: ``U`` extended by BLS (``extend``: sampled runs), then
-    ALS.
+    ALS (under a time limit: no ALS solve after ``deadline`` but the first).
 
     Errors come from the BLS/ALS solves themselves (exact integer statistics): no m x n
     temporaries on the hot path. Records ``error_before_als`` and ``als_solves`` in ``info``.
@@ -268,13 +284,15 @@ def _extend_and_polish(
     if extend:
         with timer("bls"):
             U, error = _extend(data, V, side)
+    elif solution.error is not None and objective.observed is None:
+        error = solution.error  # the core is all of A, and decoding scored it already
     else:
         error = objective.error(data, U, V)  # the core is all of A
     info["error_before_als"] = error
     if als:
         progress.stage("ALS polish")
         with timer("als"):
-            U, V, error, info["als_solves"] = objective.polish(data, U, V, side)
+            U, V, error, info["als_solves"] = objective.polish(data, U, V, side, deadline)
         info["polish"] = "als"
     return U, V, int(error)
 
@@ -381,9 +399,11 @@ def _best_of_seeds(
     als: bool,
     timer: StageTimer,
     info: dict[str, Any],
+    deadline: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """The best full-data answer of the core solve's and the portfolio's seeds
-    (:mod:`bmfdsl.pipeline._strategy`), each extended and polished as the core solve's was.
+    (:mod:`bmfdsl.pipeline._strategy`), each extended and polished as the core solve's was
+    (under a time limit: no seed is started after ``deadline``).
 
     ``info["portfolio"]`` lists the seeds tried, the final error of each one finished on the
     full data (large data: those that beat the core's answer on the screening sample) and the
@@ -399,10 +419,14 @@ def _best_of_seeds(
         seed_set = portfolio_seeds(data, core, rank, method_rng, sampled=s is not None)
         finished_seeds = shortlist(seed_set, best_V)
     for seed in finished_seeds:
+        if deadline is not None and time.perf_counter() > deadline:
+            break
         start = _CoreSolution(U=seed.V if seed.U is None else seed.U, V=seed.V)  # (U: unread)
         extend = seed.U is None  # U for every row from the seed's V, by exact BLS
         scratch: dict[str, Any] = {}
-        U, V, error = _extend_and_polish(data, start, objective, extend, None, als, timer, scratch)
+        U, V, error = _extend_and_polish(
+            data, start, objective, extend, None, als, timer, scratch, deadline
+        )
         errors[seed.name] = error
         if error < best_error:
             best_U, best_V, best_error, chosen = U, V, error, seed.name
@@ -459,12 +483,17 @@ class _Objective:
         return round(weighted_squared_error(data.dense(), U, V, self.observed.astype(np.float64)))
 
     def polish(
-        self, data: BinaryMatrix, U: np.ndarray, V: np.ndarray, side: str | None
+        self,
+        data: BinaryMatrix,
+        U: np.ndarray,
+        V: np.ndarray,
+        side: str | None,
+        deadline: float | None = None,
     ) -> tuple[np.ndarray, np.ndarray, int, int | None]:
         """ALS from ``(U, V)``: the best pair, its error and the number of solves (``None``:
         the masked ALS does not count them)."""
         if self.observed is None:
-            return _polish(data, U, V, side)
+            return _polish(data, U, V, side, deadline)
         from bmfdsl.solvers.native import weighted_als
 
         weights = self.observed.astype(np.float64)
@@ -481,6 +510,7 @@ class _CoreSolution:
     broken: dict[str, int] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
     model: _ModelError | None = None  # None: a comparison method (integer BMF)
+    error: int | None = None  # ||core - U Vᵀ||² when decoding computed it
 
 
 def _load(A: Any, rank: Any, sample_rows: Any) -> tuple[BinaryMatrix, int | None]:
@@ -566,6 +596,28 @@ def _check_method(
     return method_key
 
 
+#: With a ``time_limit``, the lower bound gets what is left of it, and at least this share.
+BOUNDS_TIME_SHARE = 0.05
+
+
+def _time_limit_end(backend_params: Mapping[str, Any], started: float) -> float | None:
+    """When a backend's ``time_limit`` (seconds) ends, counted from the start of
+    ``factorize``; ``None`` without one (every stage's budget then counts work)."""
+    limit = backend_params.get("time_limit")
+    if isinstance(limit, bool) or not isinstance(limit, int | float) or not math.isfinite(limit):
+        return None
+    return started + float(limit) if limit > 0 else None
+
+
+def _bounds_deadline(time_limit_end: float | None, started: float) -> float | None:
+    """When the lower bound stops under a time limit: the limit's end, or a share of the
+    limit from now when it has passed (the bound is then weaker, but there is one)."""
+    if time_limit_end is None:
+        return None
+    share = BOUNDS_TIME_SHARE * (time_limit_end - started)
+    return max(time_limit_end, time.perf_counter() + share)
+
+
 def _seed_from(rng: np.random.Generator) -> int:
     return int(rng.integers(2**31 - 1))
 
@@ -647,8 +699,15 @@ def _solve_compiled(
     structure = compiled.structure
     if structure is not None:
         structure = structure.resolved(decoded.info.get("weights") or {})
+    plain = structure is not None and structure.is_plain and structure.is_integer_bmf
+    error = best.error if plain and isinstance(best.error, int | np.integer) else None
     return _CoreSolution(
-        U=U, V=V, broken=dict(best.broken), info=info, model=_ModelError(compiled, structure)
+        U=U,
+        V=V,
+        broken=dict(best.broken),
+        info=info,
+        model=_ModelError(compiled, structure),
+        error=None if error is None else int(error),
     )
 
 
@@ -660,12 +719,12 @@ def _extend(data: BinaryMatrix, V: np.ndarray, side: str | None) -> tuple[np.nda
 
 
 def _polish(
-    data: BinaryMatrix, U: np.ndarray, V: np.ndarray, side: str | None
+    data: BinaryMatrix, U: np.ndarray, V: np.ndarray, side: str | None, deadline: float | None
 ) -> tuple[np.ndarray, np.ndarray, int, int]:
     """ALS from ``(U, V)``: the best pair seen, its error and the number of solves."""
     from bmfdsl.solvers import als as alternating
 
-    polished = alternating(data, U, V, one_hot=side)
+    polished = alternating(data, U, V, one_hot=side, deadline=deadline)
     return polished.U, polished.V, polished.error, polished.solves
 
 

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from bmfdsl.errors import InvalidParameterError
-from bmfdsl.linalg import DaskMatrix, SparseMatrix, as_matrix, exact_gram
+from bmfdsl.linalg import DaskMatrix, SparseMatrix, as_matrix
+from bmfdsl.pipeline._spectrum import gram_inverse
 from bmfdsl.validation import check_random_state
 
 #: The paper samples this many rows ...
@@ -40,14 +41,17 @@ def leverage_scores(A: Any) -> np.ndarray:
 
     ``B`` is the orthonormal basis of ``range(A)`` given by the left singular vectors whose
     singular values exceed ``σ_max · max(m, n) · eps`` (numpy's ``matrix_rank`` rule). For large
-    matrices (more than 4M entries) and for ``dask.array`` input, ``B = A V_k Σ_k⁻¹`` is formed
-    from the eigenpairs of the exact integer Gram matrix ``AᵀA``, summed over row blocks (only
-    ``n x n`` numbers travel, ``A`` is never loaded whole); singular values below
-    ``σ_max · 1e-7`` count as zero there (the Gram route cannot resolve smaller ones).
+    matrices (more than 4M entries) and for ``dask.array`` input the scores come from the
+    exact integer Gram matrix ``G = AᵀA``, summed over row blocks (only ``n x n`` numbers
+    travel, ``A`` is never loaded whole), as ``l_i = a_i G⁺ a_iᵀ``: ``G⁺`` by Cholesky when
+    ``G`` is well conditioned on the nonzero columns (``n³/3`` work), else from its
+    eigendecomposition with singular values below ``σ_max · 1e-7`` counted as zero (the Gram
+    route cannot resolve smaller ones). Both give the same scores up to rounding.
 
-    A scipy sparse ``A`` takes the Gram route without densifying: ``AᵀA`` is a sparse product
-    and the basis rows are sparse-times-dense products over row chunks (small ones, at most
-    4M entries, are densified for the SVD route, as a dense input would take it).
+    A scipy sparse ``A`` takes the Gram route without densifying: ``AᵀA`` and the scores are
+    sums over the pairs of ones of each row (small ones, at most 4M entries, are densified
+    for the SVD route, as a dense input would take it). A wrapped ``A``
+    (:func:`~bmfdsl.linalg.as_matrix`) keeps its Gram matrix for the lower bound.
 
     Args:
         A: ``m x n`` 0/1 matrix (array-like, scipy sparse or ``dask.array``; a dask array must
@@ -64,10 +68,10 @@ def leverage_scores(A: Any) -> np.ndarray:
         return _blockwise_leverage_scores(data)
     if isinstance(data, SparseMatrix) and data.shape[0] * data.shape[1] > _SVD_MAX_ENTRIES:
         return _sparse_leverage_scores(data)
-    A = data.dense()  # a sparse one has at most 4M entries here: the exact SVD route
-    m, n = A.shape
-    if not A.any():
+    m, n = data.shape
+    if data.total == 0:
         return np.zeros(m)
+    A = data.dense()  # a sparse one has at most 4M entries here: the exact SVD route
     if A.size <= _SVD_MAX_ENTRIES:
         left, singular, _ = np.linalg.svd(A.astype(np.float64), full_matrices=False)
         rank = int(np.sum(singular > singular[0] * max(m, n) * np.finfo(np.float64).eps))
@@ -76,18 +80,7 @@ def leverage_scores(A: Any) -> np.ndarray:
         import scipy.sparse
 
         return _sparse_leverage_scores(SparseMatrix(scipy.sparse.csr_array(A)))
-    return _block_scores(A, _gram_projector(_block_gram(A), m))
-
-
-def _block_gram(block: np.ndarray) -> np.ndarray:
-    """The exact integer ``blockᵀ block`` as float64, accumulated over row chunks."""
-    n = block.shape[1]
-    step = max(1, min(_SVD_MAX_ENTRIES, _CHUNK_ENTRIES) // n)
-    gram = np.zeros((n, n), dtype=np.float64)
-    for start in range(0, block.shape[0], step):
-        chunk = block[start : start + step].astype(np.float32)  # exact: chunk sums < 2^24
-        gram += chunk.T @ chunk
-    return gram
+    return _block_scores(A, _score_matrix(data.gram, m))
 
 
 def _gram_projector(gram: np.ndarray, m: int) -> np.ndarray:
@@ -102,43 +95,51 @@ def _gram_projector(gram: np.ndarray, m: int) -> np.ndarray:
     return eigenvectors[:, keep] / singular[keep]
 
 
-def _block_scores(block: np.ndarray, projector: np.ndarray) -> np.ndarray:
-    """Leverage scores of the rows of ``block`` (row chunks keep the float copy small)."""
+def _score_matrix(gram: np.ndarray, m: int) -> np.ndarray:
+    """``M = P Pᵀ`` (``= G⁺`` on the numerical range) with ``l_i = a_i M a_iᵀ``: by Cholesky
+    when ``G`` is well conditioned, from the eigendecomposition otherwise."""
+    inverse = gram_inverse(gram)
+    if inverse is not None:
+        return inverse
+    projector = _gram_projector(gram, m)
+    return projector @ projector.T
+
+
+def _block_scores(block: np.ndarray, scores_matrix: np.ndarray) -> np.ndarray:
+    """Leverage scores ``a_i M a_iᵀ`` of the rows of ``block`` (row chunks keep the float
+    copy small)."""
     step = max(1, min(_SVD_MAX_ENTRIES, _CHUNK_ENTRIES) // block.shape[1])
     scores = np.empty(block.shape[0])
     for start in range(0, block.shape[0], step):
-        basis_rows = block[start : start + step].astype(np.float64) @ projector
-        scores[start : start + step] = np.einsum("ik,ik->i", basis_rows, basis_rows)
-    return scores
+        rows = np.asarray(block[start : start + step], dtype=np.float64)
+        scores[start : start + step] = np.einsum("ik,ik->i", rows @ scores_matrix, rows)
+    return np.maximum(scores, 0.0)  # rounding must not make a probability negative
 
 
 def _sparse_leverage_scores(data: SparseMatrix) -> np.ndarray:
     """Leverage scores of a sparse ``A``: exact ``AᵀA``, then ``l_i = a_i M a_iᵀ``.
 
-    ``M = P Pᵀ`` for the projector ``P`` (``B = A P``), so each score sums ``M`` over the pairs
-    of ones of its row: ``n² k`` (BLAS) plus ``Σ nnz_i²`` work instead of ``nnz · k`` for
-    ``A P``. The Gram matrix and the projector equal the dense route's bit for bit; the
-    scores differ from it by rounding only.
+    Each score sums ``M`` over the pairs of ones of its row: ``Σ nnz_i²`` reads instead of
+    ``nnz · k`` for ``A P``. The Gram matrix and ``M`` equal the dense route's bit for bit;
+    the scores differ from it by rounding only.
     """
     from bmfdsl.linalg import pattern_quadratic_forms
 
     m = data.shape[0]
     if data.total == 0:
         return np.zeros(m)
-    projector = _gram_projector(exact_gram(data.csr), m)
-    M = projector @ projector.T
+    M = _score_matrix(data.gram, m)
     scores = pattern_quadratic_forms(data.csr.indptr, data.csr.indices, M)
     return np.maximum(scores, 0.0)  # rounding must not make a probability negative
 
 
 def _blockwise_leverage_scores(data: DaskMatrix) -> np.ndarray:
     """Leverage scores of a dask array in two passes: ``AᵀA`` per block, then scores per block."""
-    m, n = data.shape
+    m = data.shape[0]
     if data.total == 0:
         return np.zeros(m)
-    gram = data.sum_blocks(_block_gram, shape=(n, n), dtype=np.float64)
-    projector = _gram_projector(gram, m)
-    scores = data.map_rows(_block_scores, projector, columns=None, dtype=np.float64)
+    M = _score_matrix(data.gram, m)
+    scores = data.map_rows(_block_scores, M, columns=None, dtype=np.float64)
     return np.asarray(scores.compute(), dtype=np.float64)
 
 

@@ -12,6 +12,7 @@ Both steps only need small statistics of ``A`` (``A V``, ``Aᵀ U`` and row/colu
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -19,7 +20,7 @@ import numpy as np
 
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
 from bmfdsl.linalg import InMemoryMatrix, als_loop, as_matrix, code_table, gram
-from bmfdsl.solvers._bls import fits_compiled_kernel, solve_bls_from_stats, solve_bls_with_error
+from bmfdsl.solvers._bls import fits_compiled_kernel, solve_bls_and_cross, solve_bls_from_stats
 from bmfdsl.validation import check_binary_matrix, check_one_hot
 
 OneHotSide = Literal["U", "V"]
@@ -55,6 +56,7 @@ def als(
     chunk_rows: int | None = None,
     backend: Any = None,
     backend_params: dict[str, Any] | None = None,
+    deadline: float | None = None,
 ) -> ALSResult:
     """Polish ``A ≈ U Vᵀ`` by alternating exact BLS solves; return the best pair seen.
 
@@ -72,6 +74,9 @@ def als(
         chunk_rows: rows per chunk in the BLS scoring (bounded memory).
         backend, backend_params: the BLS QUBO backend for rank > 16 (see
             :func:`bmfdsl.solvers.solve_bls`).
+        deadline: opt-in ``time.perf_counter()`` value (a time-limited run): no solve starts
+            after it, except the first. Not reproducible; small problems, solved in one
+            compiled loop, finish it regardless.
 
     Returns:
         An :class:`ALSResult`.
@@ -115,15 +120,19 @@ def als(
     best = (U, V, start_error if start_feasible else None)
     stalled = solves = 0
     while solves < max_solves and best[2] != 0:  # an exact start needs no polishing
+        if solves and deadline is not None and time.perf_counter() > deadline:
+            break
         if side == "V":
             if cross_t is None:
                 cross_t = data.transposed_cross(U)
             V, error = solve_bls_from_stats(
                 cross_t, gram(U), data.column_norms, one_hot=one_hot == "V", **solve_options
             )
-        else:
-            U, error = solve_bls_with_error(data, V, one_hot=one_hot == "U", **solve_options)
-        cross_t = None
+            cross_t = None
+        else:  # a dask A gives Aᵀ U for the next step in the same pass
+            U, error, cross_t = solve_bls_and_cross(
+                data, V, one_hot=one_hot == "U", **solve_options
+            )
         solves += 1
         history.append(error)
         if best[2] is None or error < best[2]:

@@ -22,7 +22,14 @@ from typing import Any
 import numpy as np
 
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
-from bmfdsl.linalg import DaskMatrix, SparseMatrix, as_matrix, code_table, solve_rows_exact
+from bmfdsl.linalg import (
+    BinaryMatrix,
+    DaskMatrix,
+    SparseMatrix,
+    as_matrix,
+    code_table,
+    solve_rows_exact,
+)
 from bmfdsl.validation import check_binary_matrix
 
 #: Largest rank solved by enumerating all ``2^r`` codes when no backend is given.
@@ -155,6 +162,44 @@ def solve_bls_with_error(
         gram = V.astype(np.int64).T @ V.astype(np.int64)
         return solve_bls_from_stats(data.cross(V), gram, data.row_norms, **options)
     return _solve_checked(data.dense(), V, **options)
+
+
+def solve_bls_and_cross(
+    data: BinaryMatrix, V: np.ndarray, *, one_hot: bool = False, **options: Any
+) -> tuple[np.ndarray, int, np.ndarray | None]:
+    """:func:`solve_bls_with_error` on a wrapped ``A``, plus ``Aᵀ U`` when it comes for free:
+    a dask ``A`` sums it in the same pass over its blocks (ALS's next half-step needs it, and
+    ``U`` then never travels back to the workers); ``None`` for the others.
+
+    >>> from bmfdsl.linalg import as_matrix
+    >>> U, error, cross = solve_bls_and_cross(as_matrix([[1, 1], [1, 0]]), np.ones((2, 1)))
+    >>> U.tolist(), error, cross
+    ([[1], [0]], 1, None)
+    """
+    if not isinstance(data, DaskMatrix):
+        U, error = solve_bls_with_error(data, V, one_hot=one_hot, **options)
+        return U, error, None
+    V = check_binary_matrix(V, name="V")
+    options = {
+        "one_hot": one_hot,
+        "chunk_rows": _check_chunk_rows(options.get("chunk_rows")),
+        "backend": options.get("backend"),
+        "backend_params": options.get("backend_params"),
+    }
+    parts = data.per_block(_solve_block_and_cross, V, options)
+    U = np.ascontiguousarray(np.concatenate([part[0] for part in parts]), dtype=np.int8)
+    error = int(sum(part[1] for part in parts))
+    cross = np.asarray(np.sum([part[2] for part in parts], axis=0), dtype=np.int64)
+    return U, error, cross
+
+
+def _solve_block_and_cross(
+    block: np.ndarray, V: np.ndarray, options: dict[str, Any]
+) -> tuple[np.ndarray, int, np.ndarray]:
+    solved = _solve_block(np.asarray(block), V, options)
+    U = solved[:, :-1]
+    cross = np.asarray(block, dtype=np.int64).T @ U  # Aᵀ U of this block, exact
+    return U.astype(np.int8), int(solved[:, -1].sum()), cross
 
 
 def _solve_blockwise(

@@ -1,0 +1,64 @@
+"""Issue 26.3: real distributed runs. On a cluster the factors and projectors are scattered to
+the workers once per step, never put inside task graphs (which ``distributed`` warns about,
+here turned into an error at a tenth of the data), and a user's persisted array is computed
+from where it lies, with the answer of the same array in memory."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from bmfdsl import factorize
+from bmfdsl.linalg import DaskMatrix
+from bmfdsl.solvers import als
+
+distributed = pytest.importorskip("distributed")
+da = pytest.importorskip("dask.array")
+dask = pytest.importorskip("dask")
+
+# U (40,000 x 3 int64) is 960 kB; a graph that carried it would pass this.
+_THRESHOLD = "100kB"
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.Client(
+        processes=False, n_workers=1, threads_per_worker=2, dashboard_address=":0"
+    ) as client:
+        yield client
+
+
+def _persisted(m: int, n: int, chunk: int) -> tuple[object, np.ndarray]:
+    """A 0/1 dask array made and persisted on the cluster (no numpy data in its graph)."""
+    lazy = (da.random.RandomState(0).random_sample((m, n), chunks=(chunk, n)) < 0.3).astype(np.int8)
+    persisted = lazy.persist()
+    return persisted, np.asarray(persisted.compute())
+
+
+def test_no_large_graph_and_the_in_memory_answer(client: object) -> None:
+    A, dense = _persisted(40_000, 30, 5_000)
+    rng = np.random.default_rng(1)
+    U = (rng.random((40_000, 3)) < 0.5).astype(np.int8)
+    V = (rng.random((30, 3)) < 0.5).astype(np.int8)
+    threshold = {"distributed.admin.large-graph-warning-threshold": _THRESHOLD}
+    with dask.config.set(threshold), warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*large graph.*")
+        result = factorize(A, 3, method="baseline", random_state=0)
+        polished = als(A, U, V)
+    expected = factorize(dense, 3, method="baseline", sample_rows="auto", random_state=0)
+    np.testing.assert_array_equal(result.U, expected.U)
+    np.testing.assert_array_equal(result.V, expected.V)
+    assert result.error == expected.error
+    assert result.lower_bound == expected.lower_bound
+    in_memory = als(dense, U, V)
+    assert polished.history == in_memory.history
+
+
+def test_a_persisted_array_is_used_as_it_is(client: object) -> None:
+    A, _ = _persisted(8_000, 20, 1_000)
+    data = DaskMatrix(A)
+    assert data.array is A  # chunks already span the columns: no rechunk, no new graph
+    keys = set(A.__dask_keys__() and dict(A.__dask_graph__()))
+    assert set(dict(data.array.__dask_graph__())) == keys
