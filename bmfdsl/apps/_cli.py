@@ -140,7 +140,7 @@ def _factorize(args: argparse.Namespace) -> int:
     summary = (
         f"{data.shape[0]}x{data.shape[1]}, rank {args.rank}: error {result.error} "
         f"(relative {result.relative_error:.4f}) in {result.info['timings']['total']:.2f} s, "
-        f"{quality}"
+        f"{quality}{_certify_note(result.info.get('certify'))}"
     )
     if args.out is None:
         print(f"{summary}; nothing written (give --out DIR to write U.csv, V.csv, report.json)")
@@ -148,6 +148,20 @@ def _factorize(args: argparse.Namespace) -> int:
     written = _write_outputs(Path(args.out), args, data, result)
     print(f"{summary}; wrote {', '.join(str(path) for path in written)}")
     return 0
+
+
+def _certify_note(certify: dict[str, Any] | None) -> str:
+    """What ``--certify`` added, for the summary (empty without it)."""
+    if not certify:
+        return ""
+    outcome = certify["outcome"]
+    if outcome == "already proven":
+        return " (certify not run: the cheap bounds proved it)"
+    if certify.get("status") == "skipped":
+        return f" (certify skipped: {certify.get('reason', 'model too large')})"
+    if outcome == "nothing new":
+        return f" (certify found nothing new in {certify['wall_time']:.1f} s: give it more seconds)"
+    return f" (certify {outcome}, from bound {certify['cheap_bound']})"
 
 
 def _write_outputs(out: Path, args: argparse.Namespace, data: Any, result: Any) -> list[Path]:
