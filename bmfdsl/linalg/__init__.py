@@ -4,7 +4,8 @@
   protocol, :func:`as_matrix`, :class:`InMemoryMatrix`, :class:`SparseMatrix`,
   :class:`DaskMatrix`, :class:`Orientation`);
 * the numba kernels behind exact binary least squares and ALS (:func:`solve_rows_exact`,
-  :func:`als_loop`, :func:`code_table`, Gram and cross products);
+  :func:`als_loop`, :func:`code_table`, Gram and cross products) and the local-search row
+  solver beyond enumeration (:func:`solve_rows_local`);
 * how good an answer is: :func:`squared_error` and the paper's :func:`relative_error`.
 
 Imports only the shared leaves (``errors``, ``validation``).
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
         pattern_quadratic_forms,
         random_factor,
         solve_rows_exact,
+        solve_rows_local,
     )
     from bmfdsl.linalg._matrix import (
         BinaryMatrix,

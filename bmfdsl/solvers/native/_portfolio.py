@@ -42,6 +42,7 @@ import numpy as np
 from bmfdsl.errors import InvalidParameterError
 from bmfdsl.linalg import Orientation
 from bmfdsl.solvers.methods import baseline
+from bmfdsl.solvers.native._beyond import MAX_CODE_RANK, polish_beyond
 from bmfdsl.solvers.native._certify import exact_rank1
 from bmfdsl.solvers.native._settings import NativeSettings, solve_budget
 from bmfdsl.solvers.native._solver import PortfolioSolver
@@ -129,8 +130,11 @@ def solve_bmf(
     rank = check_rank(rank, A.shape)
     one_hot = check_one_hot(one_hot)
     rng = check_random_state(seed)
+    warm = _check_warm(initial_factors, A.shape, rank)
+    if rank > MAX_CODE_RANK and one_hot is None:  # no 2**rank code tables (_beyond.py)
+        return _solve_beyond(A, rank, warm, rng, settings, compile_seconds, started)
     budget = solve_budget(settings, A.shape, started)
-    problem = _Problem.reduce(A, one_hot, _check_warm(initial_factors, A.shape, rank))
+    problem = _Problem.reduce(A, one_hot, warm)
     solver = PortfolioSolver(problem.A, rank, problem.one_hot, settings, rng, budget)
     certificate = _certify(solver, settings)
     seeded = time.perf_counter()
@@ -154,6 +158,41 @@ def solve_bmf(
         "total": finished - started,
     }
     info = _info(solver, problem, certificate, search, timings)
+    return NativeResult(solutions=solutions, info=info)
+
+
+def _solve_beyond(
+    A: np.ndarray,
+    rank: int,
+    warm: list[tuple[np.ndarray, np.ndarray]],
+    rng: np.random.Generator,
+    settings: NativeSettings,
+    compile_seconds: float,
+    started: float,
+) -> NativeResult:
+    """Rank beyond :data:`MAX_CODE_RANK`: the portfolio at that rank, extended and polished
+    by local-search ALS (see ``_beyond.py``)."""
+    sub_warm = [(U[:, :MAX_CODE_RANK], V[:, :MAX_CODE_RANK]) for U, V in warm]
+    sub = solve_bmf(A, MAX_CODE_RANK, initial_factors=sub_warm, seed=rng, settings=settings)
+    A = np.ascontiguousarray(A, dtype=np.int8)
+    budget = solve_budget(settings, A.shape, time.perf_counter())
+    warm8 = [(np.asarray(U, np.int8), np.asarray(V, np.int8)) for U, V in warm]
+    candidates, done = polish_beyond(A, rank, sub.solutions[0], warm8, settings, budget)
+    info = dict(sub.info)
+    if candidates[0][0] == 0:
+        info["certificate"] = {"optimal": True, "reason": "zero error"}
+    info["work"] = {
+        **sub.info["work"],
+        "units": sub.info["work"]["units"] + round(budget.work),
+        "local_als_solves": done["local_als_solves"],
+    }
+    info["beyond_enumeration"] = {**done, "sub_rank_error": int(sub.solutions[0][2])}
+    info["timings"] = {
+        **sub.info["timings"],
+        "compile": compile_seconds,
+        "total": time.perf_counter() - started,
+    }
+    solutions = [(U, V, error) for error, U, V in candidates[: settings.num_solutions]]
     return NativeResult(solutions=solutions, info=info)
 
 

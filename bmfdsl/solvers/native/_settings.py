@@ -175,3 +175,17 @@ def solve_budget(settings: NativeSettings, shape: tuple[int, int], started: floa
     return WorkBudget(
         work_limit, settings.time_limit, seconds_per_unit=1.0 / WORK_PER_SECOND, started=started
     )
+
+
+# one code-bit operation of the local-search row solver (bmfdsl.linalg.solve_rows_local)
+_CODE_OP_WORK = 3.0
+
+
+def local_solve_work(rows: int, cols: int, code_ops: int) -> float:
+    """Work units of one local-search BLS solve: the cross products over every cell and the
+    search's ``code_ops`` code-bit operations.
+
+    >>> local_solve_work(30, 30, 1000)
+    24600.0
+    """
+    return _SOLVE_CELL_WORK * rows * cols + _CODE_OP_WORK * code_ops
