@@ -24,7 +24,11 @@ if TYPE_CHECKING:
     from bmfdsl.solvers._bls import solve_bls, solve_bls_with_error
     from bmfdsl.solvers._cpsat import (
         DEFAULT_NUM_WORKERS,
+        DEFAULT_SEARCH,
+        SEARCHES,
+        check_search,
         check_seconds,
+        configure_search,
         require_ortools,
         solve_exact,
     )

@@ -225,10 +225,10 @@ def _solve_checked(
     step = chunk_rows or max(1, min(_CHUNK_BYTES // (4 * len(codes)), _CHUNK_BYTES // (8 * n)))
     U = np.empty((m, rank), dtype=np.int8)
     error = 0
-    for start in range(0, m, step):
-        block = A[start : start + step]
+    for first in range(0, m, step):
+        block = A[first : first + step]
         best, scores = _best_codes(_cross_products(block, V, None), gram, codes, None)
-        U[start : start + step] = codes[best]
+        U[first : first + step] = codes[best]
         error += int(np.count_nonzero(block)) + int(scores.sum())
     return U, error
 
