@@ -42,7 +42,7 @@ import numpy as np
 from bmfdsl.errors import InvalidParameterError
 from bmfdsl.linalg import Orientation
 from bmfdsl.solvers.methods import baseline
-from bmfdsl.solvers.native._beyond import MAX_CODE_RANK, polish_beyond
+from bmfdsl.solvers.native._beyond import MAX_CODE_RANK, local_als, polish_beyond
 from bmfdsl.solvers.native._certify import exact_rank1
 from bmfdsl.solvers.native._settings import NativeSettings, solve_budget
 from bmfdsl.solvers.native._solver import PortfolioSolver
@@ -70,8 +70,8 @@ def compile_kernels() -> float:
     """Compile the solver's numba kernels, or load them from numba's cache, once per process.
 
     Runs the solver on a tiny matrix in every mode (rank 1 with and without its certificate,
-    rank 2, one-hot). :func:`solve_bmf` calls it before starting its clock. Returns the
-    seconds it took (0 once done).
+    rank 2, one-hot) and the local-search ALS of ranks beyond enumeration. :func:`solve_bmf`
+    calls it before starting its clock. Returns the seconds it took (0 once done).
 
     >>> seconds = compile_kernels()
     >>> compile_kernels()
@@ -88,6 +88,8 @@ def compile_kernels() -> float:
     solve_bmf(_WARM_UP_MATRIX, 1, seed=0, settings=no_certificate)  # rank-1 annealing
     solve_bmf(_WARM_UP_MATRIX, 2, seed=0, settings=bounded)
     solve_bmf(_WARM_UP_MATRIX, 2, one_hot="V", seed=0, settings=bounded)
+    start_u, start_v = np.ones((6, 2), np.int8), np.ones((5, 2), np.int8)
+    local_als(_WARM_UP_MATRIX, start_u, start_v, solve_budget(bounded, (6, 5), started), 2)
     return time.perf_counter() - started
 
 
