@@ -59,10 +59,10 @@ from bmfdsl.linalg import squared_error
 DEFAULT_NUM_WORKERS = 4
 #: The searches :func:`solve_exact` runs (see the module docstring).
 SEARCHES = ("core", "portfolio")
-#: The search ``certify=`` runs: the one that proved most on Tables 1-5 (bench_certify).
+#: The search ``certify=`` runs: the one that proves most (bench/results/certify.md).
 DEFAULT_SEARCH = "core"
 #: CPU seconds per unit of CP-SAT deterministic time, per search, measured on the development
-#: machine (MNIST and Bernoulli 30 x 30 models, rank 2-5).
+#: machine (core: MNIST 28 x 28 models at rank 2 and 3, 0.3-0.5 CPU s per unit).
 CPU_SECONDS_PER_DETERMINISTIC_UNIT = {"core": 0.5, "portfolio": 10.0}
 #: Largest model built: ``u, v, w`` and threshold literals together.
 MAX_MODEL_LITERALS = 2_000_000
