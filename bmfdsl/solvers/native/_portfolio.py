@@ -34,7 +34,7 @@ search: with a cold cache the first solve of a 2,000 x 30 matrix at rank 3 used 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -44,7 +44,7 @@ from bmfdsl.linalg import Orientation
 from bmfdsl.solvers.methods import baseline
 from bmfdsl.solvers.native._beyond import MAX_CODE_RANK, local_als, polish_beyond
 from bmfdsl.solvers.native._certify import exact_rank1
-from bmfdsl.solvers.native._settings import NativeSettings, solve_budget
+from bmfdsl.solvers.native._settings import NativeSettings, auto_work_limit, solve_budget
 from bmfdsl.solvers.native._solver import PortfolioSolver
 from bmfdsl.validation import check_binary_matrix, check_one_hot, check_random_state, check_rank
 
@@ -173,11 +173,17 @@ def _solve_beyond(
     started: float,
 ) -> NativeResult:
     """Rank beyond :data:`MAX_CODE_RANK`: the portfolio at that rank, extended and polished
-    by local-search ALS (see ``_beyond.py``)."""
+    by local-search ALS (see ``_beyond.py``), within one work budget: the portfolio gets
+    three quarters of it, the polish what is left (at least its first two solves run)."""
+    limit = settings.work_limit
+    if limit is None and settings.time_limit is None:
+        limit = auto_work_limit(A.shape)
+    sub_settings = settings if limit is None else replace(settings, work_limit=0.75 * limit)
     sub_warm = [(U[:, :MAX_CODE_RANK], V[:, :MAX_CODE_RANK]) for U, V in warm]
-    sub = solve_bmf(A, MAX_CODE_RANK, initial_factors=sub_warm, seed=rng, settings=settings)
+    sub = solve_bmf(A, MAX_CODE_RANK, initial_factors=sub_warm, seed=rng, settings=sub_settings)
     A = np.ascontiguousarray(A, dtype=np.int8)
-    budget = solve_budget(settings, A.shape, time.perf_counter())
+    left = None if limit is None else max(limit - sub.info["work"]["units"], 0.0)
+    budget = solve_budget(replace(settings, work_limit=left), A.shape, time.perf_counter())
     warm8 = [(np.asarray(U, np.int8), np.asarray(V, np.int8)) for U, V in warm]
     candidates, done = polish_beyond(A, rank, sub.solutions[0], warm8, settings, budget)
     info = dict(sub.info)
@@ -186,6 +192,7 @@ def _solve_beyond(
     info["work"] = {
         **sub.info["work"],
         "units": sub.info["work"]["units"] + round(budget.work),
+        "limit": None if limit is None else round(limit),
         "local_als_solves": done["local_als_solves"],
     }
     info["beyond_enumeration"] = {**done, "sub_rank_error": int(sub.solutions[0][2])}
