@@ -22,7 +22,13 @@ import numpy as np
 
 from bmfdsl.backends._common import BackendSampler, Initialized, check_seed, check_time_limit
 from bmfdsl.errors import InvalidParameterError, SolverError
-from bmfdsl.solvers import DEFAULT_NUM_WORKERS, check_seconds, require_ortools
+from bmfdsl.solvers import (
+    DEFAULT_NUM_WORKERS,
+    check_search,
+    check_seconds,
+    configure_search,
+    require_ortools,
+)
 
 __all__ = ["CpSatBackend"]
 
@@ -56,7 +62,9 @@ class CpSatBackend(BackendSampler, Initialized):
         "answer",
         "time_limit": "wall-clock limit in seconds (opt-in; the answer then depends on load)",
         "seed": "CP-SAT random seed in [0, 2**31)",
-        "num_workers": "CP-SAT workers, interleaved deterministically",
+        "num_workers": "CP-SAT workers of the 'portfolio' search, interleaved deterministically",
+        "search": "'portfolio' (CP-SAT's default workers, interleaved) or 'core' (its core-based "
+        "lower-bounding search alone, one worker: often proves bounds the portfolio does not)",
         "initial_states": "a warm start: its first state is CP-SAT's solution hint",
     }
 
@@ -68,11 +76,13 @@ class CpSatBackend(BackendSampler, Initialized):
         time_limit: float | None = None,
         seed: int = 0,
         num_workers: int = DEFAULT_NUM_WORKERS,
+        search: str = "portfolio",
         initial_states: Any = None,
     ) -> dimod.SampleSet:
         cp_model = require_ortools()
         deterministic_time = check_seconds(deterministic_time, "deterministic_time")
         seed = check_seed(seed) or 0
+        search = check_search(search)
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
             raise InvalidParameterError(
                 f"num_workers must be a positive integer; got {num_workers!r}"
@@ -82,7 +92,9 @@ class CpSatBackend(BackendSampler, Initialized):
         model, x, scale, exact = _cp_model(cp_model, binary, labels)
         if initial_states is not None:
             _add_hint(model, x, bqm, self.given_states(bqm, initial_states))
-        solver, status = _solve(cp_model, model, seed, num_workers, deterministic_time, time_limit)
+        solver, status = _solve(
+            cp_model, model, search, seed, num_workers, deterministic_time, time_limit
+        )
         chosen = np.array([[solver.Value(literal) for literal in x]], dtype=np.int8)
         if bqm.vartype is dimod.SPIN:
             chosen = 2 * chosen - 1
@@ -96,7 +108,8 @@ class CpSatBackend(BackendSampler, Initialized):
             # the response's field: CpSolver.deterministic_time is missing in ortools 9.12
             "deterministic_time": solver.response_proto.deterministic_time,
             "seed": seed,
-            "num_workers": num_workers,
+            "search": search,
+            "num_workers": int(solver.parameters.num_workers),
         }
         sampleset = dimod.SampleSet.from_samples_bqm((chosen, labels), bqm)
         sampleset.info.update(info)
@@ -132,6 +145,7 @@ def _cp_model(
 def _solve(
     cp_model: Any,
     model: Any,
+    search: str,
     seed: int,
     num_workers: int,
     deterministic_time: float,
@@ -140,10 +154,13 @@ def _solve(
     """CP-SAT on ``model`` within its limits: the solver and its status, which has a
     solution (else a :class:`SolverError` saying which limit to raise)."""
     solver = cp_model.CpSolver()
-    solver.parameters.random_seed = seed
-    solver.parameters.num_workers = num_workers
-    solver.parameters.interleave_search = True
-    solver.parameters.max_deterministic_time = deterministic_time
+    configure_search(
+        solver.parameters,
+        search,
+        seed=seed,
+        num_workers=num_workers,
+        deterministic_time=deterministic_time,
+    )
     if time_limit is not None:
         solver.parameters.max_time_in_seconds = check_time_limit(time_limit)
     status = solver.Solve(model)

@@ -129,8 +129,8 @@ def test_qubo_path_on_exact_backend_matches_enumeration() -> None:
     assert error_qubo == error_enumerated == _error(A, U_qubo, V)
 
 
-def test_rank_above_16_uses_a_qubo_sampler() -> None:
-    # V = [I_17; 0]: each row's QUBO is separable, so annealing finds the optimum U = A[:, :17].
+def test_rank_above_16_is_solved_by_local_search() -> None:
+    # V = [I_17; 0]: each row's problem is separable, so 1-flips find the optimum U = A[:, :17].
     rng = np.random.default_rng(8)
     A = _random_binary(rng, (3, 18))
     V = np.zeros((18, 17), dtype=np.int8)

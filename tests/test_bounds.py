@@ -327,6 +327,7 @@ EXAMPLES = {
     "time_limit": 5.0,
     "seed": 3,
     "num_workers": 2,
+    "search": "core",
     "initial_states": None,
 }
 
@@ -377,6 +378,17 @@ def test_cpsat_backend_rejects_bad_parameters():
         sampler.sample(bqm, num_workers=0)
     with pytest.raises(InvalidParameterError):
         sampler.sample(bqm, deterministic_time=-1)
+    with pytest.raises(InvalidParameterError, match="'core', 'portfolio'"):
+        sampler.sample(bqm, search="lp")
+
+
+@needs_ortools
+def test_cpsat_backend_core_search_proves_the_ground_state():
+    bqm = random_integer_bqm(10, seed=4)
+    ground = dimod.ExactSolver().sample(bqm).first.energy
+    sampleset = get_backend("cpsat").sample(bqm, search="core", seed=0)
+    assert sampleset.first.energy == ground and sampleset.info["optimal"]
+    assert sampleset.info["search"] == "core" and sampleset.info["num_workers"] == 1
 
 
 def _solve_exact(*args, **kwargs):

@@ -265,10 +265,24 @@ def _summary_notes(data: Any, result: Any) -> str:
     notes = []
     if data.missing:
         notes.append(f"{data.missing} missing cell{'s' if data.missing != 1 else ''} ignored")
-    certify = result.info.get("certify") or {}
-    if certify.get("status") == "skipped":
-        notes.append(f"certify skipped: {certify.get('reason', 'no reason given')}")
+    certify = _certify_note(result.info.get("certify"))
+    if certify:
+        notes.append(certify)
     return "".join(f", {note}" for note in notes)
+
+
+def _certify_note(certify: dict[str, Any] | None) -> str:
+    """What ``--certify`` added, for the summary (empty without it)."""
+    if not certify:
+        return ""
+    if certify.get("status") == "skipped":
+        return f"certify skipped: {certify.get('reason', 'no reason given')}"
+    outcome = certify.get("outcome")
+    if outcome == "already proven":
+        return "certify not run: the cheap bounds proved it"
+    if outcome == "nothing new":
+        return f"certify found nothing new in {certify['wall_time']:.1f} s: give it more seconds"
+    return f"certify {outcome}, from bound {certify['cheap_bound']}"
 
 
 def _write_outputs(

@@ -4,7 +4,8 @@
   protocol, :func:`as_matrix`, :class:`InMemoryMatrix`, :class:`SparseMatrix`,
   :class:`DaskMatrix`, :class:`Orientation`);
 * the numba kernels behind exact binary least squares and ALS (:func:`solve_rows_exact`,
-  :func:`als_loop`, :func:`code_table`, Gram and cross products);
+  :func:`als_loop`, :func:`code_table`, Gram and cross products) and the local-search row
+  solver beyond enumeration (:func:`solve_rows_local`);
 * how good an answer is: :func:`squared_error` and the paper's :func:`relative_error`;
 * the products of the BMF family (integer sum, Boolean OR, GF(2) XOR): :func:`factor_product`,
   :func:`product_squared_error`.
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
         pattern_quadratic_forms,
         random_factor,
         solve_rows_exact,
+        solve_rows_local,
     )
     from bmfdsl.linalg._matrix import (
         BinaryMatrix,

@@ -296,3 +296,144 @@ def als_loop(
             break
         solve_u = not solve_u
     return best_U, best_V, best_error, solves
+
+
+#: Bits of the sub-rank solved exactly per row as one start of :func:`solve_rows_local`.
+LOCAL_SUBRANK_BITS = 8
+
+
+@numba.njit(cache=True)
+def _flip_gain(gram: np.ndarray, field: np.ndarray, cross: np.ndarray, code: np.ndarray, k: int):
+    """Change of ``cᵀGc - 2 x·c`` when bit ``k`` of ``code`` flips (``field = G c``)."""
+    if code[k]:
+        return gram[k, k] + 2 * cross[k] - 2 * field[k]
+    return gram[k, k] - 2 * cross[k] + 2 * field[k]
+
+
+@numba.njit(cache=True)
+def _flip(gram: np.ndarray, field: np.ndarray, code: np.ndarray, k: int) -> None:
+    sign = -1 if code[k] else 1
+    code[k] = 1 - code[k]
+    for l in range(field.shape[0]):
+        field[l] += sign * gram[l, k]
+
+
+@numba.njit(cache=True)
+def _descend(
+    gram: np.ndarray, cross: np.ndarray, code: np.ndarray, max_moves: int
+) -> tuple[np.int64, np.int64]:
+    """Best-improvement local search on ``code`` (in place) by 1-flips, and 2-flips where no
+    1-flip improves; returns ``(score, work)``, work in code-bit operations."""
+    rank = code.shape[0]
+    field = np.zeros(rank, dtype=np.int64)
+    score = np.int64(0)
+    for k in range(rank):
+        if code[k]:
+            score -= 2 * cross[k]
+            for l in range(rank):
+                field[l] += gram[l, k]
+    for k in range(rank):
+        if code[k]:
+            score += field[k]
+    work = np.int64(rank * rank)
+    gains = np.zeros(rank, dtype=np.int64)
+    for _ in range(max_moves):
+        best_k = -1
+        best_gain = np.int64(0)
+        for k in range(rank):
+            gains[k] = _flip_gain(gram, field, cross, code, k)
+            if gains[k] < best_gain:
+                best_gain = gains[k]
+                best_k = k
+        work += rank
+        if best_k >= 0:
+            _flip(gram, field, code, best_k)
+            score += best_gain
+            work += rank
+            continue
+        # no single flip improves: the best pair (a flip of k then l changes l's gain by
+        # 2 G_kl s_k s_l, s = 1 - 2c: +1 for a bit switched on, -1 for one switched off)
+        best_pair_k = -1
+        best_pair_l = -1
+        for k in range(rank):
+            s_k = 1 - 2 * code[k]
+            for l in range(k + 1, rank):
+                gain = gains[k] + gains[l] + 2 * gram[k, l] * s_k * (1 - 2 * code[l])
+                if gain < best_gain:
+                    best_gain = gain
+                    best_pair_k = k
+                    best_pair_l = l
+        work += rank * rank // 2
+        if best_pair_k < 0:
+            break
+        _flip(gram, field, code, best_pair_k)
+        _flip(gram, field, code, best_pair_l)
+        score += best_gain
+        work += 2 * rank
+    return score, work
+
+
+@numba.njit(cache=True)
+def _best_subrank_code(gram: np.ndarray, cross: np.ndarray, bits: int, code: np.ndarray) -> int:
+    """The best code among those using only the first ``bits`` columns, into ``code``
+    (Gray-code enumeration, one flip per step); returns the work."""
+    rank = code.shape[0]
+    code[:] = 0
+    field = np.zeros(rank, dtype=np.int64)
+    best = np.int64(0)
+    best_gray = 0
+    score = np.int64(0)
+    gray = 0
+    for t in range(1, 1 << bits):
+        k = 0
+        while not (t >> k) & 1:
+            k += 1
+        score += _flip_gain(gram, field, cross, code, k)
+        _flip(gram, field, code, k)
+        gray ^= 1 << k
+        if score < best:
+            best = score
+            best_gray = gray
+    for k in range(rank):
+        code[k] = (best_gray >> k) & 1 if k < bits else 0
+    return (1 << bits) * rank
+
+
+@numba.njit(cache=True)
+def solve_rows_local(
+    cross: np.ndarray, gram: np.ndarray, out: np.ndarray, max_moves: int
+) -> tuple[np.int64, np.int64]:
+    """Binary least squares per row without enumerating the ``2**r`` codes: local search.
+
+    Row ``i`` minimises ``cᵀ G c - 2 cross_i·c`` (its error up to ``||a_i||²``) by
+    best-improvement 1-flip and 2-flip moves (at most ``max_moves`` each) from three starts:
+    the row's current code ``out[i]``, the best code using only the first
+    :data:`LOCAL_SUBRANK_BITS` columns (solved exactly) and the all-zero code; ``out[i]`` gets
+    the best, and keeps its code unless another is strictly better, so a solve never worsens
+    the current factor. Deterministic. Returns ``(Σ scores, work)``, the work in code-bit
+    operations (a budget can count it). Equals the exact solve whenever that optimum is
+    reached from a start, e.g. always for ``r <= LOCAL_SUBRANK_BITS``.
+    """
+    rows, rank = out.shape
+    bits = min(rank, LOCAL_SUBRANK_BITS)
+    total = np.int64(0)
+    work = np.int64(0)
+    candidate = np.zeros(rank, dtype=np.int8)
+    best_code = np.zeros(rank, dtype=np.int8)
+    for i in range(rows):
+        best_code[:] = out[i]
+        best, spent = _descend(gram, cross[i], best_code, max_moves)
+        work += spent
+        for start in range(2):
+            if start == 0:
+                work += _best_subrank_code(gram, cross[i], bits, candidate)
+            else:
+                candidate[:] = 0
+            score, spent = _descend(gram, cross[i], candidate, max_moves)
+            work += spent
+            if score < best:
+                best = score
+                best_code[:] = candidate
+        out[i] = best_code
+        total += best
+    return total, work

@@ -421,7 +421,9 @@ class Proof:
         bound: the best lower bound and its sources.
         timings: seconds spent: ``"bounds"`` and, with ``certify``, ``"certify"``.
         info: what the exact engine reported, with ``heuristic_error`` (the error it started
-            from) and ``improved`` (it found a better answer); empty without ``certify``.
+            from), ``improved`` (it found a better answer), ``cheap_bound`` (the bound before
+            it) and ``outcome`` (:func:`certify_outcome`, or ``"already proven"`` when the
+            cheap bounds proved the answer and it did not run); empty without ``certify``.
     """
 
     U: np.ndarray
@@ -430,6 +432,26 @@ class Proof:
     bound: LowerBound
     timings: dict[str, float]
     info: dict[str, Any]
+
+
+def certify_outcome(improved: bool, cheap_bound: int, bound: int, optimal: bool) -> str:
+    """What the exact engine added, in words: ``"proven optimal"``, ``"raised the bound"``,
+    ``"found a better answer"`` (joined with ``" and "`` when several hold) or
+    ``"nothing new"``.
+
+    >>> certify_outcome(False, 26, 50, True), certify_outcome(False, 26, 26, False)
+    ('raised the bound and proven optimal', 'nothing new')
+    """
+    said = [
+        text
+        for text, holds in (
+            ("found a better answer", improved),
+            ("raised the bound", bound > cheap_bound),
+            ("proven optimal", optimal),
+        )
+        if holds
+    ]
+    return " and ".join(said) if said else "nothing new"
 
 
 def check_certify(certify: Any, *, in_memory: bool) -> float | None:
@@ -494,7 +516,9 @@ def prove(
     A = _unwrapped(A)
     timings = {"bounds": time.perf_counter() - start}
     info: dict[str, Any] = {}
-    if certify is not None and bound.value < error:
+    if certify is not None and bound.value >= error:
+        info = {"outcome": "already proven", "cheap_bound": bound.value}
+    elif certify is not None:
         from bmfdsl.solvers import solve_exact
 
         if is_sparse(A):  # CP-SAT takes the matrix dense (it is only practical when small)
@@ -511,9 +535,16 @@ def prove(
         )
         timings["certify"] = time.perf_counter() - start
         improved = exact.error is not None and exact.error < error
-        info = {**exact.info, "heuristic_error": int(error), "improved": improved}
+        heuristic_error, cheap_bound = int(error), bound.value
         if improved:
             assert exact.U is not None and exact.V is not None and exact.error is not None
             U, V, error = exact.U, exact.V, exact.error
         bound = bound.raised(min(exact.lower_bound, error), "cp-sat")
+        info = {
+            **exact.info,
+            "heuristic_error": heuristic_error,
+            "improved": improved,
+            "cheap_bound": cheap_bound,
+            "outcome": certify_outcome(improved, cheap_bound, bound.value, bound.value >= error),
+        }
     return Proof(U, V, int(error), bound, timings, info)

@@ -159,8 +159,8 @@ def factorize(
         _check_mask_options(A, method, one_hot, weights, sample_rows, certify, backend_params)
     data, s = _load(A, rank, sample_rows)
     rank = check_rank(rank, data.shape)
-    _warn_if_rank_impractical(data.shape, rank)
     one_hot = check_one_hot(one_hot)
+    _warn_if_rank_impractical(data.shape, rank, one_hot)
     method_key = _check_method(method, one_hot, weights, backend_params)
     objective = _Objective(None if mask is None else check_mask(mask, data.shape))
     rng = check_random_state(random_state)
@@ -243,11 +243,16 @@ def factorize(
     )
 
 
-def _warn_if_rank_impractical(shape: tuple[int, int], rank: int) -> None:
-    """Every method ends in exact BLS/ALS solves that cost ``2**rank`` per row: warn once."""
+def _warn_if_rank_impractical(shape: tuple[int, int], rank: int, one_hot: str | None) -> None:
+    """Exact BLS/ALS solves score all ``2**rank`` codes per row up to
+    :data:`~bmfdsl.solvers.MAX_ENUMERATION_RANK` (and a one-hot model's free side at any
+    rank); beyond it free factors take a fast local search. Warn once when a run enumerates a
+    rank beyond the practical range."""
+    from bmfdsl.solvers import MAX_ENUMERATION_RANK
     from bmfdsl.solvers.native import warn_if_rank_impractical
 
-    warn_if_rank_impractical(shape, rank)
+    enumerates = rank <= MAX_ENUMERATION_RANK or one_hot is not None
+    warn_if_rank_impractical(shape, rank, enumerates=enumerates)
 
 
 def _with_jit(timings: dict[str, float], solve_info: Mapping[str, Any]) -> dict[str, float]:

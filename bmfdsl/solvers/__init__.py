@@ -21,10 +21,14 @@ from bmfdsl._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from bmfdsl.solvers._als import ALSResult, als
-    from bmfdsl.solvers._bls import solve_bls, solve_bls_with_error
+    from bmfdsl.solvers._bls import MAX_ENUMERATION_RANK, solve_bls, solve_bls_with_error
     from bmfdsl.solvers._cpsat import (
         DEFAULT_NUM_WORKERS,
+        DEFAULT_SEARCH,
+        SEARCHES,
+        check_search,
         check_seconds,
+        configure_search,
         require_ortools,
         solve_exact,
     )

@@ -126,12 +126,17 @@ def als(
             if cross_t is None:
                 cross_t = data.transposed_cross(U)
             V, error = solve_bls_from_stats(
-                cross_t, gram(U), data.column_norms, one_hot=one_hot == "V", **solve_options
+                cross_t,
+                gram(U),
+                data.column_norms,
+                one_hot=one_hot == "V",
+                start=V,  # beyond exact ranks: the local search never worsens V
+                **solve_options,
             )
             cross_t = None
         else:  # a dask A gives Aᵀ U for the next step in the same pass
             U, error, cross_t = solve_bls_and_cross(
-                data, V, one_hot=one_hot == "U", **solve_options
+                data, V, one_hot=one_hot == "U", start=U, **solve_options
             )
         solves += 1
         history.append(error)

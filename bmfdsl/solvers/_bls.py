@@ -8,10 +8,13 @@ For fixed ``V`` (``n x r``), ``min_U ||A - U Vᵀ||²_F`` splits into one proble
 so every row only needs its ``r`` numbers ``a V`` ("cross") and the shared ``r x r`` Gram matrix
 ``VᵀV``. Up to ``r = 16`` the exact answer comes from scoring all ``2^r`` codes at once (one
 matrix product per chunk of rows, so memory stays bounded for any ``m``; small problems run one
-compiled numba loop instead, which avoids per-call overhead). Beyond that, or when a
-``backend`` is named, each distinct row becomes the paper's QUBO ``VᵀV - 2 diag(a V)`` solved on a
-dimod sampler. The same statistics serve the transposed problem (solving ``V`` for fixed ``U``),
-which is what lets ALS run blockwise on a dask array.
+compiled numba loop instead, which avoids per-call overhead). Beyond that each row is solved by
+a deterministic local search (1- and 2-flips from the row's current code, from the best code
+of its first 8 columns and from zero: :func:`bmfdsl.linalg.solve_rows_local`), which never
+worsens a given ``start``; when a ``backend`` is named, each distinct row becomes the paper's
+QUBO ``VᵀV - 2 diag(a V)`` solved on a dimod sampler instead. The same statistics serve the
+transposed problem (solving ``V`` for fixed ``U``), which is what lets ALS run blockwise on a
+dask array.
 """
 
 from __future__ import annotations
@@ -29,11 +32,15 @@ from bmfdsl.linalg import (
     as_matrix,
     code_table,
     solve_rows_exact,
+    solve_rows_local,
 )
 from bmfdsl.validation import check_binary_matrix
 
-#: Largest rank solved by enumerating all ``2^r`` codes when no backend is given.
+#: Largest rank solved by enumerating all ``2^r`` codes when no backend is given; beyond it
+#: rows are solved by local search (:func:`bmfdsl.linalg.solve_rows_local`).
 MAX_ENUMERATION_RANK = 16
+#: Moves (1- or 2-flips) per start of a row's local search, per unit of rank.
+LOCAL_MOVES_PER_RANK = 4
 
 # Scores of one chunk take at most about this many bytes (bounded memory for any m).
 _CHUNK_BYTES = 32 * 2**20
@@ -89,14 +96,17 @@ def solve_bls(
     chunk_rows: int | None = None,
     backend: Any = None,
     backend_params: Mapping[str, Any] | None = None,
+    start: Any = None,
 ) -> np.ndarray:
     """The 0/1 ``U`` minimising ``||A - U Vᵀ||²_F`` for fixed ``V``, row by row.
 
     Exact by enumeration up to rank 16 (only the ``r`` one-hot codes with ``one_hot``), with
-    ties broken towards the lowest code index (see :func:`enumerate_codes`). Beyond rank 16, or
-    when ``backend`` is given, each distinct row is solved as the QUBO ``VᵀV - 2 diag(a V)`` on
-    that backend (heuristic unless the backend is exact). One-hot problems are always enumerated:
-    there are only ``r`` candidates.
+    ties broken towards the lowest code index (see :func:`enumerate_codes`). Beyond rank 16 a
+    local search per row (see the module docstring), never worse than ``start``. When
+    ``backend`` is given (and the rank exceeds 16 or the problem is not one-hot), each distinct
+    row is solved as the QUBO ``VᵀV - 2 diag(a V)`` on that backend (heuristic unless the
+    backend is exact). One-hot problems are always enumerated: there are only ``r``
+    candidates.
 
     Args:
         A: ``m x n`` 0/1 matrix (array-like, scipy sparse: solved from ``A V`` without
@@ -107,6 +117,8 @@ def solve_bls(
         chunk_rows: rows scored at a time (default: about 32 MB of scores per chunk).
         backend: a registered backend name (e.g. ``"neal"``) or a ``dimod.Sampler``.
         backend_params: keyword arguments for the sampler's ``sample`` (e.g. ``num_reads``).
+        start: ``m x r`` 0/1 codes the local search (rank > 16) starts from and never
+            worsens (default: none); ignored by the exact and backend routes.
 
     Returns:
         ``U`` as an ``m x r`` ``int8`` array.
@@ -122,6 +134,7 @@ def solve_bls(
         chunk_rows=chunk_rows,
         backend=backend,
         backend_params=backend_params,
+        start=start,
     )[0]
 
 
@@ -133,6 +146,7 @@ def solve_bls_with_error(
     chunk_rows: int | None = None,
     backend: Any = None,
     backend_params: Mapping[str, Any] | None = None,
+    start: Any = None,
 ) -> tuple[np.ndarray, int]:
     """Like :func:`solve_bls`, and also return ``||A - U Vᵀ||²_F`` of the answer.
 
@@ -154,8 +168,9 @@ def solve_bls_with_error(
         "backend": backend,
         "backend_params": backend_params,
     }
-    if isinstance(data, DaskMatrix):
+    if isinstance(data, DaskMatrix):  # (blocks start from zero: no start per block)
         return _solve_blockwise(data, V, options)
+    options["start"] = _check_start(start, (m, V.shape[1]))
     if isinstance(data, SparseMatrix):
         # The statistics route: A V is an O(nnz r) pass, A itself is never densified. Exact
         # scores with the same tie rule give the same U as the dense routes.
@@ -230,6 +245,7 @@ def _solve_checked(
     chunk_rows: int | None,
     backend: Any,
     backend_params: Mapping[str, Any] | None,
+    start: np.ndarray | None,
 ) -> tuple[np.ndarray, int]:
     """BLS for validated ``A`` and ``V``; enumeration runs chunk by chunk end to end."""
     m, n = A.shape
@@ -239,7 +255,7 @@ def _solve_checked(
         cross = _cross_products(A, V, chunk_rows)
         row_norms = A.sum(axis=1, dtype=np.int64)  # 0/1: the count, with no m x n temporary
         return solve_bls_from_stats(
-            cross, gram, row_norms, backend=backend, backend_params=backend_params
+            cross, gram, row_norms, backend=backend, backend_params=backend_params, start=start
         )
     codes = code_table(rank, one_hot)
     if fits_compiled_kernel(rank, m * n):
@@ -248,10 +264,10 @@ def _solve_checked(
     step = chunk_rows or max(1, min(_CHUNK_BYTES // (4 * len(codes)), _CHUNK_BYTES // (8 * n)))
     U = np.empty((m, rank), dtype=np.int8)
     error = 0
-    for start in range(0, m, step):
-        block = A[start : start + step]
+    for first in range(0, m, step):
+        block = A[first : first + step]
         best, scores = _best_codes(_cross_products(block, V, None), gram, codes, None)
-        U[start : start + step] = codes[best]
+        U[first : first + step] = codes[best]
         error += int(np.count_nonzero(block)) + int(scores.sum())
     return U, error
 
@@ -265,6 +281,7 @@ def solve_bls_from_stats(
     chunk_rows: int | None = None,
     backend: Any = None,
     backend_params: Mapping[str, Any] | None = None,
+    start: np.ndarray | None = None,
 ) -> tuple[np.ndarray, int]:
     """Solve BLS from its sufficient statistics: ``cross = A M`` and ``gram = MᵀM``.
 
@@ -276,7 +293,7 @@ def solve_bls_from_stats(
         cross: ``rows x r`` integer array.
         gram: ``r x r`` integer array.
         row_norms: ``||a_i||²`` per row (zeros when omitted: the error is then offset).
-        one_hot, chunk_rows, backend, backend_params: as in :func:`solve_bls`.
+        one_hot, chunk_rows, backend, backend_params, start: as in :func:`solve_bls`.
 
     Returns:
         ``(codes, error)``: the chosen ``rows x r`` ``int8`` codes and the summed error.
@@ -299,11 +316,26 @@ def solve_bls_from_stats(
         codes = code_table(rank, one_hot)
         best, scores = _best_codes(cross, gram, codes, chunk_rows)
         U = codes[best]
+    elif backend is None:
+        U = np.zeros((cross.shape[0], rank), np.int8) if start is None else start.copy()
+        U = np.ascontiguousarray(U, dtype=np.int8)
+        solve_rows_local(cross, gram, U, LOCAL_MOVES_PER_RANK * rank)
+        scores = _code_scores(cross, gram, U)
     else:
         U = _solve_rows_on_backend(cross, gram, backend, backend_params)
         scores = _code_scores(cross, gram, U)
     error = int(np.asarray(row_norms, dtype=np.int64).sum() + scores.sum())
     return np.ascontiguousarray(U, dtype=np.int8), error
+
+
+def _check_start(start: Any, shape: tuple[int, int]) -> np.ndarray | None:
+    """``start`` as 0/1 int8 codes of ``shape``, or a clear error."""
+    if start is None:
+        return None
+    codes = check_binary_matrix(start, name="start")
+    if codes.shape != shape:
+        raise InvalidMatrixError(f"start must be {shape[0]} x {shape[1]}; got {codes.shape}")
+    return np.ascontiguousarray(codes, dtype=np.int8)
 
 
 def _check_chunk_rows(chunk_rows: int | None) -> int | None:

@@ -14,13 +14,26 @@ The all-Boolean model (the one that worked best among CP-SAT, SCIP and HiGHS mod
   in that order too, so it stays a feasible hint;
 * the heuristic answer as a solution hint.
 
-Runs are deterministic for a given seed: the budget is CP-SAT's *deterministic* time
-(``max_deterministic_time``), a count of work, and the workers are interleaved
-(``interleave_search``), so machine load does not change the answer. ``seconds`` converts to
-``seconds / 10`` units: on the development machine one unit took about 10-12 s of CPU with
-the default interleaved workers (7-12 s with one worker), so ``seconds`` is about the CPU time
-used. A wall-clock guard of ``5 x seconds + 10`` only stops runaway runs (on a machine so
-loaded that it fires, the answer can depend on load; ``info["status"]`` and the times say).
+Two searches (``search=``), both deterministic for a given seed: the budget is CP-SAT's
+*deterministic* time (``max_deterministic_time``), a count of work, so machine load does not
+change the answer.
+
+* ``"core"`` (the default): CP-SAT's core-based lower-bounding search alone, one worker,
+  no LP relaxation (``optimize_with_core``, ``linearization_level=0``). It raises the bound
+  by finding unsatisfiable cores of the objective's literals: on Table 5 (MNIST, r=2) it
+  proves many images optimal where the portfolio's bound stays at the spectral one
+  (bench/results/certify.md). The known lower bound is *not* added as a constraint on the
+  objective: such a constraint blinds the core search (measured: the bound then never rose
+  above it), so it is applied to the answer instead.
+* ``"portfolio"``: CP-SAT's default workers, interleaved (``interleave_search``), with the
+  known bound as a constraint: better at finding solutions, it rarely proves anything beyond
+  the cheap bounds here.
+
+``seconds`` converts to deterministic units at the rate measured for the search on the
+development machine (:data:`CPU_SECONDS_PER_DETERMINISTIC_UNIT`), so ``seconds`` is about the
+CPU time used. A wall-clock guard of ``5 x seconds + 10`` only stops runaway runs (on a
+machine so loaded that it fires, the answer can depend on load; ``info["status"]`` and the
+times say).
 
 >>> import numpy as np
 >>> A = np.array([[1, 1, 0], [1, 1, 0], [0, 1, 1]])
@@ -41,10 +54,16 @@ import numpy as np
 from bmfdsl.errors import BackendUnavailableError, InvalidParameterError, SolverError
 from bmfdsl.linalg import squared_error
 
-#: CP-SAT workers (interleaved, so results do not depend on the machine).
+#: CP-SAT workers of the ``"portfolio"`` search (interleaved, so results do not depend on the
+#: machine).
 DEFAULT_NUM_WORKERS = 4
-#: CPU seconds per unit of CP-SAT deterministic time, measured on the development machine.
-CPU_SECONDS_PER_DETERMINISTIC_UNIT = 10.0
+#: The searches :func:`solve_exact` runs (see the module docstring).
+SEARCHES = ("core", "portfolio")
+#: The search ``certify=`` runs: the one that proves most (bench/results/certify.md).
+DEFAULT_SEARCH = "core"
+#: CPU seconds per unit of CP-SAT deterministic time, per search, measured on the development
+#: machine (core: MNIST 28 x 28 models at rank 2 and 3, 0.3-0.5 CPU s per unit).
+CPU_SECONDS_PER_DETERMINISTIC_UNIT = {"core": 0.5, "portfolio": 10.0}
 #: Largest model built: ``u, v, w`` and threshold literals together.
 MAX_MODEL_LITERALS = 2_000_000
 
@@ -94,6 +113,32 @@ def _lex_sorted(U: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return U[:, order], V[:, order]
 
 
+def check_search(search: Any) -> str:
+    """``search`` if it is one of :data:`SEARCHES`, else a clear error listing them."""
+    if search not in SEARCHES:
+        raise InvalidParameterError(
+            f"search must be one of {', '.join(map(repr, SEARCHES))}; got {search!r}"
+        )
+    return str(search)
+
+
+def configure_search(
+    parameters: Any, search: str, *, seed: int, num_workers: int, deterministic_time: float
+) -> None:
+    """Set CP-SAT ``parameters`` for ``search`` (see the module docstring): seed, workers and
+    the deterministic budget in CP-SAT's own units. ``num_workers`` applies to
+    ``"portfolio"`` only; the core search runs on one worker."""
+    parameters.random_seed = int(seed)
+    parameters.max_deterministic_time = float(deterministic_time)
+    if check_search(search) == "core":
+        parameters.num_workers = 1
+        parameters.optimize_with_core = True
+        parameters.linearization_level = 0
+    else:
+        parameters.num_workers = int(num_workers)
+        parameters.interleave_search = True
+
+
 def check_seconds(seconds: Any, name: str = "certify") -> float:
     """``seconds`` as a positive finite float, or a clear error naming the parameter."""
     if (
@@ -118,6 +163,7 @@ def solve_exact(
     lower_bound: int = 0,
     seed: int = 0,
     num_workers: int = DEFAULT_NUM_WORKERS,
+    search: str = DEFAULT_SEARCH,
 ) -> ExactResult:
     """Minimise ``||A - U Vᵀ||²_F`` over 0/1 ``U``, ``V`` with CP-SAT for ``seconds``.
 
@@ -130,26 +176,31 @@ def solve_exact(
         one_hot: ``"U"`` or ``"V"``: every row of that factor has exactly one 1.
         lower_bound: a bound already known (e.g. the spectral one), added as a constraint.
         seed: CP-SAT's random seed.
-        num_workers: CP-SAT workers, interleaved (deterministic).
+        num_workers: CP-SAT workers of the ``"portfolio"`` search, interleaved
+            (deterministic).
+        search: ``"core"`` or ``"portfolio"`` (see the module docstring).
 
     Returns:
         An :class:`ExactResult`; ``lower_bound`` never falls below the one given.
     """
     cp_model = require_ortools()
     seconds = check_seconds(seconds)
+    search = check_search(search)
     A = np.asarray(A, dtype=np.int8)
     reduced = _Reduced.of(A)
     mr, nr = reduced.R.shape
     literals = mr * rank + nr * rank + mr * nr * rank * (2 if rank > 1 else 1)
-    info: dict[str, Any] = {"reduced_shape": [mr, nr], "literals": literals}
+    info: dict[str, Any] = {"reduced_shape": [mr, nr], "literals": literals, "search": search}
     known = None if hint is None else _Known.of(A, hint)
     if literals > MAX_MODEL_LITERALS:
         info.update(status="skipped", reason=f"model too large ({literals} literals)")
         return _unsolved(known, lower_bound, info)
-    bmf = _build_model(cp_model, reduced, rank, one_hot, lower_bound)
+    # the core search is blind to a bound constrained on the objective: it is applied after
+    constrained_bound = lower_bound if search == "portfolio" else 0
+    bmf = _build_model(cp_model, reduced, rank, one_hot, constrained_bound)
     if known is not None:
         _add_known_hint(bmf, A, known, reduced, one_hot)
-    solver, status = _solve_model(cp_model, bmf.model, seconds, seed, num_workers, info)
+    solver, status = _solve_model(cp_model, bmf.model, seconds, seed, num_workers, search, info)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         proven = math.ceil(solver.BestObjectiveBound() - 1e-6)
         return _unsolved(known, max(lower_bound, int(proven)), info)
@@ -321,26 +372,37 @@ def _add_known_hint(
 
 
 def _solve_model(
-    cp_model: Any, model: Any, seconds: float, seed: int, num_workers: int, info: dict[str, Any]
+    cp_model: Any,
+    model: Any,
+    seconds: float,
+    seed: int,
+    num_workers: int,
+    search: str,
+    info: dict[str, Any],
 ) -> tuple[Any, Any]:
     """CP-SAT on ``model`` within the deterministic budget of ``seconds``: the solver and
     its status; ``info`` gets the status, times, seed and workers."""
     solver = cp_model.CpSolver()
     parameters = solver.parameters
-    parameters.random_seed = int(seed)
-    parameters.num_workers = int(num_workers)
-    parameters.interleave_search = True
-    parameters.max_deterministic_time = seconds / CPU_SECONDS_PER_DETERMINISTIC_UNIT
+    configure_search(
+        parameters,
+        search,
+        seed=seed,
+        num_workers=num_workers,
+        deterministic_time=seconds / CPU_SECONDS_PER_DETERMINISTIC_UNIT[search],
+    )
     parameters.max_time_in_seconds = 5 * seconds + 10  # a guard only (see the docstring)
     started = time.perf_counter()
+    cpu_started = time.process_time()
     status = solver.Solve(model)
     info.update(
         status=solver.StatusName(status),
         wall_time=time.perf_counter() - started,
+        cpu_time=time.process_time() - cpu_started,
         # the response's field: CpSolver.deterministic_time is missing in ortools 9.12
         deterministic_time=solver.response_proto.deterministic_time,
         seed=int(seed),
-        num_workers=int(num_workers),
+        num_workers=int(parameters.num_workers),
     )
     if status in (cp_model.INFEASIBLE, cp_model.MODEL_INVALID):  # never for a valid model
         raise SolverError(f"CP-SAT found the BMF model {solver.StatusName(status)}; a bug")

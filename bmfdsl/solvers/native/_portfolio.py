@@ -35,16 +35,22 @@ search: with a cold cache the first solve of a 2,000 x 30 matrix at rank 3 used 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from bmfdsl.linalg import Orientation
 from bmfdsl.solvers.methods import baseline
+from bmfdsl.solvers.native._beyond import MAX_CODE_RANK, local_als, polish_beyond
 from bmfdsl.solvers.native._certify import exact_rank1
 from bmfdsl.solvers.native._seeds import seed_work, structure_seeds
-from bmfdsl.solvers.native._settings import NativeSettings, check_warm_starts, solve_budget
+from bmfdsl.solvers.native._settings import (
+    NativeSettings,
+    auto_work_limit,
+    check_warm_starts,
+    solve_budget,
+)
 from bmfdsl.solvers.native._solver import PortfolioSolver
 from bmfdsl.validation import check_binary_matrix, check_one_hot, check_random_state, check_rank
 
@@ -70,8 +76,8 @@ def compile_kernels() -> float:
     """Compile the solver's numba kernels, or load them from numba's cache, once per process.
 
     Runs the solver on a tiny matrix in every mode (rank 1 with and without its certificate,
-    rank 2, one-hot). :func:`solve_bmf` calls it before starting its clock. Returns the
-    seconds it took (0 once done).
+    rank 2, one-hot) and the local-search ALS of ranks beyond enumeration. :func:`solve_bmf`
+    calls it before starting its clock. Returns the seconds it took (0 once done).
 
     >>> seconds = compile_kernels()
     >>> compile_kernels()
@@ -88,6 +94,8 @@ def compile_kernels() -> float:
     solve_bmf(_WARM_UP_MATRIX, 1, seed=0, settings=no_certificate)  # rank-1 annealing
     solve_bmf(_WARM_UP_MATRIX, 2, seed=0, settings=bounded)
     solve_bmf(_WARM_UP_MATRIX, 2, one_hot="V", seed=0, settings=bounded)
+    start_u, start_v = np.ones((6, 2), np.int8), np.ones((5, 2), np.int8)
+    local_als(_WARM_UP_MATRIX, start_u, start_v, solve_budget(bounded, (6, 5), started), 2)
     return time.perf_counter() - started
 
 
@@ -130,8 +138,11 @@ def solve_bmf(
     rank = check_rank(rank, A.shape)
     one_hot = check_one_hot(one_hot)
     rng = check_random_state(seed)
+    warm = check_warm_starts(initial_factors, A.shape, rank)
+    if rank > MAX_CODE_RANK and one_hot is None:  # no 2**rank code tables (_beyond.py)
+        return _solve_beyond(A, rank, warm, rng, settings, compile_seconds, started)
     budget = solve_budget(settings, A.shape, started)
-    problem = _Problem.reduce(A, one_hot, check_warm_starts(initial_factors, A.shape, rank))
+    problem = _Problem.reduce(A, one_hot, warm)
     solver = PortfolioSolver(problem.A, rank, problem.one_hot, settings, rng, budget)
     certificate = _certify(solver, settings)
     seeded = time.perf_counter()
@@ -155,6 +166,48 @@ def solve_bmf(
         "total": finished - started,
     }
     info = _info(solver, problem, certificate, search, timings)
+    return NativeResult(solutions=solutions, info=info)
+
+
+def _solve_beyond(
+    A: np.ndarray,
+    rank: int,
+    warm: list[tuple[np.ndarray, np.ndarray]],
+    rng: np.random.Generator,
+    settings: NativeSettings,
+    compile_seconds: float,
+    started: float,
+) -> NativeResult:
+    """Rank beyond :data:`MAX_CODE_RANK`: the portfolio at that rank, extended and polished
+    by local-search ALS (see ``_beyond.py``), within one work budget: the portfolio gets
+    three quarters of it, the polish what is left (at least its first two solves run)."""
+    limit = settings.work_limit
+    if limit is None and settings.time_limit is None:
+        limit = auto_work_limit(A.shape)
+    sub_settings = settings if limit is None else replace(settings, work_limit=0.75 * limit)
+    sub_warm = [(U[:, :MAX_CODE_RANK], V[:, :MAX_CODE_RANK]) for U, V in warm]
+    sub = solve_bmf(A, MAX_CODE_RANK, initial_factors=sub_warm, seed=rng, settings=sub_settings)
+    A = np.ascontiguousarray(A, dtype=np.int8)
+    left = None if limit is None else max(limit - sub.info["work"]["units"], 0.0)
+    budget = solve_budget(replace(settings, work_limit=left), A.shape, time.perf_counter())
+    warm8 = [(np.asarray(U, np.int8), np.asarray(V, np.int8)) for U, V in warm]
+    candidates, done = polish_beyond(A, rank, sub.solutions[0], warm8, settings, budget)
+    info = dict(sub.info)
+    if candidates[0][0] == 0:
+        info["certificate"] = {"optimal": True, "reason": "zero error"}
+    info["work"] = {
+        **sub.info["work"],
+        "units": sub.info["work"]["units"] + round(budget.work),
+        "limit": None if limit is None else round(limit),
+        "local_als_solves": done["local_als_solves"],
+    }
+    info["beyond_enumeration"] = {**done, "sub_rank_error": int(sub.solutions[0][2])}
+    info["timings"] = {
+        **sub.info["timings"],
+        "compile": compile_seconds,
+        "total": time.perf_counter() - started,
+    }
+    solutions = [(U, V, error) for error, U, V in candidates[: settings.num_solutions]]
     return NativeResult(solutions=solutions, info=info)
 
 

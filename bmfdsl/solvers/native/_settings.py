@@ -230,15 +230,19 @@ def exact_solve_seconds(shape: tuple[int, int], rank: int) -> float:
 _warned_about_rank = False
 
 
-def warn_if_rank_impractical(shape: tuple[int, int], rank: int) -> bool:
+def warn_if_rank_impractical(
+    shape: tuple[int, int], rank: int, *, enumerates: bool = True
+) -> bool:
     """Warn (once per process) when ``rank`` exceeds :data:`PRACTICAL_MAX_RANK`, with the
     time of one exact BLS solve on ``shape`` by the cost model; True when it warned.
+    ``enumerates``: whether the run's row solves score all ``2**rank`` codes (False: free
+    factors beyond the enumerated ranks take a local search, which is fast, so no warning).
 
-    Every method polishes with exact BLS and ALS, so a large rank is slow whatever the
+    Every method polishes with BLS and ALS, so an enumerated large rank is slow whatever the
     backend; the warning names the faster routes.
     """
     global _warned_about_rank
-    if rank <= PRACTICAL_MAX_RANK or _warned_about_rank:
+    if rank <= PRACTICAL_MAX_RANK or not enumerates or _warned_about_rank:
         return False
     _warned_about_rank = True
     seconds = exact_solve_seconds(shape, rank)
@@ -247,9 +251,23 @@ def warn_if_rank_impractical(shape: tuple[int, int], rank: int) -> bool:
         f"BLS solve scores all 2^{rank} codes of each row, about {seconds:,.1f} s on this "
         f"{shape[0]} x {shape[1]} matrix by the native solver's cost model (calibrated on an "
         "idle 2-core machine), and a factorization runs several (seeds, ALS). Use a smaller "
-        "rank, method='baseline' or 'thresholded', or als=False with a generic backend on a "
-        "sampled core. (Shown once per process.)",
+        "rank, or, without one_hot, a rank above 16, where rows are solved by a fast local "
+        "search instead of enumeration. (Shown once per process.)",
         PerformanceWarning,
         stacklevel=4,
     )
     return True
+
+
+# one code-bit operation of the local-search row solver (bmfdsl.linalg.solve_rows_local)
+_CODE_OP_WORK = 3.0
+
+
+def local_solve_work(rows: int, cols: int, code_ops: int) -> float:
+    """Work units of one local-search BLS solve: the cross products over every cell and the
+    search's ``code_ops`` code-bit operations.
+
+    >>> local_solve_work(30, 30, 1000)
+    24600.0
+    """
+    return _SOLVE_CELL_WORK * rows * cols + _CODE_OP_WORK * code_ops

@@ -1,0 +1,81 @@
+"""Ranks beyond enumeration: the local-search row solver against exact enumeration, never
+worse than its start, deterministic; the native solver at rank 20 within its budget."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bmfdsl import factorize, make_exact_rank
+from bmfdsl.linalg import code_table, solve_rows_exact, solve_rows_local, squared_error
+from bmfdsl.solvers import solve_bls_with_error
+from bmfdsl.solvers.native import NativeSettings, solve_bmf
+
+
+def _problem(rng: np.random.Generator, rows: int, cols: int, rank: int):
+    A = (rng.random((rows, cols)) < 0.4).astype(np.int8)
+    V = (rng.random((cols, rank)) < 0.3).astype(np.int8)
+    cross = A.astype(np.int64) @ V.astype(np.int64)
+    return A, V, cross, V.astype(np.int64).T @ V.astype(np.int64)
+
+
+@pytest.mark.parametrize("rank", [3, 6, 8])
+def test_local_rows_equal_the_exact_solve_up_to_eight_columns(rank):
+    rng = np.random.default_rng(rank)
+    for _ in range(5):
+        A, V, cross, G = _problem(rng, 30, 20, rank)
+        exact = np.zeros((30, rank), np.int8)
+        exact_error = solve_rows_exact(A, V, code_table(rank, False), exact, False)
+        local = (rng.random((30, rank)) < 0.5).astype(np.int8)
+        score, work = solve_rows_local(cross, G, local, 4 * rank)
+        assert int(A.sum()) + score == exact_error == squared_error(A, local, V)
+        assert work > 0
+
+
+@pytest.mark.parametrize("rank", [10, 12])
+def test_local_rows_are_never_worse_than_their_start(rank):
+    rng = np.random.default_rng(rank)
+    for _ in range(5):
+        A, V, cross, G = _problem(rng, 30, 20, rank)
+        start = (rng.random((30, rank)) < 0.5).astype(np.int8)
+        local = start.copy()
+        score, _ = solve_rows_local(cross, G, local, 4 * rank)
+        exact = np.zeros((30, rank), np.int8)
+        exact_error = solve_rows_exact(A, V, code_table(rank, False), exact, False)
+        per_row_start = ((A - start.astype(int) @ V.T) ** 2).sum(axis=1)
+        per_row_local = ((A - local.astype(int) @ V.T) ** 2).sum(axis=1)
+        assert (per_row_local <= per_row_start).all()  # row by row, not just in total
+        assert exact_error <= int(A.sum()) + score == squared_error(A, local, V)
+
+
+def test_bls_beyond_rank_16_keeps_a_start_and_is_deterministic():
+    rng = np.random.default_rng(0)
+    A, V, _, _ = _problem(rng, 50, 40, 24)
+    start = (rng.random((50, 24)) < 0.2).astype(np.int8)
+    U, error = solve_bls_with_error(A, V, start=start)
+    again, error_again = solve_bls_with_error(A, V, start=start)
+    assert error == error_again == squared_error(A, U, V) <= squared_error(A, start, V)
+    assert np.array_equal(U, again)
+
+
+def test_native_rank_20_extends_the_rank_12_answer_within_its_budget():
+    A = make_exact_rank(150, 60, 20, random_state=0)
+    first = solve_bmf(A, 20, seed=3)
+    second = solve_bmf(A, 20, seed=3)
+    U, V, error = first.solutions[0]
+    beyond = first.info["beyond_enumeration"]
+    assert beyond["sub_rank"] == 12 and error <= beyond["sub_rank_error"]
+    assert error == squared_error(A, U, V)
+    assert np.array_equal(U, second.solutions[0][0]) and error == second.solutions[0][2]
+    work = first.info["work"]
+    assert work["local_als_solves"] >= 2 and 0 < work["units"] <= work["limit"]
+    small = solve_bmf(A, 20, seed=3, settings=NativeSettings(work_limit=1e6))
+    assert small.info["work"]["limit"] == 10**6  # the limit holds for the whole solve
+    assert small.info["work"]["units"] < first.info["work"]["units"]
+
+
+def test_factorize_at_rank_32_errors_fall_with_rank():
+    A = make_exact_rank(120, 80, 32, random_state=1)
+    errors = [factorize(A, rank, random_state=0).error for rank in (12, 20, 32)]
+    assert errors[0] >= errors[1] >= errors[2]
+    assert errors[0] > errors[2]
