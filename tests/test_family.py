@@ -362,3 +362,30 @@ def test_the_estimator_scores_and_transforms_under_the_models_product():
     assert estimator.score(A) == -int(((estimator.transform(A) @ H > 0) != A).sum())
     assert estimator.score(A) >= -estimator.factorization_.error  # the exact row update
     np.testing.assert_array_equal(estimator.inverse_transform(W), (W @ H > 0).astype(int))
+
+
+def test_factorize_passes_model_data_to_the_model():
+    A = np.array(
+        [[1, 1, 1, 0], [1, 1, 1, 1], [0, 1, 1, 1], [1, 0, 0, 1], [1, 1, 1, 1]], dtype=np.int8
+    )
+    for k in (1, 2):
+        result = factorize(A, 3, model="at-most-k-bmf", model_data={"k": k}, random_state=0)
+        assert result.U.sum(axis=1).max() <= k
+    one = factorize(A, 3, model="at-most-k-bmf", model_data={"k": 1}, random_state=0)
+    two = factorize(A, 3, model="at-most-k-bmf", model_data={"k": 2}, random_state=0)
+    assert two.error <= one.error  # a looser limit never fits worse
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"model_data": [("k", 2)]}, "model_data must be a dict"),
+        ({"model_data": {"k": 2}, "method": "baseline"}, "reads no model data"),
+        ({"model_data": {"k": 2}, "sample_rows": 3}, "pass sample_rows=None"),
+        ({"model_data": {"mask": np.ones((5, 4))}}, "mask="),
+    ],
+)
+def test_factorize_refuses_model_data_it_cannot_pass(options, match):
+    A = np.eye(5, 4, dtype=np.int8)
+    with pytest.raises(InvalidParameterError, match=match):
+        factorize(A, 2, random_state=0, **options)

@@ -72,6 +72,7 @@ def factorize(
     als: bool = True,
     random_state: Any = None,
     certify: float | None = None,
+    model_data: Mapping[str, Any] | None = None,
     **backend_params: Any,
 ) -> Factorization:
     """Factorize a 0/1 matrix ``A ≈ U Vᵀ`` with binary ``U`` (m x r) and ``V`` (n x r).
@@ -110,6 +111,9 @@ def factorize(
         certify: seconds for the exact engine (OR-Tools CP-SAT, ``bmfdsl[exact]``), started
             from the answer: it proves the answer optimal, raises the lower bound, or finds a
             better answer (then returned). Deterministic: see :mod:`bmfdsl.solvers._cpsat`.
+        model_data: further data the model reads as ``model.data[...]``, e.g. ``{"k": 2}`` for
+            ``at-most-k-bmf`` (``method="qubo"`` only, without ``sample_rows``: arrays in it
+            are not sampled; the mask goes in ``mask=``).
         **backend_params: passed to the backend's ``sample`` (``num_reads``, ``time_limit``...).
 
     Returns:
@@ -162,6 +166,7 @@ def factorize(
     one_hot = check_one_hot(one_hot)
     _warn_if_rank_impractical(data.shape, rank, one_hot)
     method_key = _check_method(method, one_hot, weights, backend_params)
+    model_data = _check_model_data(model_data, method_key, s)
     objective = _Objective(None if mask is None else check_mask(mask, data.shape))
     rng = check_random_state(random_state)
     certify = check_certify(certify, in_memory=data.in_memory)
@@ -183,7 +188,9 @@ def factorize(
     if method_key == "qubo":
         model = objective.default_model(model)
         with timer("compile"):
-            compiled = _compile(model, core, rank_core, side, weights, objective.model_data())
+            compiled = _compile(
+                model, core, rank_core, side, weights, {**model_data, **objective.model_data()}
+            )
         method_rng = copy.deepcopy(rng)  # the state method=... would hand its method
         with timer("solve"):
             solution = _solve_compiled(compiled, backend, rng, backend_params)
@@ -599,6 +606,26 @@ def _check_method(
             f"method {method_key!r} has no one-hot constraint; use method='qubo' with one_hot"
         )
     return method_key
+
+
+def _check_model_data(model_data: Any, method: str, sample_rows: int | None) -> dict[str, Any]:
+    """``factorize``'s ``model_data=``: a mapping of names to the model's further data."""
+    if model_data is None:
+        return {}
+    if not isinstance(model_data, Mapping) or not all(isinstance(key, str) for key in model_data):
+        raise InvalidParameterError(
+            f"model_data must be a dict of names to values, e.g. {{'k': 2}}; got {model_data!r:.60}"
+        )
+    if method != "qubo":
+        raise InvalidParameterError(f"method {method!r} reads no model data; drop model_data=")
+    if sample_rows is not None:
+        raise InvalidParameterError(
+            "model_data= goes to the model compiled on the sampled core, which its arrays would "
+            "not match: pass sample_rows=None"
+        )
+    if "mask" in model_data:
+        raise InvalidParameterError("give the mask as factorize(..., mask=M), not in model_data=")
+    return dict(model_data)
 
 
 #: With a ``time_limit``, the lower bound gets what is left of it, and at least this share.
