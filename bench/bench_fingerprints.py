@@ -126,8 +126,9 @@ def cases() -> dict[str, Callable[[], str]]:
             data = {"mask": mask[:6, :5]}
         if name == "weighted-bmf":
             data = {"weights": (mask[:6, :5] + 1).astype(float)}
-        found[f"bqm {name}"] = lambda name=name, data=data: _bqm(
-            bmfdsl.compile_model(name, small, rank=2, data=data).to_bqm()
+        matrix = small[:5, :5] if name == "symmetric-bmf" else small  # one factor: square A
+        found[f"bqm {name}"] = lambda name=name, data=data, matrix=matrix: _bqm(
+            bmfdsl.compile_model(name, matrix, rank=2, data=data).to_bqm()
         )
     return found
 
