@@ -63,8 +63,9 @@ class CpSatBackend(BackendSampler, Initialized):
         "time_limit": "wall-clock limit in seconds (opt-in; the answer then depends on load)",
         "seed": "CP-SAT random seed in [0, 2**31)",
         "num_workers": "CP-SAT workers of the 'portfolio' search, interleaved deterministically",
-        "search": "'portfolio' (CP-SAT's standard worker portfolio, interleaved) or 'core' (its core-based "
-        "lower-bounding search alone, one worker: often proves bounds the portfolio does not)",
+        "search": "'portfolio' (CP-SAT's standard worker portfolio, interleaved) or 'core' "
+        "(its core-based lower-bounding search alone, one worker: often proves bounds the "
+        "portfolio does not)",
         "initial_states": "a warm start: its first state is CP-SAT's solution hint",
     }
 

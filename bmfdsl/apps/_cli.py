@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import json
+import math
 import sys
 from collections.abc import Sequence
 from fractions import Fraction
@@ -78,12 +79,20 @@ def _sample_rows(value: str) -> int | str:
 
 def _number(value: str) -> float:
     """A finite number, also as a fraction: ``0.5``, ``1/7``, ``1e-3``."""
+    text = value.strip()
     try:
-        return float(Fraction(value.strip()))
-    except (ValueError, ZeroDivisionError):
+        if "/" in text:  # a fraction a/b of two plain numbers
+            top, _, bottom = text.partition("/")
+            number = float(Fraction(float(top)) / Fraction(float(bottom)))
+        else:
+            number = float(text)
+    except (ValueError, ZeroDivisionError, OverflowError):
+        number = math.nan
+    if not math.isfinite(number):
         raise argparse.ArgumentTypeError(
             f"expected a finite number such as 0.5 or 1/7, got {value!r}"
-        ) from None
+        )
+    return number
 
 
 def _threshold(value: str) -> float | tuple[float, float]:

@@ -792,5 +792,5 @@ def _row_limits(
                 f"declare_bmf: rows of {side} cannot hold at least {limits[0]} and at most "
                 f"{limits[1]} ones (rank {rank})"
             )
-        out.append(limits)
+        out.append(None if limits == (0, rank) else limits)  # (0, rank) limits nothing
     return out[0], out[1]

@@ -191,6 +191,8 @@ def factorize(
             compiled = _compile(
                 model, core, rank_core, side, weights, {**model_data, **objective.model_data()}
             )
+        if orientation.transposed:
+            _check_transposable(compiled[0])
         method_rng = copy.deepcopy(rng)  # the state method=... would hand its method
         with timer("solve"):
             solution = _solve_compiled(compiled, backend, rng, backend_params)
@@ -202,9 +204,10 @@ def factorize(
     U, V, error = _extend_and_polish(
         data, solution, objective, s is not None, side, als, timer, info, time_limit_end
     )
-    if uses_portfolio(method_key, model, backend, one_hot, weights, objective.observed) and (
-        objective.certified_error(info) is None
-    ):
+    certified_error = objective.certified_error(info) if s is None else None  # native's, on A
+    in_time = time_limit_end is None or time.perf_counter() < time_limit_end
+    portfolio = uses_portfolio(method_key, model, backend, one_hot, weights, objective.observed)
+    if portfolio and certified_error is None and in_time:
         U, V, error = _best_of_seeds(
             data,
             core,
@@ -219,7 +222,6 @@ def factorize(
             deadline=time_limit_end,
         )
     U, V = orientation.factors(U, V)
-    certified_error = objective.certified_error(info) if s is None else None  # native's, on A
     if not _integer_bmf(solution):
         proof = _unbounded(solution, U, V, error, certify)
     else:
@@ -292,7 +294,7 @@ def _extend_and_polish(
     U, V = solution.U, solution.V
     family = solution.model.family if solution.model is not None else None
     if family is not None or (solution.model is not None and solution.model.outside):
-        return _extend_and_polish_model(data, solution, extend, als, timer, info)
+        return _extend_and_polish_model(data, solution, extend, als, timer, info, deadline)
     if extend:
         with timer("bls"):
             U, error = _extend(data, V, side)
@@ -313,7 +315,7 @@ def _integer_bmf(solution: _CoreSolution) -> bool:
     """Whether the error is integer BMF's (a method's, or a model claiming plain, masked or
     weighted integer BMF): only then do the integer lower bounds hold."""
     model = solution.model
-    return model is None or (model.structure is not None and model.structure.is_integer_bmf)
+    return model is None or (model.structure is not None and model.family is None)
 
 
 def _unbounded(
@@ -336,10 +338,12 @@ def _extend_and_polish_model(
     als: bool,
     timer: StageTimer,
     info: dict[str, Any],
+    deadline: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """A model beyond integer BMF: its own error, and its own row updates as the polish (a
     model in the BMF family), or no polish at all (a model outside it: the integer product's
-    ALS would optimise another objective). ``info["polish"]`` says which."""
+    ALS would optimise another objective). ``info["polish"]`` says which. Under a time limit
+    no row update starts after ``deadline`` but the first."""
     model = solution.model
     assert model is not None
     U, V = solution.U, solution.V
@@ -367,7 +371,7 @@ def _extend_and_polish_model(
     if als:
         progress.stage("polish by the model's row updates")
         with timer("als"):
-            polished = polish_family(problem, U, V)
+            polished = polish_family(problem, U, V, deadline=deadline)
         U, V = polished.U, polished.V
         info["als_solves"] = polished.info["updates"]
         info["polish"] = f"row updates of the model's own objective ({family.product} product)"
@@ -381,13 +385,17 @@ class _ModelError:
 
     compiled: Any
     structure: Any  # BMFStructure with resolved weights, or None
+    weights: Mapping[str, float] = field(default_factory=dict)  # the weights solved with
 
     @property
     def family(self) -> Any:
-        """The structure, when the model's own row updates (not integer ALS) polish it."""
-        if self.structure is None or self.structure.is_integer_bmf:
+        """The structure, when the model's own row updates (not integer ALS) polish it: every
+        member but plain or masked integer BMF (entry weights given as model data included;
+        factorize's ``mask=`` is the objective's own, for the masked ALS)."""
+        structure = self.structure
+        if structure is None or (structure.is_integer_bmf and structure.entry_weights is None):
             return None
-        return self.structure
+        return structure
 
     @property
     def outside(self) -> bool:
@@ -396,7 +404,7 @@ class _ModelError:
 
     def error(self, U: np.ndarray, V: np.ndarray) -> int:
         """The model's error of ``(U, V)`` (rounded: reported as an integer)."""
-        value = self.compiled.errors(U[None], V[None])[0]
+        value = self.compiled.errors(U[None], V[None], weights=dict(self.weights) or None)[0]
         return round(float(value))
 
 
@@ -608,6 +616,22 @@ def _check_method(
     return method_key
 
 
+def _check_transposable(compiled: Any) -> None:
+    """A wide sampled ``A`` is solved as ``Aᵀ ≈ V Uᵀ``, which swaps the factors: refuse a
+    model whose claim treats U and V differently (row limits, L1 weights), which the swap
+    would apply to the wrong factor."""
+    structure = compiled.structure
+    if structure is None:
+        return
+    limits_u, limits_v = structure.row_limits
+    if limits_u != limits_v or structure.l1[0] != structure.l1[1]:
+        raise InvalidParameterError(
+            f"model {compiled.model_name!r} limits U and V differently, and a wide A is "
+            "sampled on its long side (solved as Aᵀ ≈ V Uᵀ): pass sample_rows=None, or "
+            "factorize A.T and swap the factors"
+        )
+
+
 def _check_model_data(model_data: Any, method: str, sample_rows: int | None) -> dict[str, Any]:
     """``factorize``'s ``model_data=``: a mapping of names to the model's further data."""
     if model_data is None:
@@ -738,7 +762,7 @@ def _solve_compiled(
         V=V,
         broken=dict(best.broken),
         info=info,
-        model=_ModelError(compiled, structure),
+        model=_ModelError(compiled, structure, dict(decoded.info.get("weights") or {})),
         error=None if error is None else int(error),
     )
 

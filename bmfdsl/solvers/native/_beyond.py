@@ -62,7 +62,7 @@ def local_als(
     error = -1
     stale = solves = 0
     while solves < max_solves and stale < 2 and error != 0:
-        if solves >= 2 and not budget.fits_work(0.0):
+        if solves >= 2 and not budget.affords(0.0):  # work limit and deadline
             break
         started = time.perf_counter()
         solve_u = solves % 2 == 0

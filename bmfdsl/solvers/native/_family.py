@@ -24,13 +24,14 @@ gives the same answer under any load.
 from __future__ import annotations
 
 import itertools
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from bmfdsl.errors import InvalidParameterError
-from bmfdsl.linalg import apply_product, check_product
+from bmfdsl.linalg import apply_product, check_product, product_squared_error
 from bmfdsl.timings import WorkBudget
 
 #: The most codes a row update enumerates; above it rows move by single bits.
@@ -96,14 +97,10 @@ class FamilyProblem:
         return True
 
     def objective(self, U: np.ndarray, V: np.ndarray) -> float:
-        """The objective at ``(U, V)`` (for checks; the solver keeps its own totals)."""
-        counts = U.astype(np.int64) @ V.astype(np.int64).T
-        residual = self.A.astype(np.int64) - apply_product(counts, self.product)
-        squares = residual * residual
-        loss = (
-            float(squares.sum()) if self.weights is None else float((self.weights * squares).sum())
-        )
-        return loss + self.l1[0] * float(U.sum()) + self.l1[1] * float(V.sum())
+        """The objective at ``(U, V)``: the loss under the product (in row chunks) plus the
+        L1 term (for checks; the solver keeps its own totals)."""
+        loss = product_squared_error(self.A, U, V, self.product, self.weights)
+        return loss + self.l1[0] * float(np.sum(U)) + self.l1[1] * float(np.sum(V))
 
 
 def allowed_codes(rank: int, limits: RowLimits | None) -> np.ndarray | None:
@@ -266,10 +263,6 @@ class FamilySolver:
             return np.asarray((side.W * P * P + side.WA2 * P).sum(axis=1))
         return np.asarray((side.G * P).sum(axis=1))
 
-    def feasible_u(self, U: np.ndarray) -> bool:
-        ones = U.sum(axis=1)
-        return bool(((ones >= self.u.limits[0]) & (ones <= self.u.limits[1])).all())
-
     def alternate(
         self, U: np.ndarray, V: np.ndarray, *, start_with_u: bool = True
     ) -> tuple[np.ndarray, np.ndarray, float]:
@@ -278,7 +271,9 @@ class FamilySolver:
         stale = 0
         solve_u = start_with_u
         first = True
-        while stale < 2 and (first or self.budget.fits_work(self.update_work)):
+        while stale < 2 and (
+            first or (self.budget.fits_work(self.update_work) and self.budget.fits_time(0.0))
+        ):
             if solve_u:
                 U, new = self.update(self.u, V, U)
             else:
@@ -523,7 +518,9 @@ def solve_family(
     for start_U, start_V in initial_factors:  # warm starts, merged: polished, kept when better
         merged_U = np.asarray(start_U, np.int8)[_first_rows(solver.row_index)]
         merged_V = np.asarray(start_V, np.int8)[_first_rows(solver.col_index)]
-        u2, v2, value2 = solver.alternate(_limited(merged_U, solver.u.limits), merged_V)
+        u2, v2, value2 = solver.alternate(
+            _limited(merged_U, solver.u.limits), _limited(merged_V, solver.v.limits)
+        )
         if value2 < value:
             U, V, value = u2, v2, value2
     full_U, full_V = solver.unmerge(U, V)
@@ -545,10 +542,16 @@ def _first_rows(index: np.ndarray) -> np.ndarray:
 
 
 def polish_family(
-    problem: FamilyProblem, U: Any, V: Any, *, work_limit: float | None = None
+    problem: FamilyProblem,
+    U: Any,
+    V: Any,
+    *,
+    work_limit: float | None = None,
+    deadline: float | None = None,
 ) -> FamilyResult:
     """Alternating exact row updates from ``(U, V)`` (``U`` first) until two in a row bring
     no gain: the model's own polish (never worse than the start when it is feasible).
+    ``deadline`` (a ``time.perf_counter()`` reading, opt-in): no update after it but the first.
 
     >>> A = np.array([[1, 1, 0], [1, 1, 1], [0, 1, 1]], dtype=np.int8)
     >>> problem = FamilyProblem(A, 2, product="or")
@@ -558,7 +561,8 @@ def polish_family(
     """
     from threadpoolctl import threadpool_limits
 
-    budget = WorkBudget(None if work_limit is None else float(work_limit))
+    seconds = None if deadline is None else max(deadline - time.perf_counter(), 0.0)
+    budget = WorkBudget(None if work_limit is None else float(work_limit), seconds)
     if problem.symmetric:
         symmetric = SymmetricSolver(problem, budget)
         with threadpool_limits(1, "blas"):
@@ -636,7 +640,7 @@ class SymmetricSolver:
         diagonal = self.self_product
         first = True
         sweep = self.sweep_work
-        while first or self.budget.fits_work(sweep):
+        while first or (self.budget.fits_work(sweep) and self.budget.fits_time(0.0)):
             first = False
             self.counts["updates"] += 1
             self.budget.spend(sweep)

@@ -180,16 +180,19 @@ def _solve_beyond(
 ) -> NativeResult:
     """Rank beyond :data:`MAX_CODE_RANK`: the portfolio at that rank, extended and polished
     by local-search ALS (see ``_beyond.py``), within one work budget: the portfolio gets
-    three quarters of it, the polish what is left (at least its first two solves run)."""
+    three quarters of it (and of a time limit), the polish what is left (at least its first
+    two solves run)."""
     limit = settings.work_limit
     if limit is None and settings.time_limit is None:
         limit = auto_work_limit(A.shape)
-    sub_settings = settings if limit is None else replace(settings, work_limit=0.75 * limit)
+    sub_time = None if settings.time_limit is None else 0.75 * settings.time_limit
+    sub_work = None if limit is None else 0.75 * limit
+    sub_settings = replace(settings, work_limit=sub_work, time_limit=sub_time)
     sub_warm = [(U[:, :MAX_CODE_RANK], V[:, :MAX_CODE_RANK]) for U, V in warm]
     sub = solve_bmf(A, MAX_CODE_RANK, initial_factors=sub_warm, seed=rng, settings=sub_settings)
     A = np.ascontiguousarray(A, dtype=np.int8)
     left = None if limit is None else max(limit - sub.info["work"]["units"], 0.0)
-    budget = solve_budget(replace(settings, work_limit=left), A.shape, time.perf_counter())
+    budget = solve_budget(replace(settings, work_limit=left), A.shape, started)  # one clock
     warm8 = [(np.asarray(U, np.int8), np.asarray(V, np.int8)) for U, V in warm]
     candidates, done = polish_beyond(A, rank, sub.solutions[0], warm8, settings, budget)
     info = dict(sub.info)
@@ -283,6 +286,8 @@ def _polish_seeds(solver: PortfolioSolver, warm: list[tuple[np.ndarray, np.ndarr
         solver.polish(U, V, within_work_limit=True)
         solver.counts["seeds"] += 1
     if solver.one_hot_u or solver.one_hot_v or rank > min(A.shape):
+        return
+    if not solver.budget.affords(seed_work(A.shape, rank)):  # the budget counts them too
         return
     started = time.perf_counter()
     # a generator of their own: the restarts draw the same states as without these seeds
