@@ -135,3 +135,20 @@ def test_paper_sized_matrices_keep_full_rank_scores_with_a_rank() -> None:
 def test_a_bad_rank_is_refused(rank: object) -> None:
     with pytest.raises(InvalidParameterError, match="rank"):
         leverage_scores(np.eye(3), rank=rank)  # type: ignore[arg-type]
+
+
+def test_rank_scores_of_a_dense_matrix_with_few_ones_take_the_pattern_route(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import scipy.sparse
+
+    rng = np.random.default_rng(9)
+    A = (rng.random((500, 300)) < 0.02).astype(np.int8)
+    expected = leverage_scores(scipy.sparse.csr_array(A), rank=4)
+
+    def dense_gram(_: object) -> np.ndarray:
+        raise AssertionError("a matrix with 2% ones should not take the dense Gram route")
+
+    monkeypatch.setattr(InMemoryMatrix, "gram", property(dense_gram))
+    np.testing.assert_allclose(leverage_scores(A, rank=4), expected, atol=1e-9)
+    np.testing.assert_allclose(expected, _top_left_singular_scores(A, 4), atol=1e-8)

@@ -636,11 +636,11 @@ def _core(
     top eigenpairs of ``AᵀA``; that Gram matrix is timed as its own stage (``"gram"``), since
     the lower bound reuses it (and the same Lanczos pairs).
     """
-    from bmfdsl.pipeline._spectrum import FULL_SPECTRUM_MAX_SIZE
+    from bmfdsl.pipeline._sampling import shares_gram
 
     if s is None:
         return data.dense()
-    if data.shape[1] > FULL_SPECTRUM_MAX_SIZE:
+    if shares_gram(data, rank):
         with timer("gram"):
             data.gram  # noqa: B018 (computed once and kept by the wrapper)
     with timer("sampling"):

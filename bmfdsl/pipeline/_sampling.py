@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from bmfdsl.errors import InvalidParameterError
-from bmfdsl.linalg import DaskMatrix, SparseMatrix, as_matrix
+from bmfdsl.linalg import BinaryMatrix, DaskMatrix, SparseMatrix, as_matrix
 from bmfdsl.pipeline._spectrum import FULL_SPECTRUM_MAX_SIZE, gram_inverse, top_eigenpairs
 from bmfdsl.validation import check_random_state
 
@@ -84,9 +84,10 @@ def leverage_scores(A: Any, rank: int | None = None) -> np.ndarray:
     ):
         raise InvalidParameterError(f"rank must be None or a positive integer; got {rank!r}")
     if rank is not None and data.shape[1] > FULL_SPECTRUM_MAX_SIZE and data.total > 0:
-        projector = _top_projector(data.gram, rank)
+        source = data if shares_gram(data, rank) else _pattern(data)
+        projector = _top_projector(source.gram, rank)
         if projector is not None:
-            return _rank_scores(data, projector)
+            return _rank_scores(source, projector)
     if isinstance(data, DaskMatrix):
         return _blockwise_leverage_scores(data)
     if isinstance(data, SparseMatrix) and data.shape[0] * data.shape[1] > _SVD_MAX_ENTRIES:
@@ -104,6 +105,30 @@ def leverage_scores(A: Any, rank: int | None = None) -> np.ndarray:
 
         return _sparse_leverage_scores(SparseMatrix(scipy.sparse.csr_array(A)))
     return _block_scores(A, _score_matrix(data.gram, m))
+
+
+def shares_gram(data: BinaryMatrix, rank: int | None) -> bool:
+    """Whether the leverage scores of ``data`` (wrapped) at ``rank`` read its own Gram matrix
+    (``data.gram``, kept for the lower bound): rank-``r`` scores of anything but a dense array
+    with few ones, which takes the cheaper pattern route to its own Gram matrix.
+
+    >>> from bmfdsl.linalg import as_matrix
+    >>> wide = as_matrix(np.ones((3, 300), dtype=np.int8))
+    >>> shares_gram(wide, 2), shares_gram(wide, None), shares_gram(as_matrix([[1]]), 1)
+    (True, False, False)
+    """
+    if rank is None or data.shape[1] <= FULL_SPECTRUM_MAX_SIZE:
+        return False
+    if isinstance(data, SparseMatrix | DaskMatrix):
+        return True
+    return data.total > _PATTERN_MAX_DENSITY * data.shape[0] * data.shape[1]
+
+
+def _pattern(data: BinaryMatrix) -> SparseMatrix:
+    """A dense ``A`` with few ones as a CSR pattern (its Gram matrix from pairs of ones)."""
+    import scipy.sparse
+
+    return SparseMatrix(scipy.sparse.csr_array(data.dense()))
 
 
 def _top_projector(gram: np.ndarray, rank: int) -> np.ndarray | None:
