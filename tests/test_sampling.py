@@ -152,3 +152,20 @@ def test_rank_scores_of_a_dense_matrix_with_few_ones_take_the_pattern_route(
     monkeypatch.setattr(InMemoryMatrix, "gram", property(dense_gram))
     np.testing.assert_allclose(leverage_scores(A, rank=4), expected, atol=1e-9)
     np.testing.assert_allclose(expected, _top_left_singular_scores(A, 4), atol=1e-8)
+
+
+def test_a_wide_sampled_factorization_times_the_shared_gram_and_repeats_for_a_seed() -> None:
+    from bmfdsl import factorize
+
+    rng = np.random.default_rng(10)
+    U = (rng.random((3000, 2)) < 0.3).astype(np.int8)
+    V = (rng.random((300, 2)) < 0.3).astype(np.int8)
+    A = ((U @ V.T) > 0).astype(np.int8)
+    first = factorize(A, 2, sample_rows="auto", random_state=3)
+    again = factorize(A, 2, sample_rows="auto", random_state=3)
+    assert {"gram", "sampling"} <= set(first.info["timings"])
+    np.testing.assert_array_equal(first.U, again.U)
+    np.testing.assert_array_equal(first.V, again.V)
+    planted = int(((A - U.astype(int) @ V.T.astype(int)) ** 2).sum())
+    assert first.error == again.error <= planted
+    assert 0 <= first.lower_bound <= first.error
