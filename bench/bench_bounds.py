@@ -111,25 +111,27 @@ def _markdown(payload: dict[str, Any]) -> str:
         f"{environment['platform']}; {environment['cpu_count']} CPUs (shared with other "
         f"jobs: load average {environment['load_average'][0]:.1f}), BLAS threads "
         f"{environment['blas_threads']}; seconds are rough, the shares and counts are what "
-        "to read. `baseline`: the code before (commit 35b4598, `--baseline`).",
+        "to read. `baseline`: the code before (commit 772eac5, `--baseline`).",
         "",
         "`factorize(A, r, sample_rows='auto', random_state=0)` on "
         "`make_sparse_planted(m, n, r, random_state=0)`, each case in a fresh process after a "
-        "warm-up call. Gram pairs: `Σ nnz_i²`, the work of the exact `AᵀA` (now computed "
-        "once for both stages). Dense work per stage now: one Cholesky (`n³/3` flops) plus "
-        "Lanczos on the `n x n` Gram matrix for the bound, against all eigenpairs (`~9 n³`) "
-        "for the sampling before.",
+        "warm-up call. Gram pairs: `Σ nnz_i²`, the work of the exact `AᵀA`, computed once "
+        "for both stages: its own column `gram` now (inside `sampling` before). Sampling now: "
+        "rank-r leverage scores from the top Lanczos pairs of the Gram matrix (which the "
+        "bound reuses) and one sparse `A`-times-`n x r` product; before, a Cholesky inverse "
+        "(`n³/3` flops) and `Σ nnz_i²` quadratic-form terms.",
         "",
-        "| code | m x n, r | nnz | total s | sampling s (%) | bounds s (%) | lower bound "
-        "| error | Gram pairs | peak RSS MiB |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| code | m x n, r | nnz | total s | gram s (%) | sampling s (%) | bounds s (%) "
+        "| lower bound | error | Gram pairs | peak RSS MiB |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for label, rows in payload["runs"].items():
         for row in rows:
             stages = row["stages"]
             lines.append(
                 f"| {label} | {row['m']:,} x {row['n']:,}, {row['rank']} | {row['nnz']:,} "
-                f"| {stages['total']:.1f} | {stages.get('sampling', 0):.2f} "
+                f"| {stages['total']:.1f} | {stages.get('gram', 0):.2f} "
+                f"({_share(row, 'gram'):.0f}%) | {stages.get('sampling', 0):.2f} "
                 f"({_share(row, 'sampling'):.0f}%) | {stages.get('bounds', 0):.2f} "
                 f"({_share(row, 'bounds'):.0f}%) | {row['lower_bound']:,} | {row['error']:,} "
                 f"| {row['gram_pairs']:.2e} | {row['rss_peak_mib']:.0f} |"

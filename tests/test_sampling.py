@@ -97,3 +97,75 @@ def test_sample_size_rule() -> None:
         choose_sample_size(0, 30, 5)
     with pytest.raises(InvalidParameterError):
         sample_rows(np.ones((2, 2)), 0)
+
+
+def _top_left_singular_scores(A: np.ndarray, rank: int) -> np.ndarray:
+    """Rank-r leverage scores from a full SVD (independent of the Lanczos route)."""
+    left, _, _ = np.linalg.svd(A.astype(np.float64), full_matrices=False)
+    return np.einsum("ik,ik->i", left[:, :rank], left[:, :rank])
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_rank_scores_of_a_wide_matrix_match_the_top_singular_vectors(sparse: bool) -> None:
+    import scipy.sparse
+
+    rng = np.random.default_rng(7)
+    U = (rng.random((400, 3)) < 0.3).astype(np.int8)
+    V = (rng.random((300, 3)) < 0.3).astype(np.int8)
+    noise = rng.random((400, 300)) < 0.02
+    A = ((U @ V.T > 0) ^ noise).astype(np.int8)  # 300 columns: beyond the full-rank size
+    data = scipy.sparse.csr_array(A) if sparse else A
+    scores = leverage_scores(data, rank=3)
+    np.testing.assert_allclose(scores, _top_left_singular_scores(A, 3), atol=1e-8)
+    assert scores.sum() == pytest.approx(3.0)
+    full = leverage_scores(data)  # without a rank: the paper's full-rank scores
+    assert full.sum() == pytest.approx(np.linalg.matrix_rank(A))
+    first, _ = sample_rows(data, 20, rank=3, random_state=4)
+    again, _ = sample_rows(data, 20, rank=3, random_state=4)
+    np.testing.assert_array_equal(first, again)
+
+
+def test_paper_sized_matrices_keep_full_rank_scores_with_a_rank() -> None:
+    rng = np.random.default_rng(8)
+    A = (rng.random((3000, 30)) < 0.3).astype(np.int8)
+    np.testing.assert_array_equal(leverage_scores(A, rank=3), leverage_scores(A))
+
+
+@pytest.mark.parametrize("rank", [0, -1, 2.0, True])
+def test_a_bad_rank_is_refused(rank: object) -> None:
+    with pytest.raises(InvalidParameterError, match="rank"):
+        leverage_scores(np.eye(3), rank=rank)  # type: ignore[arg-type]
+
+
+def test_rank_scores_of_a_dense_matrix_with_few_ones_take_the_pattern_route(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import scipy.sparse
+
+    rng = np.random.default_rng(9)
+    A = (rng.random((500, 300)) < 0.02).astype(np.int8)
+    expected = leverage_scores(scipy.sparse.csr_array(A), rank=4)
+
+    def dense_gram(_: object) -> np.ndarray:
+        raise AssertionError("a matrix with 2% ones should not take the dense Gram route")
+
+    monkeypatch.setattr(InMemoryMatrix, "gram", property(dense_gram))
+    np.testing.assert_allclose(leverage_scores(A, rank=4), expected, atol=1e-9)
+    np.testing.assert_allclose(expected, _top_left_singular_scores(A, 4), atol=1e-8)
+
+
+def test_a_wide_sampled_factorization_times_the_shared_gram_and_repeats_for_a_seed() -> None:
+    from bmfdsl import factorize
+
+    rng = np.random.default_rng(10)
+    U = (rng.random((3000, 2)) < 0.3).astype(np.int8)
+    V = (rng.random((300, 2)) < 0.3).astype(np.int8)
+    A = ((U @ V.T) > 0).astype(np.int8)
+    first = factorize(A, 2, sample_rows="auto", random_state=3)
+    again = factorize(A, 2, sample_rows="auto", random_state=3)
+    assert {"gram", "sampling"} <= set(first.info["timings"])
+    np.testing.assert_array_equal(first.U, again.U)
+    np.testing.assert_array_equal(first.V, again.V)
+    planted = int(((A - U.astype(int) @ V.T.astype(int)) ** 2).sum())
+    assert first.error == again.error <= planted
+    assert 0 <= first.lower_bound <= first.error

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from bmfdsl.linalg import DaskMatrix, InMemoryMatrix, SparseMatrix, dense_gram, exact_gram
-from bmfdsl.pipeline._spectrum import top_eigenvalue_sum_bound
+from bmfdsl.pipeline._spectrum import FULL_SPECTRUM_MAX_SIZE, top_eigenvalue_sum_bound
 from bmfdsl.validation import is_sparse
 
 #: Work cap of the rank-1 bound's exact search, in row operations (about 15 ms).
@@ -60,7 +60,7 @@ _SPECTRAL_WORK_PER_CELL = 15
 #: Gram matrices up to this size get all their eigenvalues; larger ones a proven bound on
 #: their top ``r`` from Lanczos (``pipeline/_spectrum.py``): ``O(n² r)`` steps and one
 #: Cholesky factorization instead of ``O(n³)`` with a large constant.
-EXACT_EIGENVALUES_MAX_SIZE = 256
+EXACT_EIGENVALUES_MAX_SIZE = FULL_SPECTRUM_MAX_SIZE
 # Group sizes tried by the observed-blocks bound: rank + 1 ... rank + this. Larger groups
 # share fewer observed lines (a random 80% mask: 0.8^k of them), so their blocks shrink.
 _OBSERVED_GROUP_SIZES = 8

@@ -5,6 +5,16 @@ score of row ``i`` is ``l_i = ||B_i*||²``; the scores sum to ``rank(A)``, so
 ``p_i = l_i / rank(A)`` is a probability distribution that favours rows which are hard to
 express through the others. Sampling ``s`` rows with replacement from ``p`` gives a small core
 matrix to factorize; the full ``U`` then comes from binary least squares.
+
+Large matrices take rank-``r`` scores instead: with ``rank`` given and more than
+:data:`~bmfdsl.pipeline._spectrum.FULL_SPECTRUM_MAX_SIZE` (256) columns, ``B`` holds only the
+top ``r`` left singular vectors, ``B = A V_r Σ_r⁻¹`` from the top ``r`` eigenpairs of ``AᵀA``
+that Lanczos finds (the same pairs the spectral lower bound then reuses), so the scores cost
+``O(n² r)`` for Lanczos and one ``A``-times-``n x r`` product instead of ``G⁺`` (``n³/3``) and
+``Σ nnz_i²`` (sparse) or ``m n²`` (dense) quadratic forms. The scores then favour the rows
+that carry the top ``r`` directions, the ones a rank-``r`` factorization models (Drineas et
+al.'s rank-``k`` leverage scores). The paper's matrices (``n ≤ 256``: all its experiments) keep
+its full-rank scores, so their samples are unchanged.
 """
 
 from __future__ import annotations
@@ -14,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from bmfdsl.errors import InvalidParameterError
-from bmfdsl.linalg import DaskMatrix, SparseMatrix, as_matrix
-from bmfdsl.pipeline._spectrum import gram_inverse
+from bmfdsl.linalg import BinaryMatrix, DaskMatrix, SparseMatrix, as_matrix
+from bmfdsl.pipeline._spectrum import FULL_SPECTRUM_MAX_SIZE, gram_inverse, top_eigenpairs
 from bmfdsl.validation import check_random_state
 
 #: The paper samples this many rows ...
@@ -36,8 +46,12 @@ _CHUNK_ENTRIES = 2**20
 _PATTERN_MAX_DENSITY = 0.03
 
 
-def leverage_scores(A: Any) -> np.ndarray:
+def leverage_scores(A: Any, rank: int | None = None) -> np.ndarray:
     """Row leverage scores ``l_i = ||B_i*||²`` of a 0/1 matrix.
+
+    With ``rank`` given and more than 256 columns, ``B`` spans the top ``rank`` left singular
+    vectors only (see the module docstring; it falls back to the full-rank scores when
+    Lanczos does not converge or ``rank >= n - 1``). Otherwise, the paper's scores:
 
     ``B`` is the orthonormal basis of ``range(A)`` given by the left singular vectors whose
     singular values exceed ``σ_max · max(m, n) · eps`` (numpy's ``matrix_rank`` rule). For large
@@ -56,6 +70,7 @@ def leverage_scores(A: Any) -> np.ndarray:
     Args:
         A: ``m x n`` 0/1 matrix (array-like, scipy sparse or ``dask.array``; a dask array must
             have few columns, its row blocks are widened to span all of them).
+        rank: the factorization's rank ``r`` (``None``: full-rank scores at every size).
 
     Returns:
         ``float64`` array of length ``m``; all zeros when ``A`` has no ones.
@@ -64,6 +79,15 @@ def leverage_scores(A: Any) -> np.ndarray:
     [0.5, 0.5, 1.0]
     """
     data = as_matrix(A)
+    if rank is not None and (
+        isinstance(rank, bool) or not isinstance(rank, int | np.integer) or rank < 1
+    ):
+        raise InvalidParameterError(f"rank must be None or a positive integer; got {rank!r}")
+    if rank is not None and data.shape[1] > FULL_SPECTRUM_MAX_SIZE and data.total > 0:
+        source = data if shares_gram(data, rank) else _pattern(data)
+        projector = _top_projector(source.gram, rank)
+        if projector is not None:
+            return _rank_scores(source, projector)
     if isinstance(data, DaskMatrix):
         return _blockwise_leverage_scores(data)
     if isinstance(data, SparseMatrix) and data.shape[0] * data.shape[1] > _SVD_MAX_ENTRIES:
@@ -81,6 +105,65 @@ def leverage_scores(A: Any) -> np.ndarray:
 
         return _sparse_leverage_scores(SparseMatrix(scipy.sparse.csr_array(A)))
     return _block_scores(A, _score_matrix(data.gram, m))
+
+
+def shares_gram(data: BinaryMatrix, rank: int | None) -> bool:
+    """Whether the leverage scores of ``data`` (wrapped) at ``rank`` read its own Gram matrix
+    (``data.gram``, kept for the lower bound): rank-``r`` scores of anything but a dense array
+    with few ones, which takes the cheaper pattern route to its own Gram matrix.
+
+    >>> from bmfdsl.linalg import as_matrix
+    >>> wide = as_matrix(np.ones((3, 300), dtype=np.int8))
+    >>> shares_gram(wide, 2), shares_gram(wide, None), shares_gram(as_matrix([[1]]), 1)
+    (True, False, False)
+    """
+    if rank is None or data.shape[1] <= FULL_SPECTRUM_MAX_SIZE:
+        return False
+    if isinstance(data, SparseMatrix | DaskMatrix):
+        return True
+    return data.total > _PATTERN_MAX_DENSITY * data.shape[0] * data.shape[1]
+
+
+def _pattern(data: BinaryMatrix) -> SparseMatrix:
+    """A dense ``A`` with few ones as a CSR pattern (its Gram matrix from pairs of ones)."""
+    import scipy.sparse
+
+    return SparseMatrix(scipy.sparse.csr_array(data.dense()))
+
+
+def _top_projector(gram: np.ndarray, rank: int) -> np.ndarray | None:
+    """``V_r Σ_r⁻¹`` (``n x r``, fewer columns when ``A`` has rank below ``r``) from the top
+    Lanczos pairs of ``AᵀA``; ``None`` when Lanczos gives none."""
+    pairs = top_eigenpairs(gram, rank)
+    if pairs is None:
+        return None
+    values, vectors = pairs[0][:rank], pairs[1][:, :rank]
+    singular = np.sqrt(np.clip(values, 0.0, None))
+    keep = singular > max(float(singular[0]), 1.0) * 1e-7  # the Gram route's resolution
+    if not keep.any():
+        return None
+    return vectors[:, keep] / singular[keep]
+
+
+def _rank_scores(data: Any, projector: np.ndarray) -> np.ndarray:
+    """``l_i = ||a_i P||²`` for the thin projector ``P`` (``n x k``, ``k`` about ``r``)."""
+    if isinstance(data, DaskMatrix):
+        scores = data.map_rows(_thin_block_scores, projector, columns=None, dtype=np.float64)
+        return np.asarray(scores.compute(), dtype=np.float64)
+    if isinstance(data, SparseMatrix):
+        basis = np.asarray(data.csr @ projector)
+        return np.einsum("ik,ik->i", basis, basis)
+    return _thin_block_scores(data.dense(), projector)
+
+
+def _thin_block_scores(block: np.ndarray, projector: np.ndarray) -> np.ndarray:
+    """``||a_i P||²`` for the rows of ``block``, over row chunks (a small float copy)."""
+    step = max(1, _CHUNK_ENTRIES // max(block.shape[1], 1))
+    scores = np.empty(block.shape[0])
+    for start in range(0, block.shape[0], step):
+        basis = np.asarray(block[start : start + step], dtype=np.float64) @ projector
+        scores[start : start + step] = np.einsum("ik,ik->i", basis, basis)
+    return scores
 
 
 def _gram_projector(gram: np.ndarray, m: int) -> np.ndarray:
@@ -143,8 +226,9 @@ def _blockwise_leverage_scores(data: DaskMatrix) -> np.ndarray:
     return np.asarray(scores.compute(), dtype=np.float64)
 
 
-def sampling_probabilities(A: Any) -> np.ndarray:
-    """The paper's row distribution ``p_i = l_i / rank(A)``; it sums to 1.
+def sampling_probabilities(A: Any, rank: int | None = None) -> np.ndarray:
+    """The paper's row distribution ``p_i = l_i / rank(A)``; it sums to 1 (``rank``: rank-``r``
+    scores for more than 256 columns, see :func:`leverage_scores`).
 
     A matrix with no ones has no leverage: every row then gets ``1 / m``.
 
@@ -153,21 +237,25 @@ def sampling_probabilities(A: Any) -> np.ndarray:
     >>> sampling_probabilities([[0, 0], [0, 0]]).tolist()
     [0.5, 0.5]
     """
-    scores = leverage_scores(A)
-    total = scores.sum()  # equals the numerical rank
+    scores = leverage_scores(A, rank)
+    total = scores.sum()  # equals the numerical rank (or r)
     if total <= 0:
         return np.full(scores.shape, 1.0 / scores.size)
     # Dividing by the sum (= rank up to rounding) makes the total exactly 1 for rng.choice.
     return scores / total
 
 
-def sample_rows(A: Any, s: int, *, random_state: Any = None) -> tuple[np.ndarray, np.ndarray]:
+def sample_rows(
+    A: Any, s: int, *, rank: int | None = None, random_state: Any = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Draw ``s`` row indices with replacement from the leverage-score distribution.
 
     Args:
         A: ``m x n`` 0/1 matrix (also a ``dask.array``: see :func:`leverage_scores`; only the
             ``m`` probabilities are gathered, never ``A``).
         s: number of rows to draw (duplicates possible).
+        rank: the factorization's rank: rank-``r`` leverage scores when ``A`` has more than
+            256 columns (``None``: the paper's full-rank scores at every size).
         random_state: ``None``, an int seed or a ``numpy.random.Generator``.
 
     Returns:
@@ -180,7 +268,7 @@ def sample_rows(A: Any, s: int, *, random_state: Any = None) -> tuple[np.ndarray
     """
     if isinstance(s, bool) or not isinstance(s, int | np.integer) or s < 1:
         raise InvalidParameterError(f"the sample size s must be a positive integer; got {s!r}")
-    probabilities = sampling_probabilities(A)
+    probabilities = sampling_probabilities(A, rank)
     rng = check_random_state(random_state)
     indices = rng.choice(probabilities.size, size=int(s), replace=True, p=probabilities)
     return indices, probabilities[indices]

@@ -18,7 +18,11 @@ eigendecomposition.
   columns (``n³/3``), which is the projector the paper's leverage scores need; ``None`` when
   it is not (the caller then takes the eigendecomposition and cuts the small eigenvalues).
 
-Both are deterministic: the Lanczos start vector is fixed.
+* :func:`top_eigenpairs`: the Ritz pairs behind the bound, computed once per Gram matrix and
+  shared: the rank-``r`` leverage scores of large matrices (``pipeline/_sampling.py``) read
+  their top ``r`` eigenvectors, and the bound of the same ``G`` reuses them.
+
+All are deterministic: the Lanczos start vector is fixed.
 
 >>> import numpy as np
 >>> A = np.kron(np.eye(30), np.ones((3, 2)))[:, :50]  # σ² = 6 (25 times)
@@ -29,8 +33,13 @@ Both are deterministic: the Lanczos start vector is fixed.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
+#: Gram matrices up to this size get their full spectrum (the paper's leverage scores, all
+#: eigenvalues in the bound); larger ones only their top ``r`` eigenpairs by Lanczos.
+FULL_SPECTRUM_MAX_SIZE = 256
 # More Ritz pairs than the rank, so that θ_{r+1} converges (ARPACK's own rule of thumb).
 _EXTRA_RITZ_PAIRS = 6
 # Shifts tried above θ_{r+1}, relative to θ_1: the first that Cholesky certifies is used.
@@ -52,19 +61,12 @@ def top_eigenvalue_sum_bound(gram: np.ndarray, rank: int) -> float | None:
     79.0
     """
     from scipy.linalg import lapack
-    from scipy.sparse.linalg import ArpackError, eigsh
 
     n = int(gram.shape[0])
-    if not 0 < rank < n - 1:
+    pairs = top_eigenpairs(gram, rank)
+    if pairs is None:
         return None
-    count = min(n - 1, rank + _EXTRA_RITZ_PAIRS)
-    start = np.random.default_rng(0).standard_normal(n)  # fixed: the same G, the same bound
-    try:
-        values, vectors = eigsh(gram, k=count, which="LA", v0=start)
-    except ArpackError:  # includes ArpackNoConvergence
-        return None
-    order = np.argsort(values)[::-1]
-    values, vectors = values[order], vectors[:, order]
+    values, vectors = pairs
     scale = max(float(values[0]), 1.0)
     level = max(float(values[rank]), 0.0)  # θ_{r+1}: the level the top r are deflated to
     weights = np.clip(values[:rank] - level, 0.0, None)
@@ -93,6 +95,43 @@ def top_eigenvalue_sum_bound(gram: np.ndarray, rank: int) -> float | None:
         certified_shift = (t + n * entry_error + cholesky_error) * (1.0 + 8.0 * _EPS)
         return float(rank * certified_shift + trace)
     return None
+
+
+# The last Lanczos answer: (weak reference to G, rank, answer). Sampling and the bound ask for
+# the same G's top pairs in one factorize call; a weak reference keeps no G alive.
+_last_pairs: list[tuple[weakref.ref[np.ndarray], int, tuple[np.ndarray, np.ndarray] | None]] = []
+
+
+def top_eigenpairs(gram: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The ``rank + 6`` (at most ``n - 1``) largest Ritz pairs of the symmetric ``gram`` by
+    Lanczos (ARPACK, fixed start vector), eigenvalues descending; ``None`` when
+    ``0 < rank < n - 1`` fails or ARPACK did not converge. The last answer is kept for the
+    same array and rank (arrays must not be changed in place after the call).
+
+    >>> import numpy as np
+    >>> values, vectors = top_eigenpairs(np.diag(np.arange(1.0, 41.0)), 2)
+    >>> values[:3].round(6).tolist(), vectors.shape
+    ([40.0, 39.0, 38.0], (40, 8))
+    """
+    from scipy.sparse.linalg import ArpackError, eigsh
+
+    n = int(gram.shape[0])
+    if not 0 < rank < n - 1:
+        return None
+    for reference, kept_rank, answer in _last_pairs:
+        if reference() is gram and kept_rank == rank:
+            return answer
+    count = min(n - 1, rank + _EXTRA_RITZ_PAIRS)
+    start = np.random.default_rng(0).standard_normal(n)  # fixed: the same G, the same pairs
+    try:
+        values, vectors = eigsh(gram, k=count, which="LA", v0=start)
+    except ArpackError:  # includes ArpackNoConvergence
+        found = None
+    else:
+        order = np.argsort(values)[::-1]
+        found = (values[order], vectors[:, order])
+    _last_pairs[:] = [(weakref.ref(gram), rank, found)]
+    return found
 
 
 def gram_inverse(gram: np.ndarray) -> np.ndarray | None:
