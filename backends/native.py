@@ -38,7 +38,7 @@ from bmfdsl.solvers.native import (
     solve_family,
     solve_weighted_bmf,
 )
-from bmfdsl.validation import check_count
+from bmfdsl.validation import check_count, check_real
 
 __all__ = ["NativeSampler"]
 
@@ -154,8 +154,10 @@ class NativeSampler(StructuredSampler):
         }
         weights = structure.effective_weights
         if not structure.is_integer_bmf:
-            _refuse_family_only(plain_only)
-            answer = _solve_family(structure, work_limit, seed, initial_factors)
+            _refuse_family_only({**plain_only, "num_reads": num_reads})
+            if work_limit is not None:
+                work_limit = check_real(work_limit, "work_limit", strict=True)
+            answer = _solve_family(structure, work_limit, time_limit, seed, initial_factors)
         elif weights is not None:
             _refuse_plain_only(plain_only)
             answer = _solve_weighted(
@@ -184,17 +186,23 @@ def _refuse_plain_only(plain_only: dict[str, Any]) -> None:
 
 
 def _refuse_family_only(plain_only: dict[str, Any]) -> None:
-    """A Boolean, XOR, L1 or row-limited model takes work_limit and no annealing keywords."""
-    given = sorted(k for k, v in plain_only.items() if v is not None and k != "work_limit")
+    """A Boolean, XOR, L1 or row-limited model takes work_limit, time_limit and no annealing
+    keywords (num_reads included: its search is one iterated local search)."""
+    family = ("work_limit", "time_limit")
+    given = sorted(k for k, v in plain_only.items() if v is not None and k not in family)
     if given:
         raise InvalidParameterError(
             f"{given} apply to integer BMF only; a Boolean, XOR, L1 or row-limited model "
-            "takes work_limit, seed and initial_factors"
+            "takes work_limit, time_limit, seed and initial_factors"
         )
 
 
 def _solve_family(
-    structure: BMFStructure, work_limit: float | None, seed: int | None, initial_factors: Any
+    structure: BMFStructure,
+    work_limit: float | None,
+    time_limit: float | None,
+    seed: int | None,
+    initial_factors: Any,
 ) -> _Answer:
     """The family by exact row updates (the structure's L1 weights already resolved)."""
     result = solve_family(
@@ -202,6 +210,7 @@ def _solve_family(
         seed=seed,
         work_limit=work_limit,
         initial_factors=initial_factors,
+        time_limit=time_limit,
     )
     return [(result.U, result.V)], [result.objective], dict(result.info)
 

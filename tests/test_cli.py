@@ -244,3 +244,11 @@ def test_reading_options_refuse_what_cannot_work(tmp_path, capsys):
     assert "--binarize LOW:HIGH" in capsys.readouterr().err
     assert main([*argv, "--row-labels", str(labels)]) == EXIT_DATA_ERROR
     assert "holds 2 row labels, but the matrix has 4 rows" in capsys.readouterr().err
+
+
+def test_binarize_refuses_an_overflowing_threshold_with_a_usage_error(tmp_path, capsys):
+    path = tmp_path / "a.csv"
+    path.write_text("0.5,2\n3,0.1\n")
+    for value in ("1e400", "1/0", "2/1e400"):
+        assert main(["factorize", str(path), "-r", "1", "--binarize", value]) == EXIT_USAGE
+        assert "finite number" in capsys.readouterr().err

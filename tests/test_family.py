@@ -10,7 +10,7 @@ import dimod
 import numpy as np
 import pytest
 
-from bmfdsl import compile_model, factorize
+from bmfdsl import compile_model, factorize, solve
 from bmfdsl.errors import InvalidParameterError, ModelDefinitionError
 from bmfdsl.linalg import factor_product, product_squared_error
 from bmfdsl.modeling import BMFStructure
@@ -389,3 +389,37 @@ def test_factorize_refuses_model_data_it_cannot_pass(options, match):
     A = np.eye(5, 4, dtype=np.int8)
     with pytest.raises(InvalidParameterError, match=match):
         factorize(A, 2, random_state=0, **options)
+
+
+def test_an_entry_weighted_model_is_scored_and_polished_with_its_weights():
+    A = np.array([[1, 1, 0, 1], [1, 1, 0, 0], [0, 1, 1, 1], [1, 0, 1, 1]], dtype=np.int8)
+    C = np.arange(1, 17, dtype=float).reshape(4, 4) / 4
+    result = factorize(A, 2, model="weighted-bmf", model_data={"weights": C}, random_state=0)
+    weighted = float((C * (A - result.U.astype(int) @ result.V.T.astype(int)) ** 2).sum())
+    assert result.error == round(weighted)
+    assert result.lower_bound == 0  # integer BMF's bounds do not hold for weighted errors
+    assert "row updates" in result.info["polish"]
+
+
+def test_a_wide_sampled_matrix_refuses_a_claim_on_one_factor():
+    A = (np.random.default_rng(0).random((12, 40)) < 0.4).astype(np.int8)
+    with pytest.raises(InvalidParameterError, match="limits U and V differently"):
+        factorize(A, 3, model="at-most-k-bmf", sample_rows=8, random_state=0)
+
+
+def test_at_most_rank_ones_per_row_limit_nothing():
+    A = np.array([[1, 1, 0], [1, 1, 1], [0, 1, 1]], dtype=np.int8)
+    structure = compile_model("at-most-k-bmf", A, 2, data={"k": 2}).structure
+    assert structure is not None and structure.row_limits == (None, None)
+    assert structure.is_integer_bmf
+
+
+def test_native_family_checks_its_budget_keywords():
+    A = np.array([[1, 1, 0], [1, 1, 1], [0, 1, 1]], dtype=np.int8)  # Boolean rank 2
+    compiled = compile_model("boolean-bmf", A, 2)
+    with pytest.raises(InvalidParameterError, match="num_reads"):
+        solve(compiled, "native", num_reads=3)
+    with pytest.raises(InvalidParameterError, match="work_limit"):
+        solve(compiled, "native", work_limit=float("nan"))
+    timed = solve(compiled, "native", time_limit=5, seed=0)  # a deadline is accepted
+    assert timed[0].error == 0

@@ -72,6 +72,10 @@ def test_native_rank_20_extends_the_rank_12_answer_within_its_budget():
     small = solve_bmf(A, 20, seed=3, settings=NativeSettings(work_limit=1e6))
     assert small.info["work"]["limit"] == 10**6  # the limit holds for the whole solve
     assert small.info["work"]["units"] < first.info["work"]["units"]
+    # beyond the steps every solve takes (one exact solve, two local ones: what a budget of
+    # one unit pays too), a limit is never overspent
+    least = solve_bmf(A, 20, seed=3, settings=NativeSettings(work_limit=1)).info["work"]["units"]
+    assert small.info["work"]["units"] <= least + 10**6
 
 
 def test_factorize_at_rank_32_errors_fall_with_rank():

@@ -204,6 +204,7 @@ def _factorize(args: argparse.Namespace) -> int:
         from bmfdsl.apps._plots import check_drawable
 
         check_drawable(data.shape)
+        check_out_dir(Path(args.plot).parent)  # and a folder it cannot be written to
     extra: dict[str, Any] = {}
     if data.mask is not None:  # missing cells: only the observed entries count
         extra["mask"] = data.mask
@@ -257,16 +258,29 @@ def _write_plots(args: argparse.Namespace, data: Any, result: Any) -> list[Path]
     from bmfdsl.apps._plots import plot_factorization, plot_factors
 
     path = Path(args.plot)
+    path.parent.mkdir(parents=True, exist_ok=True)
     A = data.values
     if data.mask is not None:
         A = np.where(data.mask, np.nan_to_num(np.asarray(A, dtype=np.float64)), np.nan)
-    plot_factorization(result, A).savefig(path, dpi=120)
+    _save_figure(plot_factorization(result, A), path)
     written = [path]
     if args.image_shape is not None:
         factors = path.with_name(f"{path.stem}-factors{path.suffix}")
-        plot_factors(result, args.image_shape).savefig(factors, dpi=120)
+        _save_figure(plot_factors(result, args.image_shape), factors)
         written.append(factors)
     return written
+
+
+def _save_figure(figure: Any, path: Path) -> None:
+    """``figure`` saved to ``path`` as its suffix says (png by default), atomically: never
+    half a file, never through a symlink (as ``--out`` writes)."""
+    import io
+
+    from bmfdsl.apps._io import write_bytes_atomic
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format=path.suffix.lstrip(".").lower() or "png", dpi=120)
+    write_bytes_atomic(path, buffer.getvalue())
 
 
 def _summary_notes(data: Any, result: Any) -> str:

@@ -471,22 +471,28 @@ def _umask() -> int:
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename.
-
-    A crash leaves the old file or the new one, never half of one; a symlink at ``path`` is
-    replaced, never followed. The file gets the permissions any new file gets (the umask).
+    """Write ``text`` (UTF-8) to ``path`` atomically: see :func:`write_bytes_atomic`.
 
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "a.txt"
     >>> write_text_atomic(path, "x"); path.read_text()
     'x'
     """
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], content: bytes) -> None:
+    """Write ``content`` to ``path`` through a temporary file in the same folder and a rename.
+
+    A crash leaves the old file or the new one, never half of one; a symlink at ``path`` is
+    replaced, never followed. The file gets the permissions any new file gets (the umask).
+    """
     path = Path(path)
     descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(descriptor, "wb") as stream:
             os.fchmod(stream.fileno(), 0o666 & ~_umask())  # mkstemp makes it 0600
-            stream.write(text.encode("utf-8"))
+            stream.write(content)
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(temporary, path)  # replaces a symlink itself, never its target

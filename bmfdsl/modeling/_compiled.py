@@ -580,7 +580,13 @@ class CompiledModel:
         errors = self.errors(U, V, resolved)
         broken = lowered.broken(X)
         total_broken = sum(broken.values(), np.zeros(len(errors), dtype=np.int64))
-        order = np.lexsort((energies, errors, total_broken > 0))
+        # rank by the model's objective: its error, plus an L1 term where it declares one
+        # (as the structure-aware decode below ranks; the sample still reports its error)
+        structure = None if self.structure is None else self.structure.resolved(resolved)
+        objectives = errors
+        if structure is not None and any(w != 0 for w in structure.l1):
+            objectives = structure.objectives(U, V)
+        order = np.lexsort((energies, objectives, total_broken > 0))
         return [
             DecodedSample(
                 U=U[s].astype(np.int8),

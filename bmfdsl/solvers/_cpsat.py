@@ -174,7 +174,9 @@ def solve_exact(
         hint: a known solution ``(U, V)`` (e.g. the heuristic's): CP-SAT starts from it,
             and it is returned when nothing better is found.
         one_hot: ``"U"`` or ``"V"``: every row of that factor has exactly one 1.
-        lower_bound: a bound already known (e.g. the spectral one), added as a constraint.
+        lower_bound: a bound already known (e.g. the spectral one): a constraint of the
+            ``"portfolio"`` search; the ``"core"`` search, whose own bound it would cap,
+            applies it to the result afterwards.
         seed: CP-SAT's random seed.
         num_workers: CP-SAT workers of the ``"portfolio"`` search, interleaved
             (deterministic).

@@ -272,7 +272,7 @@ class FamilySolver:
         solve_u = start_with_u
         first = True
         while stale < 2 and (
-            first or (self.budget.fits_work(self.update_work) and self.budget.fits_time(0.0))
+            first or self.budget.affords(self.update_work, 0.0)
         ):
             if solve_u:
                 U, new = self.update(self.u, V, U)
@@ -323,7 +323,7 @@ class FamilySolver:
         )
         starts += [("v", self.random_factor(rng, self.v)) for _ in range(4)]
         for name, factor in starts:
-            if best is not None and not self.budget.fits_work(4 * self.update_work):
+            if best is not None and not self.budget.affords(4 * self.update_work, 0.0):
                 break
             self.counts["seeds"] += 1
             if name == "v":
@@ -339,7 +339,7 @@ class FamilySolver:
         assert best is not None
         current = best
         since_best = 0
-        while best[2] > 1e-9 and self.budget.fits_work(4 * self.update_work):
+        while best[2] > 1e-9 and self.budget.affords(4 * self.update_work, 0.0):
             U, V, on_u = self.perturb(rng, current[0], current[1])
             # the other side first: the perturbed side given the unchanged one is the old one
             U, V, value = self.alternate(U, V, start_with_u=not on_u)
@@ -495,8 +495,10 @@ def solve_family(
     seed: int | None = None,
     work_limit: float | None = None,
     initial_factors: Any = (),
+    time_limit: float | None = None,
 ) -> FamilyResult:
-    """The best ``(U, V)`` found for ``problem`` within ``work_limit`` multiply-adds.
+    """The best ``(U, V)`` found for ``problem`` within ``work_limit`` multiply-adds (and the
+    opt-in ``time_limit`` in seconds: then not reproducible).
 
     >>> A = np.array([[1, 1, 0], [1, 1, 1], [0, 1, 1]], dtype=np.int8)
     >>> result = solve_family(FamilyProblem(A, 2, product="or"), seed=0)
@@ -505,7 +507,8 @@ def solve_family(
     """
     from threadpoolctl import threadpool_limits
 
-    budget = WorkBudget(DEFAULT_FAMILY_WORK if work_limit is None else float(work_limit))
+    work = DEFAULT_FAMILY_WORK if work_limit is None else float(work_limit)
+    budget = WorkBudget(work if time_limit is None or work_limit is not None else None, time_limit)
     if problem.symmetric:
         with threadpool_limits(1, "blas"):
             return SymmetricSolver(problem, budget).solve(
@@ -640,7 +643,7 @@ class SymmetricSolver:
         diagonal = self.self_product
         first = True
         sweep = self.sweep_work
-        while first or (self.budget.fits_work(sweep) and self.budget.fits_time(0.0)):
+        while first or self.budget.affords(sweep, 0.0):
             first = False
             self.counts["updates"] += 1
             self.budget.spend(sweep)
@@ -685,7 +688,7 @@ class SymmetricSolver:
         starts += [_limited(np.asarray(U, np.int8), self.limits) for U, _ in initial_factors]
         best: tuple[np.ndarray, float] | None = None
         for start in starts:
-            if best is not None and not self.budget.fits_work(3 * self.sweep_work):
+            if best is not None and not self.budget.affords(3 * self.sweep_work, 0.0):
                 break
             self.counts["seeds"] += 1
             U = self.sweeps(start)
@@ -694,7 +697,7 @@ class SymmetricSolver:
                 best = (U, value)
         assert best is not None
         current, since_best = best, 0
-        while best[1] > 1e-9 and self.budget.fits_work(3 * self.sweep_work):
+        while best[1] > 1e-9 and self.budget.affords(3 * self.sweep_work, 0.0):
             U = current[0].copy()
             count = min(m, int(rng.integers(1, max(2, m // 20) + 1)))
             picked = rng.choice(m, size=count, replace=False)
