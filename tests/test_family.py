@@ -10,7 +10,7 @@ import dimod
 import numpy as np
 import pytest
 
-from bmfdsl import compile_model, factorize, solve
+from bmfdsl import compile_model, factorize
 from bmfdsl.errors import InvalidParameterError, ModelDefinitionError
 from bmfdsl.linalg import factor_product, product_squared_error
 from bmfdsl.modeling import BMFStructure
