@@ -10,7 +10,8 @@ the default backend, nothing constrained) also tries, beside the core solve:
   ``baseline`` and ``thresholded``) the default then holds each method's own answer among its
   candidates, so it is never worse than any of them on the same input and seed; a larger core
   hands them its first rows (the sampled rows are independent draws, so a prefix is a smaller
-  sample);
+  sample), or a uniform sample of its rows when it is all of ``A``, except for ``baseline``,
+  which takes an unsampled ``A`` whole up to :data:`BASELINE_WHOLE_CELLS` entries;
 * on a sampled run, the native solver's structure seeds (NMF-threshold, row and column
   clusters) on a uniform sample of :func:`structure_sample_rows` rows, sized from rank and
   shape so that every component is seen, independent of ``sample_rows`` (a larger sample never
@@ -46,6 +47,10 @@ METHOD_CELLS = 2**17
 #: blocks, 100,000 x 2,000, r = 10).
 CHEAP_METHOD_CELLS = 2**19
 CHEAP_METHODS = ("baseline", "thresholded")
+#: Largest unsampled core (entries) ``baseline`` takes whole however big the others' share:
+#: the greedy costs about one pass (0.5 s at 20,000 x 2,000, r = 10), and a prefix of the
+#: rows lost to it there (18,846,586 against its 18,846,410).
+BASELINE_WHOLE_CELLS = 2**26
 #: The comparison methods tried as seeds, in the order ``info["portfolio"]`` lists them.
 SEED_METHODS = ("baseline", "thresholded", "penalized")
 #: Data (entries) up to which every seed is finished on the full data; beyond it the seeds are
@@ -133,9 +138,10 @@ def portfolio_seeds(
     found = []
     with one_blas_thread():  # hundreds of small products: threads only wait on a busy machine
         for name in SEED_METHODS:
-            taken = cheap_core if name in CHEAP_METHODS else method_core
+            whole = not sampled and name == "baseline" and core.size <= BASELINE_WHOLE_CELLS
+            taken = core if whole else cheap_core if name in CHEAP_METHODS else method_core
             U, V = get_method(name)(taken, rank, random_state=copy.deepcopy(method_rng))
-            full_U = np.asarray(U, dtype=np.int8) if covers_all else None
+            full_U = np.asarray(U, dtype=np.int8) if covers_all or whole else None
             found.append(Seed(name, np.asarray(V, dtype=np.int8), full_U))
     m, n = data.shape
     if not sampled:
