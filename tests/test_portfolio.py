@@ -152,3 +152,19 @@ def test_native_solver_finds_a_sparse_planted_core():
     planted = dense_error(core, U[:300], V)
     result = solve_bmf(core, 5, seed=0)
     assert result.solutions[0][2] <= planted
+
+
+def test_the_default_holds_baselines_answer_on_a_large_unsampled_matrix():
+    # beyond the methods' share (2**17 cells) the others see a row sample, but baseline, one
+    # greedy pass, still takes all of an unsampled A: its own answer is a candidate
+    from bmfdsl.pipeline._strategy import portfolio_seeds
+    from bmfdsl.solvers.methods import get_method
+
+    A = (np.random.default_rng(4).random((520, 300)) < 0.5).astype(np.int8)
+    assert A.size > 2**17
+    seeds = portfolio_seeds(as_matrix(A), A, 3, np.random.default_rng(0), sampled=False)
+    seed = next(seed for seed in seeds.seeds if seed.name == "baseline")
+    U, V = get_method("baseline")(A, 3, random_state=np.random.default_rng(0))
+    assert seed.U is not None and np.array_equal(seed.U, U) and np.array_equal(seed.V, V)
+    ours = factorize(A, 3, random_state=0)
+    assert ours.error <= factorize(A, 3, method="baseline", random_state=0).error
