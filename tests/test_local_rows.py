@@ -83,3 +83,11 @@ def test_factorize_at_rank_32_errors_fall_with_rank():
     errors = [factorize(A, rank, random_state=0).error for rank in (12, 20, 32)]
     assert errors[0] >= errors[1] >= errors[2]
     assert errors[0] > errors[2]
+
+
+def test_bls_and_the_native_solver_stop_enumerating_at_the_same_rank():
+    from bmfdsl.solvers import MAX_ENUMERATION_RANK
+    from bmfdsl.solvers.native import PRACTICAL_MAX_RANK
+    from bmfdsl.solvers.native._beyond import MAX_CODE_RANK
+
+    assert MAX_ENUMERATION_RANK == MAX_CODE_RANK == PRACTICAL_MAX_RANK

@@ -72,7 +72,7 @@ def als(
         patience: stop after this many consecutive solves without improvement (the paper: 2).
         one_hot: ``"V"`` (``"U"``): every row of ``V`` (``U``) holds exactly one 1.
         chunk_rows: rows per chunk in the BLS scoring (bounded memory).
-        backend, backend_params: the BLS QUBO backend for rank > 16 (see
+        backend, backend_params: the BLS QUBO backend for rank > 12 (see
             :func:`bmfdsl.solvers.solve_bls`).
         deadline: opt-in ``time.perf_counter()`` value (a time-limited run): no solve starts
             after it, except the first. Not reproducible; small problems, solved in one

@@ -41,8 +41,8 @@ DEFAULT_SOLVE_BACKEND = "neal"
 #: factorize() compiles plain BMF models whose structure is verified: the structure-aware
 #: solver, the best local one (no account needed).
 DEFAULT_FACTORIZE_BACKEND = "native"
-#: BLS beyond enumeration (rank > 16) solves one tiny QUBO per distinct row: simulated
-#: annealing with a few reads, seeded so that BLS stays deterministic.
+#: BLS beyond enumeration (rank > 12) with a QUBO backend solves one tiny QUBO per distinct
+#: row: simulated annealing with a few reads, seeded so that BLS stays deterministic.
 DEFAULT_BLS_BACKEND = "neal"
 DEFAULT_BLS_PARAMETERS: dict[str, Any] = {"num_reads": 10, "seed": 0}
 
