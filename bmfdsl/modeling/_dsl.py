@@ -292,6 +292,26 @@ class ModelBuilder:
         factor = self.factor_arrays[0 if self.one_hot == "U" else 1]
         self.constrain_one_hot(factor, axis=1, group=f"one_hot_{self.one_hot}", weight=weight)
 
+    def _reduction_operands(
+        self, Y: Any, X: Any, axis: int, caller: str
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The indices of ``Y`` (flat) and of ``X`` with ``axis`` last, one row per element of
+        ``Y``: the operands of an elementwise reduction ``Y = op(X along axis)``."""
+        X = self._variables(X, "X")
+        if not -X.ndim <= axis < X.ndim:
+            raise ModelDefinitionError(f"axis {axis} is out of range for shape {X.shape}")
+        inputs = np.moveaxis(X.variable_indices("X"), axis, -1)
+        if inputs.shape[:-1] != Y.shape:
+            raise ModelDefinitionError(
+                f"{caller}: Y has shape {Y.shape}, X without axis {axis} has "
+                f"{inputs.shape[:-1]}"
+            )
+        outputs = Y.variable_indices("Y").ravel()
+        inputs = inputs.reshape(outputs.size, -1)
+        if inputs.shape[1] == 0:
+            raise ModelDefinitionError(f"{caller} needs at least one input along axis")
+        return outputs, inputs
+
     def constrain_or(self, Y: Any, X: Any, *, axis: int = -1, group: str, weight: Any) -> None:
         """Enforce ``Y = OR(X along axis)`` elementwise.
 
@@ -300,20 +320,8 @@ class ModelBuilder:
         ``{group}_chain``.
         """
         Y = self._variables(Y, "Y")
-        X = self._variables(X, "X")
-        if not -X.ndim <= axis < X.ndim:
-            raise ModelDefinitionError(f"axis {axis} is out of range for shape {X.shape}")
-        inputs = np.moveaxis(X.variable_indices("X"), axis, -1)
-        if inputs.shape[:-1] != Y.shape:
-            raise ModelDefinitionError(
-                f"constrain_or: Y has shape {Y.shape}, X without axis {axis} has "
-                f"{inputs.shape[:-1]}"
-            )
-        outputs = Y.variable_indices("Y").ravel()
-        inputs = inputs.reshape(outputs.size, -1)
+        outputs, inputs = self._reduction_operands(Y, X, axis, "constrain_or")
         count = inputs.shape[1]
-        if count == 0:
-            raise ModelDefinitionError("constrain_or needs at least one input along axis")
         chain_size = max(count - 2, 0)
         chain = np.zeros((outputs.size, 0), INDEX)
         if chain_size:
@@ -351,20 +359,8 @@ class ModelBuilder:
         (1,)
         """
         Y = self._variables(Y, "Y")
-        X = self._variables(X, "X")
-        if not -X.ndim <= axis < X.ndim:
-            raise ModelDefinitionError(f"axis {axis} is out of range for shape {X.shape}")
-        inputs = np.moveaxis(X.variable_indices("X"), axis, -1)
-        if inputs.shape[:-1] != Y.shape:
-            raise ModelDefinitionError(
-                f"constrain_xor: Y has shape {Y.shape}, X without axis {axis} has "
-                f"{inputs.shape[:-1]}"
-            )
-        outputs = Y.variable_indices("Y").ravel()
-        inputs = inputs.reshape(outputs.size, -1)
+        outputs, inputs = self._reduction_operands(Y, X, axis, "constrain_xor")
         count = inputs.shape[1]
-        if count == 0:
-            raise ModelDefinitionError("constrain_xor needs at least one input along axis")
         bits = (count // 2).bit_length()  # t <= count // 2
         halves = np.zeros((outputs.size, 0), INDEX)
         difference = self.space.array(inputs).sum(axis=-1) - self.space.array(outputs)
