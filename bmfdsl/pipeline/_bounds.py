@@ -135,26 +135,15 @@ def _past(deadline: float | None) -> bool:
     return deadline is not None and time.perf_counter() > deadline
 
 
-def _partial_dense_gram(tall: np.ndarray, deadline: float) -> np.ndarray:
-    """``AᵀA`` of the first rows of ``tall`` that the ``deadline`` affords (at least one
-    chunk): the Gram matrix of a row subset, whose bound is a valid, weaker one."""
-    step = max(1, 2**20 // tall.shape[1])
-    gram = dense_gram(tall[:step])
+def _partial_gram(tall: Any, deadline: float, gram_of: Any, step: int) -> np.ndarray:
+    """``AᵀA`` of the first rows of ``tall`` (dense, or CSR with ``gram_of=exact_gram``) that
+    the ``deadline`` affords, ``step`` rows at a time (at least one step): the Gram matrix of
+    a row subset, whose bound is a valid, weaker one."""
+    gram = gram_of(tall[:step])
     for start in range(step, tall.shape[0], step):
         if _past(deadline):
             break
-        gram += dense_gram(tall[start : start + step])
-    return gram
-
-
-def _partial_sparse_gram(tall: Any, deadline: float) -> np.ndarray:
-    """:func:`_partial_dense_gram` of a CSR matrix."""
-    step = 2**16
-    gram = exact_gram(tall[:step])
-    for start in range(step, tall.shape[0], step):
-        if _past(deadline):
-            break
-        gram += exact_gram(tall[start : start + step])
+        gram += gram_of(tall[start : start + step])
     return gram
 
 
@@ -201,7 +190,12 @@ def spectral_bound(
         if tall_data is not None and (cached or deadline is None):
             gram = tall_data.gram
         else:
-            gram = dense_gram(tall) if deadline is None else _partial_dense_gram(tall, deadline)
+            step = max(1, 2**20 // tall.shape[1])
+            gram = (
+                dense_gram(tall)
+                if deadline is None
+                else _partial_gram(tall, deadline, dense_gram, step)
+            )
         tail = _spectral_tail(gram, rank)
     else:
         # blocks of k lines: Grams cost ~ long·short·k, their eigenvalues ~ long·k²
@@ -234,7 +228,7 @@ def _sparse_spectral_bound(
         if cached or deadline is None:
             gram = tall_data.gram
         else:
-            gram = _partial_sparse_gram(tall, deadline)
+            gram = _partial_gram(tall, deadline, exact_gram, 2**16)
         tail = _spectral_tail(gram, rank)
     else:  # the dense route's blocks, so that the bound is the same number
         block_rows = int(max_flops // (long_side * (short_side + short_side // 2)))
