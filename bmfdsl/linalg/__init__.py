@@ -21,6 +21,7 @@ from bmfdsl._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from bmfdsl.linalg._kernels import (
+        LOCAL_MOVES_PER_RANK,
         als_loop,
         code_table,
         dense_cross,

@@ -300,6 +300,9 @@ def als_loop(
 
 #: Bits of the sub-rank solved exactly per row as one start of :func:`solve_rows_local`.
 LOCAL_SUBRANK_BITS = 8
+#: Moves (1- or 2-flips) per start of a row's local search, per unit of rank: the budget
+#: every caller of :func:`solve_rows_local` gives it (BLS, ALS, the native solver).
+LOCAL_MOVES_PER_RANK = 4
 
 
 @numba.njit(cache=True)

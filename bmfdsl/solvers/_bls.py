@@ -27,6 +27,7 @@ import numpy as np
 
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
 from bmfdsl.linalg import (
+    LOCAL_MOVES_PER_RANK,
     BinaryMatrix,
     DaskMatrix,
     SparseMatrix,
@@ -42,8 +43,6 @@ from bmfdsl.validation import check_binary_matrix
 #: solver's ``MAX_CODE_RANK`` is the same cut-off (a test holds them equal), so a run beyond
 #: it builds no ``2^r`` table anywhere (MNIST 1,000 x 784 at r = 16: 11.8 s -> 1.2 s).
 MAX_ENUMERATION_RANK = 12
-#: Moves (1- or 2-flips) per start of a row's local search, per unit of rank.
-LOCAL_MOVES_PER_RANK = 4
 
 # Scores of one chunk take at most about this many bytes (bounded memory for any m).
 _CHUNK_BYTES = 32 * 2**20

@@ -25,15 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from bmfdsl.linalg import dense_cross, gram, solve_rows_local
+from bmfdsl.linalg import LOCAL_MOVES_PER_RANK, dense_cross, gram, solve_rows_local
 from bmfdsl.solvers.methods import baseline
 from bmfdsl.solvers.native._settings import NativeSettings, local_solve_work
 from bmfdsl.timings import WorkBudget
 
 #: Largest rank whose row codes are enumerated (annealing, exact BLS); beyond it, see above.
 MAX_CODE_RANK = 12
-#: Moves (1- or 2-flips) per start of a row's local search, per unit of rank.
-MOVES_PER_RANK = 4
 
 
 def local_als(
@@ -68,7 +66,7 @@ def local_als(
         solve_u = solves % 2 == 0
         data, fixed, solved = (A, V, U) if solve_u else (At, U, V)
         score, code_ops = solve_rows_local(
-            dense_cross(data, fixed), gram(fixed), solved, MOVES_PER_RANK * rank
+            dense_cross(data, fixed), gram(fixed), solved, LOCAL_MOVES_PER_RANK * rank
         )
         new = ones + int(score)
         budget.spend(
