@@ -53,8 +53,7 @@ def child(case: str) -> None:
     """One case in this (fresh) process; prints one JSON line."""
     import numpy as np
 
-    from bmfdsl import factorize
-    from bmfdsl.apps._datasets import make_sparse_planted
+    from bmfdsl import factorize, make_sparse_planted
 
     m, n, rank = (int(part) for part in case.split("x"))
     A = make_sparse_planted(m, n, rank, random_state=0)

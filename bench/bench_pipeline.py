@@ -6,7 +6,7 @@ Run from the repository root::
     .venv/bin/python bench/bench_pipeline.py --quick    # m = 2,000 and 50,000 only
 
 Instances have n = 30 columns and rank r = 5, as in the paper: ``planted`` comes from
-``bmfdsl.apps._datasets.make_exact_rank`` (S1 Algorithm 3, exact rank 5), ``bernoulli`` is
+``bmfdsl.make_exact_rank`` (S1 Algorithm 3, exact rank 5), ``bernoulli`` is
 Bernoulli(0.5) noise.
 
 Two modes:

@@ -56,8 +56,7 @@ def child(args: argparse.Namespace) -> None:
 
     import numpy as np
 
-    from bmfdsl import factorize
-    from bmfdsl.apps._datasets import make_sparse_planted
+    from bmfdsl import factorize, make_sparse_planted
 
     A = make_sparse_planted(args.m, args.n, args.rank, random_state=0)
     nnz = int(A.nnz)

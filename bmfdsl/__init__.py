@@ -26,6 +26,8 @@ if TYPE_CHECKING:
         load_mnist,
         make_bernoulli,
         make_exact_rank,
+        make_planted_blocks,
+        make_sparse_planted,
         plot_factorization,
         plot_factors,
         read_data,

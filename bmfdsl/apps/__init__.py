@@ -17,7 +17,12 @@ if TYPE_CHECKING:
     from bmfdsl.apps._cli import main
     from bmfdsl.apps._clusters import clusters_from_factor
     from bmfdsl.apps._datafiles import load_leukemia, load_melanoma, load_mnist
-    from bmfdsl.apps._datasets import make_bernoulli, make_exact_rank
+    from bmfdsl.apps._datasets import (
+        make_bernoulli,
+        make_exact_rank,
+        make_planted_blocks,
+        make_sparse_planted,
+    )
     from bmfdsl.apps._estimator import BinaryMatrixFactorization
     from bmfdsl.apps._io import TwoSidedThreshold, read_data, read_matrix
     from bmfdsl.apps._plots import plot_factorization, plot_factors
