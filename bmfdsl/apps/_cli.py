@@ -558,8 +558,8 @@ def _add_solver_options(run: argparse.ArgumentParser) -> None:
         "--device",
         choices=DEVICES,
         default="cpu",
-        help="where the full-data BLS and ALS score codes: 'gpu' needs CuPy and a CUDA GPU "
-        "(bmfdsl[gpu]); the same answer on every device (default: cpu)",
+        help="where the full-data BLS and ALS score codes, e.g. gpu (CuPy and a CUDA GPU: "
+        "bmfdsl[gpu]); the same answer on every device",
     )
     run.add_argument(
         "--seed",

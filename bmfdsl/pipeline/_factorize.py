@@ -31,6 +31,7 @@ from bmfdsl.linalg import (
     SparseMatrix,
     as_matrix,
     check_device,
+    get_array_module,
     is_dask_array,
     relative_error,
 )
@@ -166,6 +167,7 @@ def factorize(
     started = time.perf_counter()
     als = check_flag(als, "als")
     device = check_device(device)
+    get_array_module(device)  # "gpu" without CuPy or a GPU fails here, not after the solve
     check_backend(backend)
     weights = check_mapping(weights, "weights", "{'lam': 2.0}") or None
     A, mask = split_masked_array(A, mask)
