@@ -173,7 +173,7 @@ def report(payload: dict[str, Any]) -> str:
     for row in payload["rows"]:
         lines.append(
             f"| {row['rows']:,} x {row['columns']} | {row['rank']} | {row['ones']:,} | "
-            f"{row['device']} | {row['bls_seconds']:.2f} | {row['als_seconds']:.2f} | "
+            f"{row['device']} | {row['bls_seconds']:.3f} | {row['als_seconds']:.3f} | "
             f"{row['als_solves']} | {row['bls_error']:,} | {row['als_error']:,} | "
             f"{'yes' if row['equal_to_cpu'] else 'NO'} |"
         )
