@@ -16,6 +16,11 @@ worsens a given ``start``; when a ``backend`` is named, each distinct row become
 QUBO ``VᵀV - 2 diag(a V)`` solved on a dimod sampler instead. The same statistics serve the
 transposed problem (solving ``V`` for fixed ``U``), which is what lets ALS run blockwise on a
 dask array.
+
+The chunked scoring (``A V``, its product with the code table, the first minimum per row) is
+written once against an array module: numpy by default, CuPy with ``device="gpu"`` (see
+:mod:`bmfdsl.linalg._device`), in exact integer arithmetic either way, so every device gives
+the same answer.
 """
 
 from __future__ import annotations
@@ -419,7 +424,7 @@ def _best_codes(
     rows = cross.shape[0]
     codes_int = codes.astype(np.int64)
     quad = np.einsum("ck,kl,cl->c", codes_int, gram, codes_int)
-    cross_bound = int(xp.abs(xp.asarray(cross)).sum(axis=1).max()) if rows else 0
+    cross_bound = int(abs(cross).sum(axis=1).max()) if rows else 0  # where cross lives
     dtype = _score_dtype(cross_bound, int(np.abs(quad).max(initial=0)), xp)
     minus_two_codes_t = xp.asarray((-2 * codes_int.T).astype(dtype))
     quad_f = xp.asarray(quad.astype(dtype))
