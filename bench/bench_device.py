@@ -181,9 +181,10 @@ def report(payload: dict[str, Any]) -> str:
         "",
         "On the CPU, `cpu` and `numpy` run the same chunked products beyond the compiled "
         "kernels' size (m n > 2^18 or r > 8), so their times differ by noise there; the small "
-        "row shows the compiled kernels against the array path. On a GPU the `gpu` rows send "
-        "each chunk of A as int8 once per half-step and keep only codes and errors coming "
-        "back (A is not kept on the device between ALS solves).",
+        "row shows the compiled kernels against the array path. On a GPU, A goes to the device "
+        "once (as int8, kept there for the BLS and every ALS solve while it takes at most a "
+        "quarter of the free device memory, else sent chunk by chunk) and only codes and "
+        "errors come back.",
         "",
     ]
     return "\n".join(lines)

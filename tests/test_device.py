@@ -32,6 +32,11 @@ def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
     for name in dir(np):
         if not name.startswith("__"):
             setattr(fake, name, getattr(np, name))
+    fake.asarray = lambda array, dtype=None: np.array(array, dtype=dtype)  # a copy: "sent"
+    fake.free_bytes = 2**40  # what memGetInfo reports free
+    fake.cuda = types.SimpleNamespace(
+        runtime=types.SimpleNamespace(memGetInfo=lambda: (fake.free_bytes, 2**41))
+    )
     monkeypatch.setattr(device_module, "_load_cupy", lambda device: fake)
     return fake
 
@@ -124,6 +129,28 @@ def test_the_gpu_branches_give_the_cpu_answer(fake_gpu, rank):
     )
     cpu, gpu = als(A, U, V), als(A, U, V, device="gpu")
     assert gpu.history == cpu.history and np.array_equal(gpu.V, cpu.V)
+
+
+def test_factorize_on_the_gpu_branches_equals_the_cpu(fake_gpu):
+    A = _planted(np.random.default_rng(6), 300, 20, 3)
+    cpu = factorize(A, 3, random_state=1)
+    gpu = factorize(A, 3, random_state=1, device="gpu")
+    assert np.array_equal(gpu.U, cpu.U) and np.array_equal(gpu.V, cpu.V)
+    assert gpu.error == cpu.error and gpu.info["device"] == "gpu"
+
+
+@pytest.mark.parametrize("free_bytes", [2**40, 1000])
+def test_a_is_sent_once_while_it_fits_on_the_device(fake_gpu, free_bytes):
+    fake_gpu.free_bytes = free_bytes  # 1000 bytes: A (2,000 bytes) stays on the host
+    rng = np.random.default_rng(8)
+    A = _planted(rng, 100, 20, 4)
+    U, V = _random(rng, (100, 4), 0.3), _random(rng, (20, 4), 0.3)
+    data = as_matrix(A)
+    cpu, gpu = als(A, U, V), als(data, U, V, device="gpu")
+    assert gpu.history == cpu.history and np.array_equal(gpu.U, cpu.U)
+    held = data.on_device("gpu")
+    assert np.array_equal(held, A) and (held is data.A) == (free_bytes == 1000)
+    assert data.on_device("gpu") is held and data.on_device("numpy") is data.A
 
 
 def test_tf32_products_fall_back_to_float64(fake_gpu, monkeypatch):

@@ -88,6 +88,19 @@ def _load_cupy(device: str) -> ModuleType:
     return cupy
 
 
+def fits_on_device(xp: ModuleType, nbytes: int) -> bool:
+    """Whether an array of ``nbytes`` may stay on ``xp``'s device: at most a quarter of its
+    free memory, so the scoring's chunks keep room (always true for numpy).
+
+    >>> fits_on_device(np, 2**40)
+    True
+    """
+    if xp is np:
+        return True
+    free, _ = xp.cuda.runtime.memGetInfo()
+    return nbytes <= int(free) // 4
+
+
 def to_host(array: Any) -> np.ndarray:
     """A numpy array of ``array`` (a CuPy array is copied from the device).
 

@@ -27,7 +27,12 @@ from typing import Any, Protocol
 import numpy as np
 
 from bmfdsl.errors import InvalidMatrixError, ModelTooLargeError
-from bmfdsl.linalg._device import exact_float32_products, get_array_module, to_host
+from bmfdsl.linalg._device import (
+    exact_float32_products,
+    fits_on_device,
+    get_array_module,
+    to_host,
+)
 from bmfdsl.validation import check_binary_matrix, check_sparse_binary_matrix, is_sparse
 
 # Rows of A converted to float at a time when accumulating Aᵀ U (bounded memory); a GPU takes
@@ -175,6 +180,7 @@ class InMemoryMatrix:
         self.A = check_binary_matrix(A)
         self.shape: tuple[int, int] = (int(self.A.shape[0]), int(self.A.shape[1]))
         self.chunk_rows = chunk_rows
+        self._on_device: dict[str, Any] = {}  # array module name -> A there (or on the host)
 
     @property
     def array(self) -> np.ndarray:
@@ -193,6 +199,19 @@ class InMemoryMatrix:
     def dense(self) -> np.ndarray:
         """The array itself (no copy)."""
         return self.A
+
+    def on_device(self, device: str) -> Any:
+        """``A`` where ``device`` computes (see :data:`~bmfdsl.linalg.DEVICES`): the array
+        itself on the CPU; on a GPU a copy made on first use and kept with this wrapper (so an
+        ALS run sends ``A`` once, not once per half-step) while it takes at most a quarter of
+        the free device memory, else the host array, sent chunk by chunk."""
+        xp = get_array_module(device)
+        if xp is np:
+            return self.A
+        if xp.__name__ not in self._on_device:
+            fits = fits_on_device(xp, self.A.nbytes)
+            self._on_device[xp.__name__] = xp.asarray(self.A) if fits else self.A
+        return self._on_device[xp.__name__]
 
     def squared_error(self, U: np.ndarray, V: np.ndarray) -> int:
         """``||A - U Vᵀ||²_F`` in row chunks (see :func:`dense_squared_error`)."""
@@ -219,8 +238,9 @@ class InMemoryMatrix:
 
     def transposed_cross(self, U: np.ndarray, device: str = "cpu") -> np.ndarray:
         """``Aᵀ U`` as exact int64, over row chunks (the float copy of ``A`` stays small), on
-        the array module of ``device`` (each chunk of ``A`` goes there as ``int8``)."""
+        the array module of ``device`` (``A`` as :meth:`on_device` holds it)."""
         xp = get_array_module(device)
+        source = self.on_device(device)
         m, n = self.shape
         exact32 = m < 2**24 and exact_float32_products(xp)  # exact integer sums
         dtype = np.float32 if exact32 else np.float64
@@ -228,7 +248,7 @@ class InMemoryMatrix:
         step = self.chunk_rows or max(1, elements // max(n, 1))
         total = xp.zeros((n, U.shape[1]), dtype=np.float64)
         for start in range(0, m, step):
-            block = xp.asarray(self.A[start : start + step]).astype(dtype)
+            block = xp.asarray(source[start : start + step]).astype(dtype)
             total += block.T @ xp.asarray(U[start : start + step]).astype(dtype)
         return to_host(xp.rint(total)).astype(np.int64)
 

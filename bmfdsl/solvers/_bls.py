@@ -36,6 +36,7 @@ from bmfdsl.linalg import (
     LOCAL_MOVES_PER_RANK,
     BinaryMatrix,
     DaskMatrix,
+    InMemoryMatrix,
     SparseMatrix,
     as_matrix,
     check_device,
@@ -201,7 +202,8 @@ def solve_bls_with_error(
         # scores with the same tie rule give the same U as the dense routes.
         gram = V.astype(np.int64).T @ V.astype(np.int64)
         return solve_bls_from_stats(data.cross(V), gram, data.row_norms, **options)
-    return _solve_checked(data.dense(), V, **options)
+    held = data.on_device(options["device"]) if isinstance(data, InMemoryMatrix) else data.dense()
+    return _solve_checked(held, V, **options)
 
 
 def solve_bls_and_cross(
@@ -265,7 +267,7 @@ def _solve_block(block: np.ndarray, V: np.ndarray, options: dict[str, Any]) -> n
 
 
 def _solve_checked(
-    A: np.ndarray,
+    A: Any,
     V: np.ndarray,
     *,
     one_hot: bool,
@@ -275,15 +277,16 @@ def _solve_checked(
     start: np.ndarray | None,
     device: str = "cpu",
 ) -> tuple[np.ndarray, int]:
-    """BLS for validated ``A`` and ``V``; enumeration runs chunk by chunk end to end (on the
-    array module of ``device``: each chunk of ``A`` is sent once, only codes come back)."""
+    """BLS for validated ``A`` (a numpy array, or on a GPU possibly a device array) and ``V``;
+    enumeration runs chunk by chunk end to end on the array module of ``device`` (a host
+    chunk of ``A`` is sent as ``int8``; only codes and errors come back)."""
     m, n = A.shape
     rank = V.shape[1]
     gram = V.astype(np.int64).T @ V.astype(np.int64)
     xp = get_array_module(device)
     if not (one_hot or (backend is None and rank <= MAX_ENUMERATION_RANK)):
         cross = to_host(_cross_products(A, V, chunk_rows, xp))
-        row_norms = A.sum(axis=1, dtype=np.int64)  # 0/1: the count, with no m x n temporary
+        row_norms = to_host(A.sum(axis=1, dtype=np.int64))  # 0/1: the count, no m x n copy
         return solve_bls_from_stats(
             cross, gram, row_norms, backend=backend, backend_params=backend_params, start=start
         )
@@ -296,10 +299,10 @@ def _solve_checked(
     U = np.empty((m, rank), dtype=np.int8)
     error = 0
     for first in range(0, m, step):
-        block = A[first : first + step]
+        block = xp.asarray(A[first : first + step])
         best, scores = _best_codes(_cross_products(block, V, None, xp), gram, codes, None, xp)
         U[first : first + step] = codes[to_host(best)]
-        error += int(np.count_nonzero(block)) + int(scores.sum())
+        error += int(xp.count_nonzero(block)) + int(scores.sum())
     return U, error
 
 
