@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from bmfdsl.credentials import scrub
+from bmfdsl.linalg import DEVICES
 from bmfdsl.modeling import SUFFICIENT
 
 EXIT_DATA_ERROR = 1
@@ -227,6 +228,7 @@ def _factorize(args: argparse.Namespace) -> int:
             als=not args.no_als,
             random_state=args.seed,
             certify=args.certify,
+            device=args.device,
             **extra,
         )
     quality = (
@@ -552,6 +554,13 @@ def _add_solver_options(run: argparse.ArgumentParser) -> None:
         "--num-reads", type=int, default=None, help="solver reads, e.g. 8 (default: the backend's)"
     )
     run.add_argument("--no-als", action="store_true", help="skip the ALS polish (default: polish)")
+    run.add_argument(
+        "--device",
+        choices=DEVICES,
+        default="cpu",
+        help="where the full-data BLS and ALS score codes, e.g. gpu (CuPy and a CUDA GPU: "
+        "bmfdsl[gpu]); the same answer on every device",
+    )
     run.add_argument(
         "--seed",
         type=_seed,

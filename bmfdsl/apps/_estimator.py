@@ -47,6 +47,9 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
         binarize: ``None`` (``X`` must hold only 0 and 1) or a threshold ``t``: entries
             ``>= t`` count as 1 and the rest as 0, in ``fit``, ``transform`` and ``score``.
         random_state: seed for every random choice.
+        device: where the full-data BLS and ALS score codes (``fit`` and ``transform``):
+            ``"cpu"`` (default), ``"gpu"`` (CuPy, ``bmfdsl[gpu]``) or ``"numpy"``; the same
+            answer on each (see :func:`bmfdsl.factorize`).
 
     Missing data: ``fit``, ``fit_transform``, ``transform`` and ``score`` take ``mask=`` (0/1
     of ``X``'s shape, 1 = observed; in a ``Pipeline``, ``fit(X, step__mask=M)``) or a numpy
@@ -86,6 +89,7 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
         backend_params: dict[str, Any] | None = None,
         binarize: float | None = None,
         random_state: Any = None,
+        device: str = "cpu",
     ) -> None:
         self.n_components = n_components
         self.method = method
@@ -98,6 +102,7 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
         self.backend_params = backend_params
         self.binarize = binarize
         self.random_state = random_state
+        self.device = device
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -218,6 +223,7 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
             als=self.als,
             mask=mask,
             random_state=self.random_state,
+            device=self.device,
             **backend_params,
         )
         self.factorization_ = result
@@ -251,7 +257,7 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
             return self._family_rows(A, observed)
         one_hot = check_one_hot(self.one_hot) == "U"
         if observed is None:
-            return solve_bls(A, self.components_.T, one_hot=one_hot)
+            return solve_bls(A, self.components_.T, one_hot=one_hot, device=self.device)
         from bmfdsl.solvers.native import weighted_bls
 
         dense = A.toarray() if is_sparse(A) else A

@@ -6,6 +6,8 @@
 * the numba kernels behind exact binary least squares and ALS (:func:`solve_rows_exact`,
   :func:`als_loop`, :func:`code_table`, Gram and cross products) and the local-search row
   solver beyond enumeration (:func:`solve_rows_local`);
+* where full-data BLS and ALS score codes: :data:`DEVICES`, :func:`check_device`,
+  :func:`get_array_module` (numpy, or CuPy on a GPU, loaded only when asked for);
 * how good an answer is: :func:`squared_error` and the paper's :func:`relative_error`;
 * the products of the BMF family (integer sum, Boolean OR, GF(2) XOR): :func:`factor_product`,
   :func:`product_squared_error`.
@@ -20,6 +22,15 @@ from typing import TYPE_CHECKING
 from bmfdsl._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from bmfdsl.linalg._device import (
+        ARRAY_DEVICES,
+        DEVICES,
+        check_device,
+        exact_float32_products,
+        first_minimum,
+        get_array_module,
+        to_host,
+    )
     from bmfdsl.linalg._kernels import (
         LOCAL_MOVES_PER_RANK,
         als_loop,

@@ -27,10 +27,18 @@ from typing import Any, Protocol
 import numpy as np
 
 from bmfdsl.errors import InvalidMatrixError, ModelTooLargeError
+from bmfdsl.linalg._device import (
+    exact_float32_products,
+    fits_on_device,
+    get_array_module,
+    to_host,
+)
 from bmfdsl.validation import check_binary_matrix, check_sparse_binary_matrix, is_sparse
 
-# Rows of A converted to float at a time when accumulating Aᵀ U (bounded memory).
+# Rows of A converted to float at a time when accumulating Aᵀ U (bounded memory); a GPU takes
+# larger chunks (fewer transfers and launches; the sums are the same).
 _CHUNK_ELEMENTS = 4 * 2**20
+_DEVICE_CHUNK_ELEMENTS = 64 * 2**20
 # Entries of A handled per chunk by the dense (and weighted) squared error: temporaries stay small.
 _ERROR_CHUNK_ENTRIES = 2**20
 _FLOAT64_EXACT = 2**53  # integers below this are exact in float64
@@ -93,8 +101,10 @@ class BinaryMatrix(Protocol):
     def dense(self) -> np.ndarray:
         """All of ``A`` as a dense ``int8`` array (for the routes that need it whole)."""
 
-    def transposed_cross(self, U: np.ndarray) -> np.ndarray:
-        """``Aᵀ U`` as exact int64 (``U`` has one row per row of ``A``)."""
+    def transposed_cross(self, U: np.ndarray, device: str = "cpu") -> np.ndarray:
+        """``Aᵀ U`` as exact int64 (``U`` has one row per row of ``A``); ``device`` (see
+        :data:`~bmfdsl.linalg.DEVICES`) is where a dense ``A``'s product runs (a sparse or
+        dask one's runs where its data is)."""
 
     def squared_error(self, U: np.ndarray, V: np.ndarray) -> int:
         """``||A - U Vᵀ||²_F``, exact, without an ``m x n`` temporary."""
@@ -170,6 +180,7 @@ class InMemoryMatrix:
         self.A = check_binary_matrix(A)
         self.shape: tuple[int, int] = (int(self.A.shape[0]), int(self.A.shape[1]))
         self.chunk_rows = chunk_rows
+        self._on_device: dict[str, Any] = {}  # array module name -> A there (or on the host)
 
     @property
     def array(self) -> np.ndarray:
@@ -188,6 +199,19 @@ class InMemoryMatrix:
     def dense(self) -> np.ndarray:
         """The array itself (no copy)."""
         return self.A
+
+    def on_device(self, device: str) -> Any:
+        """``A`` where ``device`` computes (see :data:`~bmfdsl.linalg.DEVICES`): the array
+        itself on the CPU; on a GPU a copy made on first use and kept with this wrapper (so an
+        ALS run sends ``A`` once, not once per half-step) while it takes at most a quarter of
+        the free device memory, else the host array, sent chunk by chunk."""
+        xp = get_array_module(device)
+        if xp is np:
+            return self.A
+        if xp.__name__ not in self._on_device:
+            fits = fits_on_device(xp, self.A.nbytes)
+            self._on_device[xp.__name__] = xp.asarray(self.A) if fits else self.A
+        return self._on_device[xp.__name__]
 
     def squared_error(self, U: np.ndarray, V: np.ndarray) -> int:
         """``||A - U Vᵀ||²_F`` in row chunks (see :func:`dense_squared_error`)."""
@@ -212,16 +236,21 @@ class InMemoryMatrix:
         """Rows ``indices`` (repeats allowed, any order) as a contiguous ``int8`` array."""
         return np.ascontiguousarray(self.A[np.asarray(indices, dtype=np.int64)])
 
-    def transposed_cross(self, U: np.ndarray) -> np.ndarray:
-        """``Aᵀ U`` as exact int64, over row chunks (the float copy of ``A`` stays small)."""
+    def transposed_cross(self, U: np.ndarray, device: str = "cpu") -> np.ndarray:
+        """``Aᵀ U`` as exact int64, over row chunks (the float copy of ``A`` stays small), on
+        the array module of ``device`` (``A`` as :meth:`on_device` holds it)."""
+        xp = get_array_module(device)
+        source = self.on_device(device)
         m, n = self.shape
-        dtype = np.float32 if m < 2**24 else np.float64  # exact integer sums
-        step = self.chunk_rows or max(1, _CHUNK_ELEMENTS // max(n, 1))
-        total = np.zeros((n, U.shape[1]), dtype=np.float64)
+        exact32 = m < 2**24 and exact_float32_products(xp)  # exact integer sums
+        dtype = np.float32 if exact32 else np.float64
+        elements = _CHUNK_ELEMENTS if xp is np else _DEVICE_CHUNK_ELEMENTS
+        step = self.chunk_rows or max(1, elements // max(n, 1))
+        total = xp.zeros((n, U.shape[1]), dtype=np.float64)
         for start in range(0, m, step):
-            block = self.A[start : start + step].astype(dtype)
-            total += block.T @ U[start : start + step].astype(dtype)
-        return np.rint(total).astype(np.int64)
+            block = xp.asarray(source[start : start + step]).astype(dtype)
+            total += block.T @ xp.asarray(U[start : start + step]).astype(dtype)
+        return to_host(xp.rint(total)).astype(np.int64)
 
 
 class SparseMatrix:
@@ -308,8 +337,9 @@ class SparseMatrix:
         wide = np.ascontiguousarray(factor, dtype=np.int64)
         return pattern_cross(self.csr.indptr, self.csr.indices, wide)
 
-    def transposed_cross(self, U: np.ndarray) -> np.ndarray:
-        """``Aᵀ U`` as exact int64 (``U`` has one row per row of ``A``)."""
+    def transposed_cross(self, U: np.ndarray, device: str = "cpu") -> np.ndarray:
+        """``Aᵀ U`` as exact int64 (``U`` has one row per row of ``A``): an ``O(nnz r)``
+        pass over the pattern on the CPU, whatever the ``device``."""
         from bmfdsl.linalg._kernels import pattern_transposed_cross
 
         wide = np.ascontiguousarray(U, dtype=np.int64)
@@ -449,8 +479,9 @@ class DaskMatrix:
         )
         return np.asarray(parts.sum(axis=0).compute(), dtype=dtype).reshape(shape)
 
-    def transposed_cross(self, U: np.ndarray) -> np.ndarray:
-        """``Aᵀ U`` as exact int64, summed over the row blocks."""
+    def transposed_cross(self, U: np.ndarray, device: str = "cpu") -> np.ndarray:
+        """``Aᵀ U`` as exact int64, summed over the row blocks (by the workers, whatever the
+        ``device``)."""
         return self.sum_blocks(
             _block_transposed_cross,
             self.row_aligned(U.astype(np.int64)),

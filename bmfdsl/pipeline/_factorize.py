@@ -30,6 +30,8 @@ from bmfdsl.linalg import (
     Orientation,
     SparseMatrix,
     as_matrix,
+    check_device,
+    get_array_module,
     is_dask_array,
     relative_error,
 )
@@ -73,6 +75,7 @@ def factorize(
     random_state: Any = None,
     certify: float | None = None,
     model_data: Mapping[str, Any] | None = None,
+    device: str = "cpu",
     **backend_params: Any,
 ) -> Factorization:
     """Factorize a 0/1 matrix ``A ≈ U Vᵀ`` with binary ``U`` (m x r) and ``V`` (n x r).
@@ -114,6 +117,13 @@ def factorize(
         model_data: further data the model reads as ``model.data[...]``, e.g. ``{"k": 2}`` for
             ``at-most-k-bmf`` (``method="qubo"`` only, without ``sample_rows``: arrays in it
             are not sampled; the mask goes in ``mask=``).
+        device: where the full-data BLS and ALS of integer BMF score their codes:
+            ``"cpu"`` (default), ``"gpu"`` (CuPy on a CUDA GPU, ``bmfdsl[gpu]``) or
+            ``"numpy"`` (the GPU's array code on the CPU); see
+            :func:`bmfdsl.solvers.solve_bls`. The same answer on every device; the core
+            solve, the seeds, a masked or family model's polish and the bounds stay on the
+            CPU, except on a backend that has a ``device`` parameter of its own (``da``),
+            which gets it too. Reported as ``info["device"]``.
         **backend_params: passed to the backend's ``sample`` (``num_reads``, ``time_limit``...).
 
     Returns:
@@ -156,6 +166,8 @@ def factorize(
     timer = StageTimer()
     started = time.perf_counter()
     als = check_flag(als, "als")
+    device = check_device(device)
+    get_array_module(device)  # "gpu" without CuPy or a GPU fails here, not after the solve
     check_backend(backend)
     weights = check_mapping(weights, "weights", "{'lam': 2.0}") or None
     A, mask = split_masked_array(A, mask)
@@ -172,6 +184,7 @@ def factorize(
     certify = check_certify(certify, in_memory=data.in_memory)
     whole = data = objective.observed_part(data)  # whole: before orienting
     info: dict[str, Any] = {"method": method_key, "rank": rank, "shape": list(data.shape)}
+    info["device"] = device
     info.update(objective.describe())
 
     # Sampling works on the long side: a wide A is solved as Aᵀ ≈ V Uᵀ.
@@ -195,14 +208,14 @@ def factorize(
             _check_transposable(compiled[0])
         method_rng = copy.deepcopy(rng)  # the state method=... would hand its method
         with timer("solve"):
-            solution = _solve_compiled(compiled, backend, rng, backend_params)
+            solution = _solve_compiled(compiled, backend, rng, backend_params, device)
     else:
         with timer("solve"):
             solution = _solve_by_method(method_key, core, rank_core, rng)
     info.update(solution.info)
     time_limit_end = _time_limit_end(backend_params, started)
     U, V, error = _extend_and_polish(
-        data, solution, objective, s is not None, side, als, timer, info, time_limit_end
+        data, solution, objective, s is not None, side, als, timer, info, time_limit_end, device
     )
     certified_error = objective.certified_error(info) if s is None else None  # native's, on A
     in_time = time_limit_end is None or time.perf_counter() < time_limit_end
@@ -220,6 +233,7 @@ def factorize(
             timer,
             info,
             deadline=time_limit_end,
+            device=device,
         )
     U, V = orientation.factors(U, V)
     if not _integer_bmf(solution):
@@ -286,9 +300,11 @@ def _extend_and_polish(
     timer: StageTimer,
     info: dict[str, Any],
     deadline: float | None = None,
+    device: str = "cpu",
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """The core's answer on all of ``A``: ``U`` extended by BLS (``extend``: sampled runs), then
-    ALS (under a time limit: no ALS solve after ``deadline`` but the first).
+    ALS (under a time limit: no ALS solve after ``deadline`` but the first), scored on
+    ``device``.
 
     Errors come from the BLS/ALS solves themselves (exact integer statistics): no m x n
     temporaries on the hot path. Records ``error_before_als`` and ``als_solves`` in ``info``.
@@ -299,7 +315,7 @@ def _extend_and_polish(
         return _extend_and_polish_model(data, solution, extend, als, timer, info, deadline)
     if extend:
         with timer("bls"):
-            U, error = _extend(data, V, side)
+            U, error = _extend(data, V, side, device)
     elif solution.error is not None and objective.observed is None:
         error = solution.error  # the core is all of A, and decoding scored it already
     else:
@@ -308,7 +324,7 @@ def _extend_and_polish(
     if als:
         progress.stage("ALS polish")
         with timer("als"):
-            U, V, error, info["als_solves"] = objective.polish(data, U, V, side, deadline)
+            U, V, error, info["als_solves"] = objective.polish(data, U, V, side, deadline, device)
         info["polish"] = "als"
     return U, V, int(error)
 
@@ -422,6 +438,7 @@ def _best_of_seeds(
     timer: StageTimer,
     info: dict[str, Any],
     deadline: float | None = None,
+    device: str = "cpu",
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """The best full-data answer of the core solve's and the portfolio's seeds
     (:mod:`bmfdsl.pipeline._strategy`), each extended and polished as the core solve's was
@@ -447,7 +464,7 @@ def _best_of_seeds(
         extend = seed.U is None  # U for every row from the seed's V, by exact BLS
         scratch: dict[str, Any] = {}
         U, V, error = _extend_and_polish(
-            data, start, objective, extend, None, als, timer, scratch, deadline
+            data, start, objective, extend, None, als, timer, scratch, deadline, device
         )
         errors[seed.name] = error
         if error < best_error:
@@ -511,11 +528,12 @@ class _Objective:
         V: np.ndarray,
         side: str | None,
         deadline: float | None = None,
+        device: str = "cpu",
     ) -> tuple[np.ndarray, np.ndarray, int, int | None]:
         """ALS from ``(U, V)``: the best pair, its error and the number of solves (``None``:
-        the masked ALS does not count them)."""
+        the masked ALS does not count them; it runs on the CPU whatever the ``device``)."""
         if self.observed is None:
-            return _polish(data, U, V, side, deadline)
+            return _polish(data, U, V, side, deadline, device)
         from bmfdsl.solvers.native import weighted_als
 
         weights = self.observed.astype(np.float64)
@@ -742,8 +760,10 @@ def _solve_compiled(
     backend: Any,
     rng: np.random.Generator,
     backend_params: Mapping[str, Any],
+    device: str = "cpu",
 ) -> _CoreSolution:
-    """Solve the compiled model on the backend; the best decoded sample."""
+    """Solve the compiled model on the backend; the best decoded sample. A backend with a
+    ``device`` parameter (``da``) runs on a non-default ``device`` too."""
     from bmfdsl.modeling import StructuredSampler
     from bmfdsl.pipeline._solve import solve
     from bmfdsl.solvers import resolve_backend
@@ -753,6 +773,8 @@ def _solve_compiled(
     params = dict(backend_params)
     if "seed" in sampler.parameters and "seed" not in params:
         params["seed"] = _seed_from(rng)
+    if device != "cpu" and "device" in sampler.parameters:
+        params["device"] = device
     decoded = solve(compiled, sampler, **weights, **params)
     best = decoded[0]
     info = {
@@ -780,20 +802,27 @@ def _solve_compiled(
     )
 
 
-def _extend(data: BinaryMatrix, V: np.ndarray, side: str | None) -> tuple[np.ndarray, int]:
+def _extend(
+    data: BinaryMatrix, V: np.ndarray, side: str | None, device: str
+) -> tuple[np.ndarray, int]:
     """The full ``U`` for the core's ``V`` by exact BLS, and its error."""
     from bmfdsl.solvers import solve_bls_with_error
 
-    return solve_bls_with_error(data, V, one_hot=side == "U")
+    return solve_bls_with_error(data, V, one_hot=side == "U", device=device)
 
 
 def _polish(
-    data: BinaryMatrix, U: np.ndarray, V: np.ndarray, side: str | None, deadline: float | None
+    data: BinaryMatrix,
+    U: np.ndarray,
+    V: np.ndarray,
+    side: str | None,
+    deadline: float | None,
+    device: str,
 ) -> tuple[np.ndarray, np.ndarray, int, int]:
     """ALS from ``(U, V)``: the best pair seen, its error and the number of solves."""
     from bmfdsl.solvers import als as alternating
 
-    polished = alternating(data, U, V, one_hot=side, deadline=deadline)
+    polished = alternating(data, U, V, one_hot=side, deadline=deadline, device=device)
     return polished.U, polished.V, polished.error, polished.solves
 
 

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import numpy as np
 
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
-from bmfdsl.linalg import InMemoryMatrix, als_loop, as_matrix, code_table, gram
+from bmfdsl.linalg import InMemoryMatrix, als_loop, as_matrix, check_device, code_table, gram
 from bmfdsl.solvers._bls import fits_compiled_kernel, solve_bls_and_cross, solve_bls_from_stats
 from bmfdsl.validation import check_binary_matrix, check_one_hot
 
@@ -57,6 +57,7 @@ def als(
     backend: Any = None,
     backend_params: dict[str, Any] | None = None,
     deadline: float | None = None,
+    device: str = "cpu",
 ) -> ALSResult:
     """Polish ``A ≈ U Vᵀ`` by alternating exact BLS solves; return the best pair seen.
 
@@ -77,6 +78,9 @@ def als(
         deadline: opt-in ``time.perf_counter()`` value (a time-limited run): no solve starts
             after it, except the first. Not reproducible; small problems, solved in one
             compiled loop, finish it regardless.
+        device: where each solve scores its codes and a dense ``A`` its products ``A V`` and
+            ``Aᵀ U`` (see :func:`bmfdsl.solvers.solve_bls`): ``"cpu"`` (default), ``"gpu"``
+            (CuPy, ``bmfdsl[gpu]``) or ``"numpy"``. Every device gives the same result.
 
     Returns:
         An :class:`ALSResult`.
@@ -87,6 +91,7 @@ def als(
     ([5, 2, 0], 0, 2)
     """
     one_hot = check_one_hot(one_hot)
+    device = check_device(device)
     max_solves = _check_count(max_solves, "max_solves", minimum=0)
     patience = _check_count(patience, "patience", minimum=1)
     if chunk_rows is not None:
@@ -103,17 +108,21 @@ def als(
         "chunk_rows": chunk_rows,
         "backend": backend,
         "backend_params": backend_params,
+        "device": device,
     }
 
-    cross_t: np.ndarray | None = data.transposed_cross(U)  # Aᵀ U: the first V step needs it anyway
+    # Aᵀ U: the first V step needs it anyway
+    cross_t: np.ndarray | None = data.transposed_cross(U, device=device)
     start_error = int(data.total - 2 * np.sum(cross_t * V) + np.sum(gram(U) * gram(V)))
     history = [start_error]
     start_feasible = _is_one_hot(U if one_hot == "U" else V) if one_hot else True
     side = "U" if one_hot == "U" and not start_feasible else "V"
     rank = U.shape[1]
     # Small in-memory problems (restarts on paper-sized matrices) run the whole loop in one
-    # compiled kernel: no per-solve Python overhead. Larger ones use the chunked BLAS route.
-    if isinstance(data, InMemoryMatrix) and backend is None and fits_compiled_kernel(rank, m * n):
+    # compiled kernel: no per-solve Python overhead. Larger ones (and array devices) use the
+    # chunked BLAS route.
+    compiled = device == "cpu" and fits_compiled_kernel(rank, m * n)
+    if isinstance(data, InMemoryMatrix) and backend is None and compiled:
         return _als_compiled(
             data.A, U, V, one_hot, max_solves, patience, side, start_error, start_feasible
         )
@@ -124,7 +133,7 @@ def als(
             break
         if side == "V":
             if cross_t is None:
-                cross_t = data.transposed_cross(U)
+                cross_t = data.transposed_cross(U, device=device)
             V, error = solve_bls_from_stats(
                 cross_t,
                 gram(U),

@@ -16,11 +16,17 @@ worsens a given ``start``; when a ``backend`` is named, each distinct row become
 QUBO ``VᵀV - 2 diag(a V)`` solved on a dimod sampler instead. The same statistics serve the
 transposed problem (solving ``V`` for fixed ``U``), which is what lets ALS run blockwise on a
 dask array.
+
+The chunked scoring (``A V``, its product with the code table, the first minimum per row) is
+written once against an array module: numpy by default, CuPy with ``device="gpu"`` (see
+:mod:`bmfdsl.linalg._device`), in exact integer arithmetic either way, so every device gives
+the same answer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -30,11 +36,17 @@ from bmfdsl.linalg import (
     LOCAL_MOVES_PER_RANK,
     BinaryMatrix,
     DaskMatrix,
+    InMemoryMatrix,
     SparseMatrix,
     as_matrix,
+    check_device,
     code_table,
+    exact_float32_products,
+    first_minimum,
+    get_array_module,
     solve_rows_exact,
     solve_rows_local,
+    to_host,
 )
 from bmfdsl.validation import check_binary_matrix
 
@@ -44,8 +56,10 @@ from bmfdsl.validation import check_binary_matrix
 #: it builds no ``2^r`` table anywhere (MNIST 1,000 x 784 at r = 16: 11.8 s -> 1.2 s).
 MAX_ENUMERATION_RANK = 12
 
-# Scores of one chunk take at most about this many bytes (bounded memory for any m).
+# Scores of one chunk take at most about this many bytes (bounded memory for any m); a GPU
+# takes larger chunks (fewer kernel launches and transfers; the answer is the same).
 _CHUNK_BYTES = 32 * 2**20
+_DEVICE_CHUNK_BYTES = 256 * 2**20
 _FLOAT32_EXACT = 2**24  # integers below this are exact in float32
 
 # Small problems (ALS restarts on paper-sized matrices) go through one compiled loop instead of
@@ -99,6 +113,7 @@ def solve_bls(
     backend: Any = None,
     backend_params: Mapping[str, Any] | None = None,
     start: Any = None,
+    device: str = "cpu",
 ) -> np.ndarray:
     """The 0/1 ``U`` minimising ``||A - U Vᵀ||²_F`` for fixed ``V``, row by row.
 
@@ -121,6 +136,12 @@ def solve_bls(
         backend_params: keyword arguments for the sampler's ``sample`` (e.g. ``num_reads``).
         start: ``m x r`` 0/1 codes the local search (rank > 12) starts from and never
             worsens (default: none); ignored by the exact and backend routes.
+        device: where the codes are scored (see :data:`bmfdsl.linalg.DEVICES`): ``"cpu"``
+            (default), ``"gpu"`` (CuPy, ``bmfdsl[gpu]``: the products ``A V`` and
+            ``(A V) Cᵀ`` with the code table ``C``, and the argmin per row, run on the GPU in
+            exact integer arithmetic) or ``"numpy"`` (the GPU's array code on the CPU). Every
+            device gives the same ``U`` and error. The local search (rank > 12) and a
+            backend's QUBOs stay on the CPU.
 
     Returns:
         ``U`` as an ``m x r`` ``int8`` array.
@@ -137,6 +158,7 @@ def solve_bls(
         backend=backend,
         backend_params=backend_params,
         start=start,
+        device=device,
     )[0]
 
 
@@ -149,6 +171,7 @@ def solve_bls_with_error(
     backend: Any = None,
     backend_params: Mapping[str, Any] | None = None,
     start: Any = None,
+    device: str = "cpu",
 ) -> tuple[np.ndarray, int]:
     """Like :func:`solve_bls`, and also return ``||A - U Vᵀ||²_F`` of the answer.
 
@@ -169,6 +192,7 @@ def solve_bls_with_error(
         "chunk_rows": _check_chunk_rows(chunk_rows),
         "backend": backend,
         "backend_params": backend_params,
+        "device": check_device(device),
     }
     if isinstance(data, DaskMatrix):  # (blocks start from zero: no start per block)
         return _solve_blockwise(data, V, options)
@@ -178,7 +202,8 @@ def solve_bls_with_error(
         # scores with the same tie rule give the same U as the dense routes.
         gram = V.astype(np.int64).T @ V.astype(np.int64)
         return solve_bls_from_stats(data.cross(V), gram, data.row_norms, **options)
-    return _solve_checked(data.dense(), V, **options)
+    held = data.on_device(options["device"]) if isinstance(data, InMemoryMatrix) else data.dense()
+    return _solve_checked(held, V, **options)
 
 
 def solve_bls_and_cross(
@@ -202,6 +227,7 @@ def solve_bls_and_cross(
         "chunk_rows": _check_chunk_rows(options.get("chunk_rows")),
         "backend": options.get("backend"),
         "backend_params": options.get("backend_params"),
+        "device": check_device(options.get("device", "cpu")),
     }
     parts = data.per_block(_solve_block_and_cross, V, options)
     U = np.ascontiguousarray(np.concatenate([part[0] for part in parts]), dtype=np.int8)
@@ -233,14 +259,15 @@ def _solve_blockwise(
 def _solve_block(block: np.ndarray, V: np.ndarray, options: dict[str, Any]) -> np.ndarray:
     block = check_binary_matrix(block)
     gram = V.astype(np.int64).T @ V.astype(np.int64)
-    cross = _cross_products(block, V, options.get("chunk_rows"))
+    xp = get_array_module(options["device"])
+    cross = to_host(_cross_products(block, V, options.get("chunk_rows"), xp))
     U, _ = solve_bls_from_stats(cross, gram, **options)
     row_errors = block.sum(axis=1, dtype=np.int64) + _code_scores(cross, gram, U)
     return np.concatenate([U.astype(np.int64), row_errors[:, None]], axis=1)
 
 
 def _solve_checked(
-    A: np.ndarray,
+    A: Any,
     V: np.ndarray,
     *,
     one_hot: bool,
@@ -248,29 +275,34 @@ def _solve_checked(
     backend: Any,
     backend_params: Mapping[str, Any] | None,
     start: np.ndarray | None,
+    device: str = "cpu",
 ) -> tuple[np.ndarray, int]:
-    """BLS for validated ``A`` and ``V``; enumeration runs chunk by chunk end to end."""
+    """BLS for validated ``A`` (a numpy array, or on a GPU possibly a device array) and ``V``;
+    enumeration runs chunk by chunk end to end on the array module of ``device`` (a host
+    chunk of ``A`` is sent as ``int8``; only codes and errors come back)."""
     m, n = A.shape
     rank = V.shape[1]
     gram = V.astype(np.int64).T @ V.astype(np.int64)
+    xp = get_array_module(device)
     if not (one_hot or (backend is None and rank <= MAX_ENUMERATION_RANK)):
-        cross = _cross_products(A, V, chunk_rows)
-        row_norms = A.sum(axis=1, dtype=np.int64)  # 0/1: the count, with no m x n temporary
+        cross = to_host(_cross_products(A, V, chunk_rows, xp))
+        row_norms = to_host(A.sum(axis=1, dtype=np.int64))  # 0/1: the count, no m x n copy
         return solve_bls_from_stats(
             cross, gram, row_norms, backend=backend, backend_params=backend_params, start=start
         )
     codes = code_table(rank, one_hot)
-    if fits_compiled_kernel(rank, m * n):
+    if device == "cpu" and fits_compiled_kernel(rank, m * n):
         U = np.empty((m, rank), dtype=np.int8)
         return U, int(solve_rows_exact(A, V, codes, U, False))
-    step = chunk_rows or max(1, min(_CHUNK_BYTES // (4 * len(codes)), _CHUNK_BYTES // (8 * n)))
+    budget = _chunk_bytes(xp)
+    step = chunk_rows or max(1, min(budget // (4 * len(codes)), budget // (8 * n)))
     U = np.empty((m, rank), dtype=np.int8)
     error = 0
     for first in range(0, m, step):
-        block = A[first : first + step]
-        best, scores = _best_codes(_cross_products(block, V, None), gram, codes, None)
-        U[first : first + step] = codes[best]
-        error += int(np.count_nonzero(block)) + int(scores.sum())
+        block = xp.asarray(A[first : first + step])
+        best, scores = _best_codes(_cross_products(block, V, None, xp), gram, codes, None, xp)
+        U[first : first + step] = codes[to_host(best)]
+        error += int(xp.count_nonzero(block)) + int(scores.sum())
     return U, error
 
 
@@ -284,6 +316,7 @@ def solve_bls_from_stats(
     backend: Any = None,
     backend_params: Mapping[str, Any] | None = None,
     start: np.ndarray | None = None,
+    device: str = "cpu",
 ) -> tuple[np.ndarray, int]:
     """Solve BLS from its sufficient statistics: ``cross = A M`` and ``gram = MᵀM``.
 
@@ -295,7 +328,8 @@ def solve_bls_from_stats(
         cross: ``rows x r`` integer array.
         gram: ``r x r`` integer array.
         row_norms: ``||a_i||²`` per row (zeros when omitted: the error is then offset).
-        one_hot, chunk_rows, backend, backend_params, start: as in :func:`solve_bls`.
+        one_hot, chunk_rows, backend, backend_params, start, device: as in
+            :func:`solve_bls` (the device scores the codes; the statistics are given).
 
     Returns:
         ``(codes, error)``: the chosen ``rows x r`` ``int8`` codes and the summed error.
@@ -314,10 +348,12 @@ def solve_bls_from_stats(
     if row_norms is None:
         row_norms = np.zeros(cross.shape[0], dtype=np.int64)
     chunk_rows = _check_chunk_rows(chunk_rows)
+    xp = get_array_module(check_device(device))
     if one_hot or (backend is None and rank <= MAX_ENUMERATION_RANK):
         codes = code_table(rank, one_hot)
-        best, scores = _best_codes(cross, gram, codes, chunk_rows)
-        U = codes[best]
+        best, device_scores = _best_codes(cross, gram, codes, chunk_rows, xp)
+        U = codes[to_host(best)]
+        scores = to_host(device_scores)
     elif backend is None:
         U = np.zeros((cross.shape[0], rank), np.int8) if start is None else start.copy()
         U = np.ascontiguousarray(U, dtype=np.int8)
@@ -350,46 +386,62 @@ def _check_chunk_rows(chunk_rows: int | None) -> int | None:
     return int(chunk_rows)
 
 
-def _score_dtype(cross_bound: int, quad_bound: int) -> type[np.floating]:
-    # float32 halves memory traffic and is exact while every score is a small integer.
-    return np.float32 if 2 * cross_bound + quad_bound < _FLOAT32_EXACT else np.float64
+def _chunk_bytes(xp: ModuleType) -> int:
+    return _CHUNK_BYTES if xp is np else _DEVICE_CHUNK_BYTES
 
 
-def _cross_products(A: np.ndarray, V: np.ndarray, chunk_rows: int | None) -> np.ndarray:
-    """``A @ V`` as int64, in chunks so that the float copy of ``A`` stays small."""
+def _score_dtype(cross_bound: int, quad_bound: int, xp: ModuleType = np) -> type[np.floating]:
+    # float32 halves memory traffic and is exact while every score is a small integer (below
+    # 2**24, and where the module's float32 products are plain float32: no TF32); float64 is
+    # exact below 2**53, far beyond any 0/1 matrix that fits in memory.
+    small = 2 * cross_bound + quad_bound < _FLOAT32_EXACT
+    return np.float32 if small and exact_float32_products(xp) else np.float64
+
+
+def _cross_products(
+    A: np.ndarray, V: np.ndarray, chunk_rows: int | None, xp: ModuleType = np
+) -> Any:
+    """``A @ V`` as int64 on the array module ``xp``, in chunks so that the float copy of
+    ``A`` stays small (each chunk goes to the device as ``int8``)."""
     m, n = A.shape
-    dtype = _score_dtype(n, 0)
-    V_float = V.astype(dtype)
-    step = chunk_rows or max(1, _CHUNK_BYTES // (8 * max(n, 1)))
-    cross = np.empty((m, V.shape[1]), dtype=np.int64)
+    dtype = _score_dtype(n, 0, xp)
+    V_float = xp.asarray(V.astype(dtype))
+    step = chunk_rows or max(1, _chunk_bytes(xp) // (8 * max(n, 1)))
+    cross = xp.empty((m, V.shape[1]), dtype=np.int64)
     for start in range(0, m, step):
-        block = A[start : start + step].astype(dtype)
-        cross[start : start + step] = np.rint(block @ V_float)
+        block = xp.asarray(A[start : start + step]).astype(dtype)
+        cross[start : start + step] = xp.rint(block @ V_float).astype(np.int64)
     return cross
 
 
 def _best_codes(
-    cross: np.ndarray, gram: np.ndarray, codes: np.ndarray, chunk_rows: int | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Index of the best code per row (first on ties) and its score ``cᵀGc - 2 x·c``."""
+    cross: Any,
+    gram: np.ndarray,
+    codes: np.ndarray,
+    chunk_rows: int | None,
+    xp: ModuleType = np,
+) -> tuple[Any, Any]:
+    """Index of the best code per row (first on ties) and its score ``cᵀGc - 2 x·c``, as
+    arrays of ``xp``: per chunk of rows one product ``cross Cᵀ`` with the code table ``C``,
+    plus ``cᵀGc``, and the first minimum per row. ``cross`` is a numpy or ``xp`` array."""
     rows = cross.shape[0]
     codes_int = codes.astype(np.int64)
     quad = np.einsum("ck,kl,cl->c", codes_int, gram, codes_int)
-    cross_bound = int(np.abs(cross).sum(axis=1).max(initial=0))
-    dtype = _score_dtype(cross_bound, int(np.abs(quad).max(initial=0)))
-    minus_two_codes_t = (-2 * codes_int.T).astype(dtype)
-    quad_f = quad.astype(dtype)
-    step = chunk_rows or max(1, _CHUNK_BYTES // (4 * len(codes)))
-    best = np.empty(rows, dtype=np.int64)
-    best_scores = np.empty(rows, dtype=np.int64)
+    cross_bound = int(abs(cross).sum(axis=1).max()) if rows else 0  # where cross lives
+    dtype = _score_dtype(cross_bound, int(np.abs(quad).max(initial=0)), xp)
+    minus_two_codes_t = xp.asarray((-2 * codes_int.T).astype(dtype))
+    quad_f = xp.asarray(quad.astype(dtype))
+    step = chunk_rows or max(1, _chunk_bytes(xp) // (4 * len(codes)))
+    best = xp.empty(rows, dtype=np.int64)
+    best_scores = xp.empty(rows, dtype=np.int64)
     for start in range(0, rows, step):
-        scores = cross[start : start + step].astype(dtype) @ minus_two_codes_t
+        scores = xp.asarray(cross[start : start + step]).astype(dtype) @ minus_two_codes_t
         scores += quad_f
-        chosen = np.argmin(scores, axis=1)  # the first minimum: lowest code index
+        chosen = first_minimum(scores, xp)  # the lowest code index on ties
         best[start : start + step] = chosen
-        best_scores[start : start + step] = np.rint(
-            np.take_along_axis(scores, chosen[:, None], axis=1)[:, 0]
-        )
+        best_scores[start : start + step] = xp.rint(
+            xp.take_along_axis(scores, chosen[:, None], axis=1)[:, 0]
+        ).astype(np.int64)
     return best, best_scores
 
 

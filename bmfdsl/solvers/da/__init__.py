@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 from bmfdsl._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from bmfdsl.solvers.da._array import ArrayRuns, available_array_devices, get_array_module
+    from bmfdsl.linalg import get_array_module
+    from bmfdsl.solvers.da._array import ArrayRuns, available_array_devices
     from bmfdsl.solvers.da._driver import (
         DA_DEVICES,
         DA_MODES,

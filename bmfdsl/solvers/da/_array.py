@@ -32,47 +32,12 @@ from typing import Any
 import numpy as np
 import scipy.sparse
 
-from bmfdsl.errors import BackendUnavailableError, InvalidParameterError
+from bmfdsl.errors import InvalidParameterError
+from bmfdsl.linalg import to_host
 from bmfdsl.solvers.da._cuda import fused_iterate, run_key
 
-ARRAY_DEVICES = ("numpy", "cupy", "gpu")
 MAX_DENSE_BYTES = 4 * 2**30
 _CUTOFF = 30.0
-_GPU_HINT = 'pip install "bmfdsl[gpu]"'
-
-
-def get_array_module(device: str) -> ModuleType:
-    """The array module for ``device``: ``"numpy"``, or ``"cupy"``/``"gpu"`` (CuPy, imported
-    lazily; raises :class:`~bmfdsl.errors.BackendUnavailableError` without CuPy or a usable
-    CUDA device).
-
-    >>> get_array_module("numpy").__name__
-    'numpy'
-    """
-    if device == "numpy":
-        return np
-    if device not in ("cupy", "gpu"):
-        raise InvalidParameterError(
-            f"array device must be one of {list(ARRAY_DEVICES)}; got {device!r}"
-        )
-    try:
-        cupy = importlib.import_module("cupy")
-    except ImportError as exc:
-        raise BackendUnavailableError(
-            f"device {device!r} needs CuPy and a CUDA GPU: {_GPU_HINT}"
-        ) from exc
-    try:
-        count = int(cupy.cuda.runtime.getDeviceCount())
-    except Exception as exc:  # CUDARuntimeError without a driver; its class lives in cupy
-        raise BackendUnavailableError(
-            f"device {device!r}: CuPy is installed but no CUDA device is usable ({exc}); "
-            f"check the driver and the CuPy build ({_GPU_HINT})"
-        ) from exc
-    if count < 1:
-        raise BackendUnavailableError(
-            f"device {device!r}: CuPy is installed but finds no CUDA device ({_GPU_HINT})"
-        )
-    return cupy
 
 
 def available_array_devices() -> list[str]:
@@ -114,10 +79,6 @@ def _uniform_source(xp: ModuleType, seed: int | None) -> Callable[[tuple[int, ..
     (numpy's and CuPy's ``default_rng`` share this interface, not their streams)."""
     rng = xp.random.default_rng(seed)
     return lambda shape: rng.random(shape)
-
-
-def _to_host(xp: ModuleType, array: Any) -> np.ndarray:
-    return np.asarray(array.get() if xp is not np else array)
 
 
 class ArrayRuns:
@@ -261,8 +222,8 @@ class ArrayRuns:
         xp = self.xp
         xf = self.best_x.astype(xp.float64)
         energies = xf @ self.h + 0.5 * xp.sum(xf * self._times_couplings(xf), axis=1)
-        states[:] = _to_host(xp, self.best_x)
-        return _to_host(xp, energies).astype(np.float64)
+        states[:] = to_host(self.best_x)
+        return to_host(energies).astype(np.float64)
 
 
 def da_anneal_array(
@@ -290,7 +251,7 @@ def da_anneal_array(
         temperature_interval: iterations per temperature.
         offset_increase: escape-offset increment per iteration without an accepted flip.
         seed: seeds the array module's generator (numpy and CuPy streams differ).
-        xp: the array module (numpy, or cupy from :func:`get_array_module`).
+        xp: the array module (numpy, or cupy from :func:`bmfdsl.linalg.get_array_module`).
         fused: the fused CUDA kernel (default with CuPy) or the array operations.
 
     Returns:

@@ -30,7 +30,8 @@ import dimod
 import numpy as np
 import scipy.sparse
 
-from bmfdsl.solvers.da._array import ArrayRuns, get_array_module
+from bmfdsl.linalg import get_array_module
+from bmfdsl.solvers.da._array import ArrayRuns
 from bmfdsl.solvers.da._kernel import (
     da_anneal,
     da_chunk,
