@@ -142,20 +142,100 @@ def pattern_transposed_cross(
     return out
 
 
-@numba.njit(cache=True)
-def pattern_gram(indptr: np.ndarray, indices: np.ndarray, columns: int) -> np.ndarray:
-    """``AᵀA`` (``columns x columns``, float64, exact counts) of a 0/1 CSR pattern.
+# Above this many pairs of ones (Σ nnz_i²) the Gram kernel splits the rows over numba's
+# threads; below it a thread's partial Gram (n² words to allocate and add) costs more.
+PARALLEL_GRAM_MIN_PAIRS = 2**24
+# Wider patterns stay serial: each thread's partial Gram takes 10 n² bytes.
+_PARALLEL_GRAM_MAX_COLUMNS = 4096
+# Rows counted into uint16 before they are added to the float64 result: an entry counts at
+# most one per row, so it cannot overflow.
+_UINT16_ROWS = 2**16 - 1
 
-    Every row adds 1 at each pair of its ones: ``Σ_i nnz_i²`` increments and no temporary
-    beyond the result (a scipy sparse product holds a sparse copy of it first).
+
+def pattern_gram(indptr: np.ndarray, indices: np.ndarray, columns: int) -> np.ndarray:
+    """``AᵀA`` (``columns x columns``, float64, exact counts) of a 0/1 CSR pattern whose rows
+    hold no duplicate column (canonical CSR; sorted indices are faster, not needed).
+
+    Every row adds 1 at each pair ``p <= q`` of its ones, into the upper triangle only
+    (``Σ_i nnz_i (nnz_i + 1) / 2`` increments), counted in uint16 (a quarter of float64's
+    memory traffic) and added to the float64 result every 65,535 rows, before a count could
+    overflow; the lower triangle is mirrored at the end. Large patterns
+    (:data:`PARALLEL_GRAM_MIN_PAIRS`) split their rows over numba's threads, each with its
+    own partial Gram: integer sums are exact, so the result does not depend on the thread
+    count.
+
+    >>> indptr, indices = np.array([0, 2, 3, 3]), np.array([0, 1, 1])  # rows {0, 1}, {1}, {}
+    >>> pattern_gram(indptr, indices, 2).tolist()
+    [[1.0, 1.0], [1.0, 2.0]]
     """
-    gram = np.zeros((columns, columns), dtype=np.float64)
-    for i in range(indptr.shape[0] - 1):
-        for p in range(indptr[i], indptr[i + 1]):
-            j = indices[p]
-            for q in range(indptr[i], indptr[i + 1]):
-                gram[j, indices[q]] += 1.0
-    return gram
+    rows = int(indptr.shape[0]) - 1
+    counts = np.diff(indptr).astype(np.float64)
+    pairs = counts * counts
+    workers = 1
+    if columns <= _PARALLEL_GRAM_MAX_COLUMNS:
+        workers = min(numba.get_num_threads(), 1 + int(pairs.sum() // PARALLEL_GRAM_MIN_PAIRS))
+    if workers == 1:
+        return _mirrored(_upper_gram(indptr, indices, 0, rows, columns))
+    # row ranges of about equal pair counts, one per thread
+    cumulative = np.cumsum(pairs)
+    cuts = np.searchsorted(cumulative, cumulative[-1] * np.arange(1, workers) / workers)
+    bounds = np.concatenate(([0], cuts, [rows])).astype(np.int64)
+    return _mirrored(_upper_gram_parallel(indptr, indices, bounds, columns))
+
+
+@numba.njit(cache=True)
+def _upper_gram(
+    indptr: np.ndarray, indices: np.ndarray, first: int, stop: int, columns: int
+) -> np.ndarray:
+    """The upper triangle (``j <= k``) of the Gram matrix of rows ``first..stop-1``."""
+    upper = np.zeros((columns, columns), dtype=np.float64)
+    counts = np.zeros((columns, columns), dtype=np.uint16)
+    for start in range(first, stop, _UINT16_ROWS):
+        for i in range(start, min(stop, start + _UINT16_ROWS)):
+            end = indptr[i + 1]
+            for p in range(indptr[i], end):
+                j = indices[p]
+                for q in range(p, end):
+                    k = indices[q]
+                    if j <= k:  # always, for sorted indices (a well-predicted branch)
+                        counts[j, k] += 1
+                    else:
+                        counts[k, j] += 1
+        for j in range(columns):
+            for k in range(j, columns):
+                upper[j, k] += counts[j, k]
+                counts[j, k] = 0
+    return upper
+
+
+@numba.njit(cache=True, parallel=True)
+def _upper_gram_parallel(
+    indptr: np.ndarray, indices: np.ndarray, bounds: np.ndarray, columns: int
+) -> np.ndarray:
+    """:func:`_upper_gram` of the row ranges ``bounds[t]..bounds[t+1]``, one per thread,
+    summed (exact: integer counts)."""
+    workers = bounds.shape[0] - 1
+    partial = np.zeros((workers, columns, columns), dtype=np.float64)
+    for t in numba.prange(workers):
+        partial[t] = _upper_gram(indptr, indices, bounds[t], bounds[t + 1], columns)
+    upper = partial[0]
+    for t in range(1, workers):
+        upper += partial[t]
+    return upper
+
+
+@numba.njit(cache=True)
+def _mirrored(upper: np.ndarray) -> np.ndarray:
+    """The symmetric float64 matrix whose upper triangle is ``upper``'s."""
+    n = upper.shape[0]
+    out = np.empty((n, n), dtype=np.float64)
+    for j in range(n):
+        out[j, j] = upper[j, j]
+        for k in range(j + 1, n):
+            value = float(upper[j, k])
+            out[j, k] = value
+            out[k, j] = value
+    return out
 
 
 @numba.njit(cache=True)

@@ -122,7 +122,8 @@ def exact_gram(csr: Any, *, rows: bool = False) -> np.ndarray:
     """``AᵀA`` (or ``A Aᵀ`` with ``rows``) of a 0/1 CSR matrix as exact integers in float64.
 
     Counts of pairs of ones, summed from the pattern (no dense copy of ``A``): the same
-    numbers as the dense routes, which sum float32 chunks exactly.
+    numbers as the dense routes, which sum float32 chunks exactly. A CSR holding duplicate
+    entries is canonicalized first (on a copy), so that each stored position counts once.
 
     >>> import scipy.sparse
     >>> exact_gram(scipy.sparse.csr_array([[1, 1], [0, 1]])).tolist()
@@ -134,6 +135,9 @@ def exact_gram(csr: Any, *, rows: bool = False) -> np.ndarray:
 
     if rows:
         csr = csr.T.tocsr()
+    if not csr.has_canonical_format:
+        csr = csr.copy()  # sum_duplicates works in place: never on the caller's matrix
+        csr.sum_duplicates()
     return pattern_gram(csr.indptr, csr.indices, int(csr.shape[1]))
 
 
