@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 
-import numba
 import numpy as np
 import pytest
 import scipy.sparse
@@ -77,22 +76,25 @@ def test_counts_past_the_uint16_range_stay_exact() -> None:
     assert exact_gram(A).tolist() == [[m, m], [m, m]]
 
 
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="numba has one thread here")
-def test_the_parallel_gram_does_not_depend_on_the_thread_count(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("threads", [2, 3])
+def test_the_threaded_kernels_do_not_depend_on_the_thread_count(
+    monkeypatch: pytest.MonkeyPatch, threads: int
 ) -> None:
     A = make_sparse_planted(3000, 120, 4, random_state=0)
     expected = _reference(A.toarray())
-    monkeypatch.setattr(kernels, "PARALLEL_GRAM_MIN_PAIRS", 1)  # split even this small one
-    before = numba.get_num_threads()
-    try:
-        grams = []
-        for threads in (1, 2):
-            numba.set_num_threads(threads)
-            grams.append(kernels.pattern_gram(A.indptr, A.indices, A.shape[1]))
-    finally:
-        numba.set_num_threads(before)
-    assert all(np.array_equal(gram, expected) for gram in grams)
+    projector = np.random.default_rng(0).standard_normal((A.shape[1], 3))
+    monkeypatch.setattr(kernels, "PARALLEL_MIN_WORK", 1)  # split even these small ones
+    one = kernels.pattern_gram(A.indptr, A.indices, A.shape[1], threads=1)
+    many = kernels.pattern_gram(A.indptr, A.indices, A.shape[1], threads=threads)
+    assert np.array_equal(one, expected) and np.array_equal(many, expected)
+    crosses = [
+        kernels.pattern_cross(A.indptr, A.indices, projector, threads=count)
+        for count in (1, threads)
+    ]
+    # every row is summed by one thread in index order: scipy's sums, bit for bit
+    assert all(np.array_equal(cross, A @ projector) for cross in crosses)
+    counts = kernels.pattern_cross(A.indptr, A.indices, np.ones((120, 2), dtype=np.int64))
+    assert counts.dtype == np.int64 and counts[:, 0].tolist() == np.diff(A.indptr).tolist()
 
 
 def test_the_bound_from_the_new_gram_never_beats_brute_force() -> None:

@@ -14,7 +14,11 @@ once per process, on first use. Errors are exact integers.
 from __future__ import annotations
 
 import functools
-from typing import Literal
+import itertools
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Literal
 
 import numba
 import numpy as np
@@ -108,22 +112,78 @@ def dense_cross(A: np.ndarray, factor: np.ndarray) -> np.ndarray:
     return out
 
 
-@numba.njit(cache=True)
-def pattern_cross(indptr: np.ndarray, indices: np.ndarray, factor: np.ndarray) -> np.ndarray:
-    """``A F`` as int64 for a 0/1 CSR ``A`` given by its pattern (``indptr``, ``indices``).
+# The pattern kernels split their rows over threads (nogil numba kernels in a thread pool:
+# no OpenMP runtime, so the process stays safe to fork) above this much work; below it the
+# threads cost more than they save.
+PARALLEL_MIN_WORK = 2**22
 
-    Row ``i`` is the sum of the rows of ``F`` at the columns of ``A``'s ones in row ``i``:
-    ``O(nnz r)`` work and no copy of ``A`` (scipy would upcast its values first).
+
+def default_threads() -> int:
+    """The threads a pattern kernel uses by default: the CPUs this process may run on.
+
+    >>> default_threads() >= 1
+    True
     """
-    rows = indptr.shape[0] - 1
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+
+
+def _row_ranges(work_per_row: np.ndarray, workers: int) -> list[tuple[int, int]]:
+    """``workers`` consecutive row ranges of about equal total work."""
+    rows = int(work_per_row.shape[0])
+    cumulative = np.cumsum(work_per_row, dtype=np.float64)
+    targets = cumulative[-1] * np.arange(1, workers) / workers if rows else np.zeros(workers - 1)
+    cuts = [0, *np.searchsorted(cumulative, targets).tolist(), rows]
+    return [(int(a), int(b)) for a, b in itertools.pairwise(cuts)]
+
+
+def _in_threads(function: Callable[[int, int], Any], ranges: list[tuple[int, int]]) -> list[Any]:
+    """``function(first, stop)`` of every row range, one thread each, results in range order."""
+    if len(ranges) == 1:
+        return [function(*ranges[0])]
+    with ThreadPoolExecutor(len(ranges)) as pool:
+        return list(pool.map(lambda bounds: function(*bounds), ranges))
+
+
+def pattern_cross(
+    indptr: np.ndarray, indices: np.ndarray, factor: np.ndarray, *, threads: int | None = None
+) -> np.ndarray:
+    """``A F`` in ``F``'s dtype (int64: exact counts) for a 0/1 CSR ``A`` given by its pattern
+    (``indptr``, ``indices``).
+
+    Row ``i`` is the sum of the rows of ``F`` at the columns of ``A``'s ones in row ``i``, in
+    index order (for float64 ``F`` the sums scipy's ``A @ F`` gives, bit for bit):
+    ``O(nnz r)`` work and no copy of ``A`` (scipy would upcast its values first). Above
+    :data:`PARALLEL_MIN_WORK` the rows are split over ``threads`` (default
+    :func:`default_threads`); each row is summed by one thread, so the result does not
+    depend on the thread count.
+
+    >>> pattern_cross(np.array([0, 2, 3]), np.array([0, 1, 1]), np.array([[1], [2]])).tolist()
+    [[3], [2]]
+    """
+    rows = int(indptr.shape[0]) - 1
+    out = np.zeros((rows, factor.shape[1]), dtype=factor.dtype)
+    work = float(indices.shape[0]) * max(factor.shape[1], 1)
+    workers = 1 if work < PARALLEL_MIN_WORK else threads or default_threads()
+    counts = np.diff(indptr) + 1  # rows cost their ones, and one to write
+    _in_threads(
+        lambda first, stop: _pattern_cross_rows(indptr, indices, factor, first, out[first:stop]),
+        _row_ranges(counts, max(1, min(workers, rows))),
+    )
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _pattern_cross_rows(
+    indptr: np.ndarray, indices: np.ndarray, factor: np.ndarray, first: int, out: np.ndarray
+) -> None:
+    """Rows ``first, first + 1, ...`` of ``A F`` added into ``out`` (one row each)."""
     rank = factor.shape[1]
-    out = np.zeros((rows, rank), dtype=np.int64)
-    for i in range(rows):
+    for row in range(out.shape[0]):
+        i = first + row
         for p in range(indptr[i], indptr[i + 1]):
             j = indices[p]
             for k in range(rank):
-                out[i, k] += factor[j, k]
-    return out
+                out[row, k] += factor[j, k]
 
 
 @numba.njit(cache=True)
@@ -142,27 +202,26 @@ def pattern_transposed_cross(
     return out
 
 
-# Above this many pairs of ones (Σ nnz_i²) the Gram kernel splits the rows over numba's
-# threads; below it a thread's partial Gram (n² words to allocate and add) costs more.
-PARALLEL_GRAM_MIN_PAIRS = 2**24
-# Wider patterns stay serial: each thread's partial Gram takes 10 n² bytes.
+# Wider patterns take one thread: each thread's partial Gram takes 10 n² bytes.
 _PARALLEL_GRAM_MAX_COLUMNS = 4096
 # Rows counted into uint16 before they are added to the float64 result: an entry counts at
 # most one per row, so it cannot overflow.
 _UINT16_ROWS = 2**16 - 1
 
 
-def pattern_gram(indptr: np.ndarray, indices: np.ndarray, columns: int) -> np.ndarray:
+def pattern_gram(
+    indptr: np.ndarray, indices: np.ndarray, columns: int, *, threads: int | None = None
+) -> np.ndarray:
     """``AᵀA`` (``columns x columns``, float64, exact counts) of a 0/1 CSR pattern whose rows
     hold no duplicate column (canonical CSR; sorted indices are faster, not needed).
 
     Every row adds 1 at each pair ``p <= q`` of its ones, into the upper triangle only
     (``Σ_i nnz_i (nnz_i + 1) / 2`` increments), counted in uint16 (a quarter of float64's
     memory traffic) and added to the float64 result every 65,535 rows, before a count could
-    overflow; the lower triangle is mirrored at the end. Large patterns
-    (:data:`PARALLEL_GRAM_MIN_PAIRS`) split their rows over numba's threads, each with its
-    own partial Gram: integer sums are exact, so the result does not depend on the thread
-    count.
+    overflow; the lower triangle is mirrored at the end. Above :data:`PARALLEL_MIN_WORK`
+    pairs the rows are split over ``threads`` (default :func:`default_threads`), each with
+    its own partial Gram: integer sums are exact, so the result does not depend on the
+    thread count.
 
     >>> indptr, indices = np.array([0, 2, 3, 3]), np.array([0, 1, 1])  # rows {0, 1}, {1}, {}
     >>> pattern_gram(indptr, indices, 2).tolist()
@@ -172,18 +231,19 @@ def pattern_gram(indptr: np.ndarray, indices: np.ndarray, columns: int) -> np.nd
     counts = np.diff(indptr).astype(np.float64)
     pairs = counts * counts
     workers = 1
-    if columns <= _PARALLEL_GRAM_MAX_COLUMNS:
-        workers = min(numba.get_num_threads(), 1 + int(pairs.sum() // PARALLEL_GRAM_MIN_PAIRS))
-    if workers == 1:
-        return _mirrored(_upper_gram(indptr, indices, 0, rows, columns))
-    # row ranges of about equal pair counts, one per thread
-    cumulative = np.cumsum(pairs)
-    cuts = np.searchsorted(cumulative, cumulative[-1] * np.arange(1, workers) / workers)
-    bounds = np.concatenate(([0], cuts, [rows])).astype(np.int64)
-    return _mirrored(_upper_gram_parallel(indptr, indices, bounds, columns))
+    if columns <= _PARALLEL_GRAM_MAX_COLUMNS and pairs.sum() >= PARALLEL_MIN_WORK:
+        workers = max(1, min(threads or default_threads(), rows))
+    parts = _in_threads(
+        lambda first, stop: _upper_gram(indptr, indices, first, stop, columns),
+        _row_ranges(pairs, workers),
+    )
+    upper = parts[0]
+    for part in parts[1:]:
+        upper += part  # exact: integer counts below 2**53
+    return _mirrored(upper)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _upper_gram(
     indptr: np.ndarray, indices: np.ndarray, first: int, stop: int, columns: int
 ) -> np.ndarray:
@@ -208,23 +268,7 @@ def _upper_gram(
     return upper
 
 
-@numba.njit(cache=True, parallel=True)
-def _upper_gram_parallel(
-    indptr: np.ndarray, indices: np.ndarray, bounds: np.ndarray, columns: int
-) -> np.ndarray:
-    """:func:`_upper_gram` of the row ranges ``bounds[t]..bounds[t+1]``, one per thread,
-    summed (exact: integer counts)."""
-    workers = bounds.shape[0] - 1
-    partial = np.zeros((workers, columns, columns), dtype=np.float64)
-    for t in numba.prange(workers):
-        partial[t] = _upper_gram(indptr, indices, bounds[t], bounds[t + 1], columns)
-    upper = partial[0]
-    for t in range(1, workers):
-        upper += partial[t]
-    return upper
-
-
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _mirrored(upper: np.ndarray) -> np.ndarray:
     """The symmetric float64 matrix whose upper triangle is ``upper``'s."""
     n = upper.shape[0]

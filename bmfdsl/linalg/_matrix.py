@@ -306,10 +306,18 @@ class SparseMatrix:
         return self.dense_rows(0, m)
 
     def cross(self, factor: np.ndarray) -> np.ndarray:
-        """``A F`` as exact int64 (``F`` has one row per column of ``A``)."""
+        """``A F`` (``F`` has one row per column of ``A``): exact int64 for an integer ``F``,
+        float64 for a float one (the sums scipy's ``A @ F`` gives, bit for bit).
+
+        >>> import scipy.sparse
+        >>> data = SparseMatrix(scipy.sparse.csr_array([[1, 0, 1], [0, 1, 1]]))
+        >>> data.cross(np.array([[0.5], [0.25], [1.0]])).tolist()
+        [[1.5], [1.25]]
+        """
         from bmfdsl.linalg._kernels import pattern_cross  # numba loads on first use only
 
-        wide = np.ascontiguousarray(factor, dtype=np.int64)
+        floating = np.issubdtype(np.asarray(factor).dtype, np.floating)
+        wide = np.ascontiguousarray(factor, dtype=np.float64 if floating else np.int64)
         return pattern_cross(self.csr.indptr, self.csr.indices, wide)
 
     def transposed_cross(self, U: np.ndarray) -> np.ndarray:
