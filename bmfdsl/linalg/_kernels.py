@@ -127,12 +127,14 @@ def default_threads() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
 
 
-def _row_ranges(work_per_row: np.ndarray, workers: int) -> list[tuple[int, int]]:
-    """``workers`` consecutive row ranges of about equal total work."""
-    rows = int(work_per_row.shape[0])
-    cumulative = np.cumsum(work_per_row, dtype=np.float64)
-    targets = cumulative[-1] * np.arange(1, workers) / workers if rows else np.zeros(workers - 1)
-    cuts = [0, *np.searchsorted(cumulative, targets).tolist(), rows]
+def _row_ranges(cumulative_work: np.ndarray, workers: int) -> list[tuple[int, int]]:
+    """``workers`` consecutive row ranges of about equal work, given the work of rows
+    ``0..i`` at ``i`` (nondecreasing)."""
+    rows = int(cumulative_work.shape[0])
+    if workers == 1 or rows == 0:
+        return [(0, rows)]
+    targets = float(cumulative_work[-1]) * np.arange(1, workers) / workers
+    cuts = [0, *np.searchsorted(cumulative_work, targets).tolist(), rows]
     return [(int(a), int(b)) for a, b in itertools.pairwise(cuts)]
 
 
@@ -164,10 +166,9 @@ def pattern_cross(
     out = np.zeros((rows, factor.shape[1]), dtype=factor.dtype)
     work = float(indices.shape[0]) * max(factor.shape[1], 1)
     workers = 1 if work < PARALLEL_MIN_WORK else threads or default_threads()
-    counts = np.diff(indptr) + 1  # rows cost their ones, and one to write
     _in_threads(
         lambda first, stop: _pattern_cross_rows(indptr, indices, factor, first, out[first:stop]),
-        _row_ranges(counts, max(1, min(workers, rows))),
+        _row_ranges(indptr[1:], max(1, min(workers, rows))),  # a row's work: its ones
     )
     return out
 
@@ -229,9 +230,9 @@ def pattern_gram(
     """
     rows = int(indptr.shape[0]) - 1
     counts = np.diff(indptr).astype(np.float64)
-    pairs = counts * counts
+    pairs = np.cumsum(counts * counts)  # a row's work: its pairs of ones
     workers = 1
-    if columns <= _PARALLEL_GRAM_MAX_COLUMNS and pairs.sum() >= PARALLEL_MIN_WORK:
+    if columns <= _PARALLEL_GRAM_MAX_COLUMNS and rows and pairs[-1] >= PARALLEL_MIN_WORK:
         workers = max(1, min(threads or default_threads(), rows))
     parts = _in_threads(
         lambda first, stop: _upper_gram(indptr, indices, first, stop, columns),
