@@ -203,8 +203,9 @@ def pattern_transposed_cross(
     return out
 
 
-# Wider patterns take one thread: each thread's partial Gram takes 10 n² bytes.
-_PARALLEL_GRAM_MAX_COLUMNS = 4096
+# The partial Grams of all threads together (10 n² bytes each: float64 sums, uint16 counts)
+# stay below this; fewer threads are used where they would not.
+_PARALLEL_GRAM_BYTES = 2**30
 # Rows counted into uint16 before they are added to the float64 result: an entry counts at
 # most one per row, so it cannot overflow.
 _UINT16_ROWS = 2**16 - 1
@@ -232,8 +233,9 @@ def pattern_gram(
     counts = np.diff(indptr).astype(np.float64)
     pairs = np.cumsum(counts * counts)  # a row's work: its pairs of ones
     workers = 1
-    if columns <= _PARALLEL_GRAM_MAX_COLUMNS and rows and pairs[-1] >= PARALLEL_MIN_WORK:
-        workers = max(1, min(threads or default_threads(), rows))
+    if rows and pairs[-1] >= PARALLEL_MIN_WORK:
+        affordable = _PARALLEL_GRAM_BYTES // (10 * max(columns, 1) ** 2)
+        workers = max(1, min(threads or default_threads(), rows, affordable))
     parts = _in_threads(
         lambda first, stop: _upper_gram(indptr, indices, first, stop, columns),
         _row_ranges(pairs, workers),
@@ -241,7 +243,7 @@ def pattern_gram(
     upper = parts[0]
     for part in parts[1:]:
         upper += part  # exact: integer counts below 2**53
-    return _mirrored(upper)
+    return _mirror_upper(upper)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -270,17 +272,14 @@ def _upper_gram(
 
 
 @numba.njit(cache=True, nogil=True)
-def _mirrored(upper: np.ndarray) -> np.ndarray:
-    """The symmetric float64 matrix whose upper triangle is ``upper``'s."""
+def _mirror_upper(upper: np.ndarray) -> np.ndarray:
+    """``upper`` made symmetric in place (its lower triangle copied from the upper one), so
+    that no second ``n x n`` array is needed."""
     n = upper.shape[0]
-    out = np.empty((n, n), dtype=np.float64)
     for j in range(n):
-        out[j, j] = upper[j, j]
         for k in range(j + 1, n):
-            value = float(upper[j, k])
-            out[j, k] = value
-            out[k, j] = value
-    return out
+            upper[k, j] = upper[j, k]
+    return upper
 
 
 @numba.njit(cache=True)
