@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 import scipy.sparse
 
-from bmfdsl.apps._datasets import make_sparse_planted
 from bmfdsl.linalg import _kernels as kernels
 from bmfdsl.linalg import as_matrix, dense_gram, exact_gram
 from bmfdsl.pipeline._bounds import spectral_bound
@@ -80,10 +79,18 @@ def test_counts_past_the_uint16_range_stay_exact() -> None:
 def test_the_threaded_kernels_do_not_depend_on_the_thread_count(
     monkeypatch: pytest.MonkeyPatch, threads: int
 ) -> None:
-    A = make_sparse_planted(3000, 120, 4, random_state=0)
+    A = _random_csr(np.random.default_rng(threads), 4000, 60, 0.3)
     expected = _reference(A.toarray())
     projector = np.random.default_rng(0).standard_normal((A.shape[1], 3))
     monkeypatch.setattr(kernels, "PARALLEL_MIN_WORK", 1)  # split even these small ones
+    splits: list[int] = []
+    in_threads = kernels._in_threads
+
+    def counted(function: object, ranges: list[tuple[int, int]]) -> list[object]:
+        splits.append(len(ranges))
+        return in_threads(function, ranges)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(kernels, "_in_threads", counted)
     one = kernels.pattern_gram(A.indptr, A.indices, A.shape[1], threads=1)
     many = kernels.pattern_gram(A.indptr, A.indices, A.shape[1], threads=threads)
     assert np.array_equal(one, expected) and np.array_equal(many, expected)
@@ -91,9 +98,10 @@ def test_the_threaded_kernels_do_not_depend_on_the_thread_count(
         kernels.pattern_cross(A.indptr, A.indices, projector, threads=count)
         for count in (1, threads)
     ]
+    assert splits == [1, threads, 1, threads]  # the rows really were split
     # every row is summed by one thread in index order: scipy's sums, bit for bit
     assert all(np.array_equal(cross, A @ projector) for cross in crosses)
-    counts = kernels.pattern_cross(A.indptr, A.indices, np.ones((120, 2), dtype=np.int64))
+    counts = kernels.pattern_cross(A.indptr, A.indices, np.ones((60, 2), dtype=np.int64))
     assert counts.dtype == np.int64 and counts[:, 0].tolist() == np.diff(A.indptr).tolist()
 
 

@@ -205,7 +205,10 @@ def pattern_transposed_cross(
 
 # The partial Grams of all threads together (10 n² bytes each: float64 sums, uint16 counts)
 # stay below this; fewer threads are used where they would not.
-_PARALLEL_GRAM_BYTES = 2**30
+_PARALLEL_GRAM_BYTES = 2**28
+# A thread's share of the pairs is at least this many times its n² partial Gram (which it
+# allocates, flushes and adds): more threads would spend their time on those.
+_PAIRS_PER_GRAM_ENTRY = 4
 # Rows counted into uint16 before they are added to the float64 result: an entry counts at
 # most one per row, so it cannot overflow.
 _UINT16_ROWS = 2**16 - 1
@@ -234,8 +237,11 @@ def pattern_gram(
     pairs = np.cumsum(counts * counts)  # a row's work: its pairs of ones
     workers = 1
     if rows and pairs[-1] >= PARALLEL_MIN_WORK:
-        affordable = _PARALLEL_GRAM_BYTES // (10 * max(columns, 1) ** 2)
-        workers = max(1, min(threads or default_threads(), rows, affordable))
+        entries = max(columns, 1) ** 2
+        affordable = min(
+            _PARALLEL_GRAM_BYTES // (10 * entries), pairs[-1] // (_PAIRS_PER_GRAM_ENTRY * entries)
+        )
+        workers = max(1, min(threads or default_threads(), rows, int(affordable)))
     parts = _in_threads(
         lambda first, stop: _upper_gram(indptr, indices, first, stop, columns),
         _row_ranges(pairs, workers),
