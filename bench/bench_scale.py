@@ -6,12 +6,17 @@ Instances (each ``(instance, method)`` in a fresh process, so that peak RSS is i
   absent) at k = 2, 5, 10 (integer product), against ``baseline``, ``thresholded`` and
   ``penalized``;
 * ``make_sparse_planted`` and ``make_planted_blocks`` (blocks of varying size, overlaps, ones
-  removed and added) at 10⁵ rows (500-2,000 columns, r = 5 and 10: all four pairs) and 10⁶
-  rows (one instance of each generator), sampled with ``sample_rows="auto"``; both return
-  their planted factors, so the planted error is known. 5·10⁶ rows are skipped: four calls
-  of that size (each computing its own leverage scores and bounds) do not fit the ~15-minute
-  run on this shared 2-core machine;
-* a dense 60,000 x 400 numpy array (``make_planted_blocks`` at 30% density, ``toarray()``).
+  removed and added) at 10⁵ rows (500-2,000 columns, r = 5 and 10: all four pairs), 10⁶
+  rows (one instance of each generator) and 5·10⁶ rows (``make_sparse_planted`` x 1,000 at
+  r = 5, 53 M ones: 2,000 columns would double the four calls' time on this shared 2-core
+  machine), sampled with ``sample_rows="auto"``; both return their planted factors, so the
+  planted error is known;
+* a dense 60,000 x 400 numpy array (``make_planted_blocks`` at 30% density, ``toarray()``);
+* a ``dask.array`` of ``make_sparse_planted`` 10⁶ x 200 at r = 5 (dense ``int8``, 8 row
+  blocks, persisted) on a ``distributed.LocalCluster`` of 2 one-thread workers in this
+  process (``processes=False``: worker processes would each need their own copy of the
+  200 MB and their own numba compilation on 2 shared cores); every method gets the dask
+  array (``bench/bench_dask.py`` measures worker processes and strong scaling).
 
 Columns: our error ÷ the planted error, ÷ thresholded's, ÷ baseline's and ÷ the best
 classical method's; wall seconds (ours and thresholded's) and our stage split; peak RSS.
@@ -19,6 +24,7 @@ Every call is ``factorize(A, r, method=..., sample_rows=..., random_state=0)``.
 
     .venv/bin/python bench/bench_scale.py                 # writes bench/results/scale.{json,md}
     .venv/bin/python bench/bench_scale.py --quick         # 10⁵ rows only, no UCI
+    .venv/bin/python bench/bench_scale.py --only sparse_planted --rows 5000000 --name scale_5m
 
 BLAS runs single-threaded by default (``--blas-threads``): the machine's 2 cores are shared,
 and multi-threaded BLAS under that load made a 250 x 1,000 NMF 25x slower.
@@ -54,13 +60,26 @@ PLANTED = (
     ("sparse_planted", "sparse", 1_000_000, 1000, 5, None),
     ("planted_blocks", "blocks", 1_000_000, 500, 10, 0.01),
     ("dense_blocks", "dense", 60_000, 400, 5, 0.3),
+    ("sparse_planted", "sparse", 5_000_000, 1000, 5, None),
+    ("dask_planted", "dask", 1_000_000, 200, 5, None),
 )
+INSTANCES = (*UCI_SETS, *sorted({name for name, *_ in PLANTED}))
+DASK_WORKERS = 2
+DASK_BLOCKS = 8
 
 
 def _parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DATA, help="folder of the UCI sets")
     parser.add_argument("--quick", action="store_true", help="10⁵ rows only, no UCI sets")
+    parser.add_argument(
+        "--only", nargs="+", choices=INSTANCES, metavar="NAME",
+        help=f"run only these instances (any of: {', '.join(INSTANCES)})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--rows", nargs="+", type=int, metavar="M",
+        help="run only the planted instances with these row counts (e.g. 1000000 5000000)",
+    )  # fmt: skip
     parser.add_argument("--blas-threads", default="1", help="BLAS threads (default 1)")
     parser.add_argument("--name", default="scale", help="results file stem (default scale)")
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -79,26 +98,24 @@ def _instance(spec: dict[str, Any]) -> tuple[Any, int | None]:
     if kind == "uci":
         return np.loadtxt(Path(spec["path"]), dtype=np.int8), None
     m, n, rank = spec["m"], spec["n"], spec["rank"]
-    if kind == "sparse":
+    if kind in ("sparse", "dask"):
         A, U, V = make_sparse_planted(m, n, rank, random_state=0, return_factors=True)
     else:
         A, U, V = make_planted_blocks(m, n, rank, density=spec["density"], random_state=0)
     planted = as_matrix(A).squared_error(U, V)
-    return (A.toarray() if kind == "dense" else A), int(planted)
+    return (A.toarray() if kind in ("dense", "dask") else A), int(planted)
 
 
 def child(spec: dict[str, Any]) -> dict[str, Any]:
     """One factorize call of ``spec`` in this (fresh) process."""
-    from bmfdsl import factorize
     from bmfdsl.solvers.native import compile_kernels
 
     A, planted = _instance(spec)
     compile_kernels()  # numba loads outside the timings
-    start = time.perf_counter()
-    result = factorize(
-        A, spec["rank"], method=spec["method"], sample_rows=spec["sample_rows"], random_state=0
-    )
-    seconds = time.perf_counter() - start
+    if spec["kind"] == "dask":
+        result, seconds = _on_cluster(A, spec)
+    else:
+        result, seconds = _timed_factorize(A, spec)
     timings = result.info["timings"]
     portfolio = result.info.get("portfolio") or {}
     return {
@@ -114,10 +131,39 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _timed_factorize(A: Any, spec: dict[str, Any]) -> tuple[Any, float]:
+    from bmfdsl import factorize
+
+    start = time.perf_counter()
+    result = factorize(
+        A, spec["rank"], method=spec["method"], sample_rows=spec["sample_rows"], random_state=0
+    )
+    return result, time.perf_counter() - start
+
+
+def _on_cluster(A: Any, spec: dict[str, Any]) -> tuple[Any, float]:
+    """``factorize`` of ``A`` as a persisted ``dask.array`` on an in-process LocalCluster."""
+    import dask.array as da
+    import distributed
+
+    with (
+        distributed.LocalCluster(
+            n_workers=DASK_WORKERS, threads_per_worker=1, processes=False, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster),
+    ):
+        chunk = -(-A.shape[0] // DASK_BLOCKS)
+        array = da.from_array(A, chunks=(chunk, A.shape[1])).persist()
+        distributed.wait(array)
+        return _timed_factorize(array, spec)
+
+
 def _specs(args: argparse.Namespace) -> list[dict[str, Any]]:
     specs = []
-    if not args.quick and args.data.is_dir():
+    if not args.quick and args.rows is None and args.data.is_dir():
         for name in UCI_SETS:
+            if args.only and name not in args.only:
+                continue
             for rank in (2, 5, 10):
                 specs.append(
                     {"instance": name, "kind": "uci", "path": str(args.data / f"{name}.txt"),
@@ -125,6 +171,8 @@ def _specs(args: argparse.Namespace) -> list[dict[str, Any]]:
                 )  # fmt: skip
     for name, kind, m, n, rank, density in PLANTED:
         if args.quick and m > 100_000:
+            continue
+        if (args.only and name not in args.only) or (args.rows and m not in args.rows):
             continue
         specs.append(
             {"instance": name, "kind": kind, "m": m, "n": n, "rank": rank,
@@ -156,6 +204,7 @@ def main() -> None:
         rows.append(row)
     payload = {
         "environment": machine(args.blas_threads),
+        "command": " ".join(["bench/bench_scale.py", *sys.argv[1:]]),
         "seconds": time.perf_counter() - started,
         "rows": rows,
     }
@@ -204,7 +253,8 @@ def _markdown(payload: dict[str, Any]) -> str:
     lines = [
         "# The default `factorize` against the comparison methods at every size and rank",
         "",
-        f"`.venv/bin/python bench/bench_scale.py`; {environment['date']}; "
+        f"`.venv/bin/python {payload.get('command', 'bench/bench_scale.py')}`; "
+        f"{environment['date']}; "
         f"{environment['platform']}; {environment['cpu_count']} CPUs shared with other jobs "
         f"(load average {environment['load_average'][0]:.1f}: timings are under load), BLAS "
         f"threads {environment['blas_threads']}; {payload['seconds']:.0f} s in all.",
@@ -216,7 +266,9 @@ def _markdown(payload: dict[str, Any]) -> str:
         "thresholded and penalized (> 1: a loss). Seconds: wall, ours and thresholded's; our "
         "stages (`gram`: AᵀA, shared by the rank-r leverage scores and the bound). Peak RSS: "
         f"ours, in MiB. Losses to the best classical method: **{losses}** "
-        f"of {len(rows)}.",
+        f"of {len(rows)}. `dask_planted`: every method gets a persisted `dask.array` on an "
+        f"in-process LocalCluster of {DASK_WORKERS} one-thread workers ({DASK_BLOCKS} row "
+        "blocks); its Gram matrix is part of `sampling` (200 columns: full-rank scores).",
         "",
         "| instance | shape | r | s | error | ÷ planted | ÷ thr. | ÷ base. | ÷ best | "
         "ours s | thr. s | gram | sampling | solve | seeds | BLS | ALS | bounds | RSS MiB | "

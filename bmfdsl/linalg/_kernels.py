@@ -14,7 +14,11 @@ once per process, on first use. Errors are exact integers.
 from __future__ import annotations
 
 import functools
-from typing import Literal
+import itertools
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Literal
 
 import numba
 import numpy as np
@@ -108,22 +112,79 @@ def dense_cross(A: np.ndarray, factor: np.ndarray) -> np.ndarray:
     return out
 
 
-@numba.njit(cache=True)
-def pattern_cross(indptr: np.ndarray, indices: np.ndarray, factor: np.ndarray) -> np.ndarray:
-    """``A F`` as int64 for a 0/1 CSR ``A`` given by its pattern (``indptr``, ``indices``).
+# The pattern kernels split their rows over threads (nogil numba kernels in a thread pool:
+# no OpenMP runtime, so the process stays safe to fork) above this much work; below it the
+# threads cost more than they save.
+PARALLEL_MIN_WORK = 2**22
 
-    Row ``i`` is the sum of the rows of ``F`` at the columns of ``A``'s ones in row ``i``:
-    ``O(nnz r)`` work and no copy of ``A`` (scipy would upcast its values first).
+
+def default_threads() -> int:
+    """The threads a pattern kernel uses by default: the CPUs this process may run on.
+
+    >>> default_threads() >= 1
+    True
     """
-    rows = indptr.shape[0] - 1
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+
+
+def _row_ranges(cumulative_work: np.ndarray, workers: int) -> list[tuple[int, int]]:
+    """``workers`` consecutive row ranges of about equal work, given the work of rows
+    ``0..i`` at ``i`` (nondecreasing)."""
+    rows = int(cumulative_work.shape[0])
+    if workers == 1 or rows == 0:
+        return [(0, rows)]
+    targets = float(cumulative_work[-1]) * np.arange(1, workers) / workers
+    cuts = [0, *np.searchsorted(cumulative_work, targets).tolist(), rows]
+    return [(int(a), int(b)) for a, b in itertools.pairwise(cuts)]
+
+
+def _in_threads(function: Callable[[int, int], Any], ranges: list[tuple[int, int]]) -> list[Any]:
+    """``function(first, stop)`` of every row range, one thread each, results in range order."""
+    if len(ranges) == 1:
+        return [function(*ranges[0])]
+    with ThreadPoolExecutor(len(ranges)) as pool:
+        return list(pool.map(lambda bounds: function(*bounds), ranges))
+
+
+def pattern_cross(
+    indptr: np.ndarray, indices: np.ndarray, factor: np.ndarray, *, threads: int | None = None
+) -> np.ndarray:
+    """``A F`` in ``F``'s dtype (int64: exact counts) for a 0/1 CSR ``A`` given by its pattern
+    (``indptr``, ``indices``).
+
+    Row ``i`` is the sum of the rows of ``F`` at the columns of ``A``'s ones in row ``i``, in
+    index order (for float64 ``F`` the sums scipy's ``A @ F`` gives, bit for bit):
+    ``O(nnz r)`` work and no copy of ``A`` (scipy would upcast its values first). Above
+    :data:`PARALLEL_MIN_WORK` the rows are split over ``threads`` (default
+    :func:`default_threads`); each row is summed by one thread, so the result does not
+    depend on the thread count.
+
+    >>> pattern_cross(np.array([0, 2, 3]), np.array([0, 1, 1]), np.array([[1], [2]])).tolist()
+    [[3], [2]]
+    """
+    rows = int(indptr.shape[0]) - 1
+    out = np.zeros((rows, factor.shape[1]), dtype=factor.dtype)
+    work = float(indices.shape[0]) * max(factor.shape[1], 1)
+    workers = 1 if work < PARALLEL_MIN_WORK else threads or default_threads()
+    _in_threads(
+        lambda first, stop: _pattern_cross_rows(indptr, indices, factor, first, out[first:stop]),
+        _row_ranges(indptr[1:], max(1, min(workers, rows))),  # a row's work: its ones
+    )
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _pattern_cross_rows(
+    indptr: np.ndarray, indices: np.ndarray, factor: np.ndarray, first: int, out: np.ndarray
+) -> None:
+    """Rows ``first, first + 1, ...`` of ``A F`` added into ``out`` (one row each)."""
     rank = factor.shape[1]
-    out = np.zeros((rows, rank), dtype=np.int64)
-    for i in range(rows):
+    for row in range(out.shape[0]):
+        i = first + row
         for p in range(indptr[i], indptr[i + 1]):
             j = indices[p]
             for k in range(rank):
-                out[i, k] += factor[j, k]
-    return out
+                out[row, k] += factor[j, k]
 
 
 @numba.njit(cache=True)
@@ -142,20 +203,89 @@ def pattern_transposed_cross(
     return out
 
 
-@numba.njit(cache=True)
-def pattern_gram(indptr: np.ndarray, indices: np.ndarray, columns: int) -> np.ndarray:
-    """``AᵀA`` (``columns x columns``, float64, exact counts) of a 0/1 CSR pattern.
+# The partial Grams of all threads together (10 n² bytes each: float64 sums, uint16 counts)
+# stay below this; fewer threads are used where they would not.
+_PARALLEL_GRAM_BYTES = 2**28
+# A thread's share of the pairs is at least this many times its n² partial Gram (which it
+# allocates, flushes and adds): more threads would spend their time on those.
+_PAIRS_PER_GRAM_ENTRY = 4
+# Rows counted into uint16 before they are added to the float64 result: an entry counts at
+# most one per row, so it cannot overflow.
+_UINT16_ROWS = 2**16 - 1
 
-    Every row adds 1 at each pair of its ones: ``Σ_i nnz_i²`` increments and no temporary
-    beyond the result (a scipy sparse product holds a sparse copy of it first).
+
+def pattern_gram(
+    indptr: np.ndarray, indices: np.ndarray, columns: int, *, threads: int | None = None
+) -> np.ndarray:
+    """``AᵀA`` (``columns x columns``, float64, exact counts) of a 0/1 CSR pattern whose rows
+    hold no duplicate column (canonical CSR; sorted indices are faster, not needed).
+
+    Every row adds 1 at each pair ``p <= q`` of its ones, into the upper triangle only
+    (``Σ_i nnz_i (nnz_i + 1) / 2`` increments), counted in uint16 (a quarter of float64's
+    memory traffic) and added to the float64 result every 65,535 rows, before a count could
+    overflow; the lower triangle is mirrored at the end. Above :data:`PARALLEL_MIN_WORK`
+    pairs the rows are split over ``threads`` (default :func:`default_threads`), each with
+    its own partial Gram: integer sums are exact, so the result does not depend on the
+    thread count.
+
+    >>> indptr, indices = np.array([0, 2, 3, 3]), np.array([0, 1, 1])  # rows {0, 1}, {1}, {}
+    >>> pattern_gram(indptr, indices, 2).tolist()
+    [[1.0, 1.0], [1.0, 2.0]]
     """
-    gram = np.zeros((columns, columns), dtype=np.float64)
-    for i in range(indptr.shape[0] - 1):
-        for p in range(indptr[i], indptr[i + 1]):
-            j = indices[p]
-            for q in range(indptr[i], indptr[i + 1]):
-                gram[j, indices[q]] += 1.0
-    return gram
+    rows = int(indptr.shape[0]) - 1
+    counts = np.diff(indptr).astype(np.float64)
+    pairs = np.cumsum(counts * counts)  # a row's work: its pairs of ones
+    workers = 1
+    if rows and pairs[-1] >= PARALLEL_MIN_WORK:
+        entries = max(columns, 1) ** 2
+        affordable = min(
+            _PARALLEL_GRAM_BYTES // (10 * entries), pairs[-1] // (_PAIRS_PER_GRAM_ENTRY * entries)
+        )
+        workers = max(1, min(threads or default_threads(), rows, int(affordable)))
+    parts = _in_threads(
+        lambda first, stop: _upper_gram(indptr, indices, first, stop, columns),
+        _row_ranges(pairs, workers),
+    )
+    upper = parts[0]
+    for part in parts[1:]:
+        upper += part  # exact: integer counts below 2**53
+    return _mirror_upper(upper)
+
+
+@numba.njit(cache=True, nogil=True)
+def _upper_gram(
+    indptr: np.ndarray, indices: np.ndarray, first: int, stop: int, columns: int
+) -> np.ndarray:
+    """The upper triangle (``j <= k``) of the Gram matrix of rows ``first..stop-1``."""
+    upper = np.zeros((columns, columns), dtype=np.float64)
+    counts = np.zeros((columns, columns), dtype=np.uint16)
+    for start in range(first, stop, _UINT16_ROWS):
+        for i in range(start, min(stop, start + _UINT16_ROWS)):
+            end = indptr[i + 1]
+            for p in range(indptr[i], end):
+                j = indices[p]
+                for q in range(p, end):
+                    k = indices[q]
+                    if j <= k:  # always, for sorted indices (a well-predicted branch)
+                        counts[j, k] += 1
+                    else:
+                        counts[k, j] += 1
+        for j in range(columns):
+            for k in range(j, columns):
+                upper[j, k] += counts[j, k]
+                counts[j, k] = 0
+    return upper
+
+
+@numba.njit(cache=True, nogil=True)
+def _mirror_upper(upper: np.ndarray) -> np.ndarray:
+    """``upper`` made symmetric in place (its lower triangle copied from the upper one), so
+    that no second ``n x n`` array is needed."""
+    n = upper.shape[0]
+    for j in range(n):
+        for k in range(j + 1, n):
+            upper[k, j] = upper[j, k]
+    return upper
 
 
 @numba.njit(cache=True)

@@ -132,7 +132,8 @@ def exact_gram(csr: Any, *, rows: bool = False) -> np.ndarray:
     """``AᵀA`` (or ``A Aᵀ`` with ``rows``) of a 0/1 CSR matrix as exact integers in float64.
 
     Counts of pairs of ones, summed from the pattern (no dense copy of ``A``): the same
-    numbers as the dense routes, which sum float32 chunks exactly.
+    numbers as the dense routes, which sum float32 chunks exactly. A CSR holding duplicate
+    entries is canonicalized first (on a copy), so that each stored position counts once.
 
     >>> import scipy.sparse
     >>> exact_gram(scipy.sparse.csr_array([[1, 1], [0, 1]])).tolist()
@@ -144,6 +145,9 @@ def exact_gram(csr: Any, *, rows: bool = False) -> np.ndarray:
 
     if rows:
         csr = csr.T.tocsr()
+    if not csr.has_canonical_format:
+        csr = csr.copy()  # sum_duplicates works in place: never on the caller's matrix
+        csr.sum_duplicates()
     return pattern_gram(csr.indptr, csr.indices, int(csr.shape[1]))
 
 
@@ -331,10 +335,18 @@ class SparseMatrix:
         return self.dense_rows(0, m)
 
     def cross(self, factor: np.ndarray) -> np.ndarray:
-        """``A F`` as exact int64 (``F`` has one row per column of ``A``)."""
+        """``A F`` (``F`` has one row per column of ``A``): exact int64 for an integer ``F``,
+        float64 for a float one (the sums scipy's ``A @ F`` gives, bit for bit).
+
+        >>> import scipy.sparse
+        >>> data = SparseMatrix(scipy.sparse.csr_array([[1, 0, 1], [0, 1, 1]]))
+        >>> data.cross(np.array([[0.5], [0.25], [1.0]])).tolist()
+        [[1.5], [1.25]]
+        """
         from bmfdsl.linalg._kernels import pattern_cross  # numba loads on first use only
 
-        wide = np.ascontiguousarray(factor, dtype=np.int64)
+        floating = np.issubdtype(np.asarray(factor).dtype, np.floating)
+        wide = np.ascontiguousarray(factor, dtype=np.float64 if floating else np.int64)
         return pattern_cross(self.csr.indptr, self.csr.indices, wide)
 
     def transposed_cross(self, U: np.ndarray, device: str = "cpu") -> np.ndarray:

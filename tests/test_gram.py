@@ -1,0 +1,127 @@
+"""The exact Gram matrix ``AᵀA`` (issue 26.2): the upper-triangle uint16 kernel of a CSR
+pattern and the dense float32 route give the exact integer counts of the plain product,
+whatever the thread count; the bound built on them stays below brute force."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import scipy.sparse
+
+from bmfdsl.linalg import _kernels as kernels
+from bmfdsl.linalg import as_matrix, dense_gram, exact_gram
+from bmfdsl.pipeline._bounds import spectral_bound
+
+
+def _random_csr(rng: np.random.Generator, m: int, n: int, density: float) -> scipy.sparse.csr_array:
+    return scipy.sparse.csr_array((rng.random((m, n)) < density).astype(np.int8))
+
+
+def _reference(A: np.ndarray) -> np.ndarray:
+    dense = np.asarray(A, dtype=np.int64)
+    return (dense.T @ dense).astype(np.float64)
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "density"),
+    [(1, 1, 1.0), (50, 1, 0.5), (40, 7, 0.0), (200, 30, 0.05), (300, 64, 0.3), (64, 90, 0.9)],
+)
+def test_the_pattern_and_dense_grams_equal_the_integer_product(
+    m: int, n: int, density: float
+) -> None:
+    rng = np.random.default_rng(m * 1000 + n)
+    dense = (rng.random((m, n)) < density).astype(np.int8)
+    dense[:2] = 0  # empty rows (and, for small m, an empty matrix)
+    A = scipy.sparse.csr_array(dense)
+    expected = _reference(A.toarray())
+    assert np.array_equal(exact_gram(A), expected)
+    assert np.array_equal(dense_gram(A.toarray()), expected)
+    assert np.array_equal(exact_gram(A, rows=True), _reference(A.toarray().T))
+    assert exact_gram(A).dtype == np.float64
+
+
+def test_unsorted_indices_and_duplicate_entries_count_each_position_once() -> None:
+    A = _random_csr(np.random.default_rng(1), 60, 12, 0.4)
+    expected = _reference(A.toarray())
+    # the same rows with their indices reversed (unsorted), then with a duplicate entry
+    indices = np.concatenate(
+        [A.indices[A.indptr[i] : A.indptr[i + 1]][::-1] for i in range(A.shape[0])]
+    )
+    unsorted = scipy.sparse.csr_array((A.data, indices, A.indptr), shape=A.shape)
+    unsorted.has_sorted_indices = False
+    assert np.array_equal(exact_gram(unsorted), expected)
+    row = int(np.flatnonzero(np.diff(A.indptr))[0])
+    column = int(A.indices[A.indptr[row]])
+    duplicated = scipy.sparse.csr_array(
+        (
+            np.concatenate([A.data, [1]]),
+            np.insert(A.indices, A.indptr[row], column),
+            A.indptr + (np.arange(A.shape[0] + 1) > row),
+        ),
+        shape=A.shape,
+    )
+    assert not duplicated.has_canonical_format
+    before = duplicated.indices.copy()
+    assert np.array_equal(exact_gram(duplicated), expected)
+    assert np.array_equal(duplicated.indices, before)  # the caller's matrix is left alone
+
+
+def test_counts_past_the_uint16_range_stay_exact() -> None:
+    """More rows than a uint16 count holds: the partial counts are flushed in time."""
+    m = 2**16 + 300
+    A = scipy.sparse.csr_array(np.ones((m, 2), dtype=np.int8))
+    assert exact_gram(A).tolist() == [[m, m], [m, m]]
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_the_threaded_kernels_do_not_depend_on_the_thread_count(
+    monkeypatch: pytest.MonkeyPatch, threads: int
+) -> None:
+    A = _random_csr(np.random.default_rng(threads), 4000, 60, 0.3)
+    expected = _reference(A.toarray())
+    projector = np.random.default_rng(0).standard_normal((A.shape[1], 3))
+    monkeypatch.setattr(kernels, "PARALLEL_MIN_WORK", 1)  # split even these small ones
+    splits: list[int] = []
+    in_threads = kernels._in_threads
+
+    def counted(function: object, ranges: list[tuple[int, int]]) -> list[object]:
+        splits.append(len(ranges))
+        return in_threads(function, ranges)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(kernels, "_in_threads", counted)
+    one = kernels.pattern_gram(A.indptr, A.indices, A.shape[1], threads=1)
+    many = kernels.pattern_gram(A.indptr, A.indices, A.shape[1], threads=threads)
+    assert np.array_equal(one, expected) and np.array_equal(many, expected)
+    crosses = [
+        kernels.pattern_cross(A.indptr, A.indices, projector, threads=count)
+        for count in (1, threads)
+    ]
+    assert splits == [1, threads, 1, threads]  # the rows really were split
+    # every row is summed by one thread in index order: scipy's sums, bit for bit
+    assert all(np.array_equal(cross, A @ projector) for cross in crosses)
+    counts = kernels.pattern_cross(A.indptr, A.indices, np.ones((60, 2), dtype=np.int64))
+    assert counts.dtype == np.int64 and counts[:, 0].tolist() == np.diff(A.indptr).tolist()
+
+
+def test_the_bound_from_the_new_gram_never_beats_brute_force() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        A = (rng.random((6, 4)) < 0.5).astype(np.int8)
+        rank = 2
+        optimum = min(
+            _best_error(A, U, rank) for U in itertools.product((0, 1), repeat=A.shape[0] * rank)
+        )
+        sparse = as_matrix(scipy.sparse.csr_array(A))
+        assert spectral_bound(sparse, rank) <= optimum
+        assert spectral_bound(A, rank) == spectral_bound(sparse, rank)
+
+
+def _best_error(A: np.ndarray, flat_u: tuple[int, ...], rank: int) -> int:
+    """The least error of ``A ≈ U Vᵀ`` for this ``U`` (best ``V`` column by column)."""
+    U = np.asarray(flat_u, dtype=np.int64).reshape(A.shape[0], rank)
+    codes = np.array(list(itertools.product((0, 1), repeat=rank)), dtype=np.int64)
+    columns = U @ codes.T  # m x 2^r: every candidate column of U Vᵀ
+    errors = ((A[:, :, None] - columns[:, None, :]) ** 2).sum(axis=0)  # n x 2^r
+    return int(errors.min(axis=1).sum())
