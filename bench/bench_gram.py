@@ -118,7 +118,7 @@ def main() -> None:
     args = _parse()
     from scipy.linalg.blas import ssyrk
 
-    from bmfdsl.apps._datasets import make_planted_blocks, make_sparse_planted
+    from bmfdsl import make_planted_blocks, make_sparse_planted
     from bmfdsl.linalg import dense_gram
 
     old = _old_kernels(args.before)

@@ -91,7 +91,7 @@ def _instance(spec: dict[str, Any]) -> tuple[Any, int | None]:
     """The matrix of ``spec`` and its planted error (``None`` for real data)."""
     import numpy as np
 
-    from bmfdsl.apps._datasets import make_planted_blocks, make_sparse_planted
+    from bmfdsl import make_planted_blocks, make_sparse_planted
     from bmfdsl.linalg import as_matrix
 
     kind = spec["kind"]
