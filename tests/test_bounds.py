@@ -396,3 +396,24 @@ def _solve_exact(*args, **kwargs):
     from bmfdsl.solvers import solve_exact
 
     return solve_exact(*args, **kwargs)
+
+
+def test_the_prefetched_gram_gives_the_same_bound_as_summing_it_in_the_bound() -> None:
+    import scipy.sparse
+
+    from bmfdsl import make_sparse_planted
+    from bmfdsl.linalg import as_matrix
+    from bmfdsl.pipeline._bounds import PREFETCH_GRAM_CELLS, prefetch_gram, spectral_bound
+
+    A = make_sparse_planted(PREFETCH_GRAM_CELLS // 400 + 1, 400, 3, random_state=0)
+    data = as_matrix(A)
+    future = prefetch_gram(data, 3)
+    assert future is not None
+    future.result()
+    assert "gram" in vars(data)  # kept where spectral_bound reads it
+    expected = spectral_bound(scipy.sparse.csr_array(A), 3)  # a fresh wrapper: summed there
+    assert spectral_bound(data, 3) == expected > 0
+    assert prefetch_gram(data, 3) is None  # already summed
+    assert prefetch_gram(as_matrix(np.eye(40, dtype=np.int8)), 3) is None  # small
+    result = factorize(A, 3, sample_rows="auto", random_state=0)
+    assert "gram" in result.info["timings"] and result.lower_bound >= expected

@@ -169,3 +169,41 @@ def test_a_wide_sampled_factorization_times_the_shared_gram_and_repeats_for_a_se
     planted = int(((A - U.astype(int) @ V.T.astype(int)) ** 2).sum())
     assert first.error == again.error <= planted
     assert 0 <= first.lower_bound <= first.error
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_many_rows_are_drawn_in_two_stages_by_the_subsample_scores(
+    monkeypatch: pytest.MonkeyPatch, sparse: bool
+) -> None:
+    import scipy.sparse
+
+    monkeypatch.setattr(sampling, "SCORE_SUBSAMPLE_ROWS", 600)  # the rule at test size
+    rng = np.random.default_rng(11)
+    U = np.zeros((2000, 3), dtype=np.int8)
+    U[:40, 0] = 1  # a rare component: 2% of the rows carry it
+    U[40:, 1:] = rng.random((1960, 2)) < 0.3
+    V = (rng.random((300, 3)) < 0.3).astype(np.int8)
+    A = ((U @ V.T) > 0).astype(np.int8)
+    data = scipy.sparse.csr_array(A) if sparse else A
+    indices, probabilities = sample_rows(data, 200, rank=3, random_state=5)
+    again, _ = sample_rows(data, 200, rank=3, random_state=5)
+    np.testing.assert_array_equal(indices, again)
+    assert indices.min() >= 0 and indices.max() < 2000 and (probabilities > 0).all()
+    # the rare component's rows (2% of A) are over-drawn, as by the full scores
+    assert np.mean(indices < 40) > 0.1
+    monkeypatch.setattr(sampling, "SCORE_SUBSAMPLE_ROWS", 4000)  # fewer rows: one stage
+    one_stage, p_one = sample_rows(data, 200, rank=3, random_state=5)
+    np.testing.assert_allclose(p_one, sampling_probabilities(data, 3)[one_stage])
+    # two stages report a row's probability on the whole matrix's scale (its share within
+    # the subsample times 600 / 2000): about the one-stage draw's, not 2000 / 600 times it
+    assert 0.5 < probabilities.mean() / p_one.mean() < 2.0
+
+
+def test_subsampled_scores_skip_the_pipelines_shared_gram(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bmfdsl import factorize, make_sparse_planted
+
+    monkeypatch.setattr(sampling, "SCORE_SUBSAMPLE_ROWS", 1000)
+    A = make_sparse_planted(5000, 300, 2, random_state=0)
+    result = factorize(A, 2, sample_rows="auto", random_state=0, als=False)
+    assert "sampling" in result.info["timings"] and "gram" not in result.info["timings"]
+    assert 0 <= result.lower_bound <= result.error

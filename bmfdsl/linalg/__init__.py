@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         random_factor,
         solve_rows_exact,
         solve_rows_local,
+        start_kernels,
     )
     from bmfdsl.linalg._matrix import (
         BinaryMatrix,

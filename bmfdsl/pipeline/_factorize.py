@@ -34,12 +34,14 @@ from bmfdsl.linalg import (
     get_array_module,
     is_dask_array,
     relative_error,
+    start_kernels,
 )
 from bmfdsl.pipeline._bounds import (
     LowerBound,
     Proof,
     certificate_error,
     check_certify,
+    prefetch_gram,
     prove,
 )
 from bmfdsl.pipeline._strategy import portfolio_seeds, shortlist, uses_portfolio
@@ -128,8 +130,8 @@ def factorize(
 
     Returns:
         A :class:`~bmfdsl.result.Factorization` with per-stage timings in ``info["timings"]``
-        (wall seconds: ``compile`` is the model's compilation, ``jit`` a backend's one-off
-        kernel compilation, taken out of ``solve``)
+        (wall seconds: ``compile`` is the model's compilation, ``jit`` numba's runtime start
+        and a backend's kernel compilation, both once per process, taken out of the stages)
         and a proven ``lower_bound`` (cheap bounds always, see ``pipeline/_bounds.py``; a masked
         factorization's counts observed entries only). A masked factorization's
         ``info["als_solves"]`` is ``None`` (the masked ALS does not count its solves).
@@ -173,6 +175,8 @@ def factorize(
     A, mask = split_masked_array(A, mask)
     if mask is not None:
         _check_mask_options(A, method, one_hot, weights, sample_rows, certify, backend_params)
+    with timer("jit"):
+        start_kernels()
     data, s = _load(A, rank, sample_rows)
     rank = check_rank(rank, data.shape)
     one_hot = check_one_hot(one_hot)
@@ -214,6 +218,11 @@ def factorize(
             solution = _solve_by_method(method_key, core, rank_core, rng)
     info.update(solution.info)
     time_limit_end = _time_limit_end(backend_params, started)
+    gram_ahead = (  # the bound's AᵀA, summed while the full data is solved (exact either way)
+        prefetch_gram(whole, rank)
+        if _integer_bmf(solution) and mask is None and time_limit_end is None
+        else None
+    )
     U, V, error = _extend_and_polish(
         data, solution, objective, s is not None, side, als, timer, info, time_limit_end, device
     )
@@ -236,6 +245,9 @@ def factorize(
             device=device,
         )
     U, V = orientation.factors(U, V)
+    if gram_ahead is not None:
+        with timer("gram"):  # only the wait shows: the rest overlapped the solve
+            gram_ahead.result()
     if not _integer_bmf(solution):
         proof = _unbounded(solution, U, V, error, certify)
     else:
@@ -287,7 +299,8 @@ def _with_jit(timings: dict[str, float], solve_info: Mapping[str, Any]) -> dict[
     backend_timings = (solve_info.get("backend_info") or {}).get("timings") or {}
     jit = backend_timings.get("compile")
     jit = float(jit) if isinstance(jit, int | float) else 0.0
-    return {**timings, "solve": max(0.0, timings["solve"] - jit), "jit": jit}
+    started = timings.get("jit", 0.0)  # numba's runtime start, once per process
+    return {**timings, "solve": max(0.0, timings["solve"] - jit), "jit": started + jit}
 
 
 def _extend_and_polish(
@@ -705,13 +718,15 @@ def _core(
 
     A matrix with more than 256 columns is sampled by rank-``r`` leverage scores from the
     top eigenpairs of ``AᵀA``; that Gram matrix is timed as its own stage (``"gram"``), since
-    the lower bound reuses it (and the same Lanczos pairs).
+    the lower bound reuses it (and the same Lanczos pairs). Beyond 2**18 rows the scores come
+    from a uniform subsample's Gram instead (see ``pipeline/_sampling.py``), and the bound's
+    own ``AᵀA`` is summed in the background during the solve (:func:`prefetch_gram`).
     """
-    from bmfdsl.pipeline._sampling import shares_gram
+    from bmfdsl.pipeline._sampling import shares_gram, subsamples_scores
 
     if s is None:
         return data.dense()
-    if shares_gram(data, rank):
+    if shares_gram(data, rank) and not subsamples_scores(data, rank):
         with timer("gram"):
             data.gram  # noqa: B018 (computed once and kept by the wrapper)
     with timer("sampling"):
