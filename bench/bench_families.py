@@ -36,8 +36,9 @@ CLASSICAL = METHODS[1:]
 MODERATE_CELLS = 3_000_000  # sample_rows=None runs only up to this many entries
 
 # name, m, n, r, row shares (low, high), column shares (low, high), noise, seeds
-FAMILIES: tuple[tuple[str, int, int, int, tuple[float, float], tuple[float, float], float,
-                      tuple[int, ...]], ...] = (
+FAMILIES: tuple[
+    tuple[str, int, int, int, tuple[float, float], tuple[float, float], float, tuple[int, ...]], ...
+] = (
     ("tall-sparse-unequal", 10_000, 300, 5, (0.01, 0.05), (0.02, 0.10), 0.02, (0, 1, 2)),
     ("tall-dense-factors", 10_000, 200, 5, (0.2, 0.5), (0.2, 0.5), 0.01, (0, 1, 2)),
     ("tall-noisy-r2", 20_000, 100, 2, (0.05, 0.3), (0.1, 0.4), 0.10, (0,)),
@@ -82,13 +83,13 @@ def planted(
     p_columns = rng.uniform(*column_shares, rank)
     U = (rng.random((m, rank)) < p_rows).astype(np.int8)
     V = (rng.random((n, rank)) < p_columns).astype(np.int8)
-    product = scipy.sparse.csr_array(U.astype(np.int32)) @ scipy.sparse.csr_array(
-        V.astype(np.int32)
-    ).T
+    product = (
+        scipy.sparse.csr_array(U.astype(np.int32)) @ scipy.sparse.csr_array(V.astype(np.int32)).T
+    )
     pattern = scipy.sparse.coo_array(product)
     keep = rng.random(pattern.nnz) >= noise
     rows, columns = pattern.row[keep], pattern.col[keep]
-    added = int(round(noise * pattern.nnz))
+    added = round(noise * pattern.nnz)
     rows = np.concatenate([rows, rng.integers(0, m, added)])
     columns = np.concatenate([columns, rng.integers(0, n, added)])
     ones = np.ones(rows.size, dtype=np.int8)
@@ -145,7 +146,9 @@ def _cell(name: str, spec: tuple[Any, ...], seed: int, sample_rows: Any,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="", help="run instances whose name holds one of these comma-separated texts")
+    parser.add_argument(
+        "--only", default="", help="instances whose name holds one of these comma-separated texts"
+    )
     parser.add_argument("--blas-threads", default="1", help="BLAS threads (default 1)")
     parser.add_argument("--name", default="families", help="results file stem")
     parser.add_argument("--out", type=Path, default=RESULTS)

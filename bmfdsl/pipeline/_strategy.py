@@ -200,7 +200,8 @@ def shortlist(seed_set: SeedSet, answer_V: np.ndarray, keep: int = SHORTLIST) ->
     from bmfdsl.solvers import als, solve_bls_with_error
     from bmfdsl.solvers.native import one_blas_thread
 
-    seeds = [seed for seed, twin in zip(seed_set.seeds, repeats(seed_set.seeds)) if twin is None]
+    twins = repeats(seed_set.seeds)
+    seeds = [seed for seed, twin in zip(seed_set.seeds, twins, strict=True) if twin is None]
     sample = seed_set.sample
     if sample is None:
         return seeds
