@@ -12,11 +12,10 @@ the default backend, nothing constrained) also tries, beside the core solve:
   hands them its first rows (the sampled rows are independent draws, so a prefix is a smaller
   sample), or a uniform sample of its rows when it is all of ``A``, except for ``baseline``,
   which takes an unsampled ``A`` whole up to :data:`BASELINE_WHOLE_CELLS` entries;
-* on a sampled run, and on an unsampled one too large for the methods to see every row, the
-  native solver's structure seeds (NMF-threshold, row and column clusters) on a uniform sample
-  of :func:`structure_sample_rows` rows, sized from rank and shape so that every component is
-  seen, independent of ``sample_rows`` (a larger sample never loses the seeds a smaller one
-  tried; unsampled 10,000 x 200 planted at r = 15: 2,304 -> 2,088).
+* on a sampled run, the native solver's structure seeds (NMF-threshold, row and column
+  clusters) on a uniform sample of :func:`structure_sample_rows` rows, sized from rank and
+  shape so that every component is seen, independent of ``sample_rows`` (a larger sample never
+  loses the seeds a smaller one tried).
 
 Each seed's ``V`` gives ``U`` on the full data by exact BLS (unless the seed already holds the
 full ``U``), then ALS polishes the pair on the full data; the pipeline keeps the best. A seed
@@ -173,7 +172,7 @@ def portfolio_seeds(
             full_U = np.asarray(U, dtype=np.int8) if covers_all or whole else None
             found.append(Seed(name, np.asarray(V, dtype=np.int8), full_U))
     m, n = data.shape
-    if covers_all:  # the methods saw every row: a small matrix, solved whole by the core too
+    if not sampled:
         return SeedSet(found)
     size = structure_sample_rows(data.shape, rank)
     picked = np.arange(m) if size >= m else np.sort(own.choice(m, size=size, replace=False))
