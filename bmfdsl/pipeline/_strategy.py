@@ -21,11 +21,12 @@ Each seed's ``V`` gives ``U`` on the full data by exact BLS (unless the seed alr
 full ``U``), then ALS polishes the pair on the full data; the pipeline keeps the best. A seed
 that starts exactly where an earlier one does is not finished again (it would end the same).
 On data beyond :data:`FULL_POLISH_CELLS` entries the seeds are first screened (BLS and ALS on
-the uniform sample) and at most :data:`SHORTLIST` are finished on the full data, so the
-full-data passes stay a small multiple of one method's: those that beat the core solve's
-answer there, or, for a comparison method's own answer, come within
-:data:`METHOD_SCREEN_MARGIN` of it; a seed whose screened ``V`` equals one already kept (or
-the answer's, column order aside) is skipped. The work
+the uniform sample) and only some are finished on the full data, so the full-data passes stay
+a small multiple of one method's: each comparison method's own answer that comes within
+:data:`METHOD_SCREEN_MARGIN` of the core solve's answer there (so that the default keeps
+them where the sample cannot tell them apart), and at most :data:`SHORTLIST` other seeds that
+beat it; a seed whose screened ``V`` equals one already kept (or the answer's, column order
+aside) is skipped. The work
 is counted, not timed (fixed iteration counts, ALS at most 20 solves), so a seed gives
 bit-identical answers.
 """
@@ -184,8 +185,10 @@ def portfolio_seeds(
 
 def shortlist(seed_set: SeedSet, answer_V: np.ndarray, keep: int = SHORTLIST) -> list[Seed]:
     """The seeds worth finishing on the full data, in order (see the module docstring): all
-    but repeats when the data is small; on large data at most ``keep``, best screened first
-    (first on ties), against the answer in hand (``answer_V``, the core solve's).
+    but repeats when the data is small; on large data, best screened first (first on ties),
+    against the answer in hand (``answer_V``, the core solve's): every comparison method's own
+    answer within :data:`METHOD_SCREEN_MARGIN` of it, and at most ``keep`` other seeds that
+    beat it.
 
     >>> A = np.kron(np.eye(2, dtype=np.int8), np.ones((3, 2), dtype=np.int8))
     >>> good = Seed("good", np.kron(np.eye(2, dtype=np.int8), np.ones((2, 1), dtype=np.int8)))
@@ -216,15 +219,18 @@ def shortlist(seed_set: SeedSet, answer_V: np.ndarray, keep: int = SHORTLIST) ->
         ranked = sorted((*screened(seed.V), index) for index, seed in enumerate(seeds))
     seen = {answer_key}
     chosen: list[Seed] = []
+    others = 0  # seeds kept that are not a comparison method's own answer
     for error, key, index in ranked:
         seed = seeds[index]
-        margin = METHOD_SCREEN_MARGIN if seed.name in SEED_METHODS else 0.0
+        own_answer = seed.name in SEED_METHODS
+        margin = METHOD_SCREEN_MARGIN if own_answer else 0.0
         if key in seen or not (error < to_beat or error <= to_beat * (1 + margin)):
+            continue
+        if not own_answer and others == keep:
             continue
         seen.add(key)
         chosen.append(seed)
-        if len(chosen) == keep:
-            break
+        others += not own_answer
     return chosen
 
 
