@@ -44,7 +44,13 @@ from bmfdsl.pipeline._bounds import (
     prefetch_gram,
     prove,
 )
-from bmfdsl.pipeline._strategy import portfolio_seeds, shortlist, uses_portfolio
+from bmfdsl.pipeline._strategy import (
+    portfolio_seeds,
+    repeats,
+    sampled_core_params,
+    shortlist,
+    uses_portfolio,
+)
 from bmfdsl.registry import check_known_names, normalize_name
 from bmfdsl.result import Factorization, to_jsonable
 from bmfdsl.solvers import DEFAULT_FACTORIZE_BACKEND
@@ -211,8 +217,13 @@ def factorize(
         if orientation.transposed:
             _check_transposable(compiled[0])
         method_rng = copy.deepcopy(rng)  # the state method=... would hand its method
+        core_params = dict(backend_params)
+        if s is not None and uses_portfolio(
+            method_key, model, backend, one_hot, weights, objective.observed
+        ):
+            core_params = sampled_core_params(core_params, core.shape, rank_core)
         with timer("solve"):
-            solution = _solve_compiled(compiled, backend, rng, backend_params, device)
+            solution = _solve_compiled(compiled, backend, rng, core_params, device)
     else:
         with timer("solve"):
             solution = _solve_by_method(method_key, core, rank_core, rng)
@@ -482,6 +493,9 @@ def _best_of_seeds(
         errors[seed.name] = error
         if error < best_error:
             best_U, best_V, best_error, chosen = U, V, error, seed.name
+    for seed, twin in zip(seed_set.seeds, repeats(seed_set.seeds), strict=True):
+        if twin in errors:  # the same start, not finished twice: the same end
+            errors[seed.name] = errors[twin]
     finished = timer.timings()
     info["portfolio"] = {
         "seeds": [seed.name for seed in seed_set.seeds],

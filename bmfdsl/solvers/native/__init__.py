@@ -27,7 +27,12 @@ from bmfdsl.solvers.native._family import (
     solve_family,
 )
 from bmfdsl.solvers.native._portfolio import NativeResult, compile_kernels, solve_bmf
-from bmfdsl.solvers.native._seeds import one_blas_thread, structure_seeds
+from bmfdsl.solvers.native._seeds import (
+    SEED_NAMES,
+    one_blas_thread,
+    sampled_core_work_limit,
+    structure_seeds,
+)
 from bmfdsl.solvers.native._settings import (
     PRACTICAL_MAX_RANK,
     WORK_PER_SECOND,
@@ -41,6 +46,7 @@ from bmfdsl.solvers.native._weighted import solve_weighted_bmf, weighted_als, we
 __all__ = [
     "DEFAULT_FAMILY_WORK",
     "PRACTICAL_MAX_RANK",
+    "SEED_NAMES",
     "WORK_PER_SECOND",
     "FamilyProblem",
     "FamilyResult",
@@ -52,6 +58,7 @@ __all__ = [
     "exact_solve_seconds",
     "one_blas_thread",
     "polish_family",
+    "sampled_core_work_limit",
     "solve_bmf",
     "solve_family",
     "solve_weighted_bmf",
