@@ -10,11 +10,11 @@ import sys
 import numpy as np
 import pytest
 
-from bmfdsl import factorize
-from bmfdsl.apps._datasets import make_planted_blocks, make_sparse_planted
+from bmfdsl import factorize, make_planted_blocks, make_sparse_planted
 from bmfdsl.errors import InvalidParameterError
 from bmfdsl.linalg import as_matrix
 from bmfdsl.pipeline._sampling import choose_sample_size
+from bmfdsl.solvers import solve_bls_with_error
 from bmfdsl.solvers.native import solve_bmf, structure_seeds
 from bmfdsl.solvers.native._seeds import column_cluster_seed, threshold_rows
 
@@ -80,7 +80,7 @@ def test_a_larger_explicit_sample_is_not_clearly_worse():
 
 _CHILD = """
 import hashlib, json
-from bmfdsl import factorize
+from bmfdsl import factorize, make_planted_blocks, make_sparse_planted
 from bmfdsl.apps._datasets import make_planted_blocks
 
 def fingerprint():
@@ -262,3 +262,25 @@ def test_a_sampled_core_gets_a_budget_sized_from_it_unless_the_caller_sets_one()
     small = (np.random.default_rng(0).random((30, 20)) < 0.4).astype(np.int8)
     unsampled = factorize(small, 3, random_state=0)  # the default budget: not a sampled core
     assert unsampled.info["backend_info"]["work"]["limit"] == auto_work_limit((30, 20))
+
+
+def test_the_repair_swaps_in_a_small_block_every_start_missed():
+    from bmfdsl.pipeline._strategy import repair_seed
+
+    rng = np.random.default_rng(3)
+    U = (rng.random((600, 4)) < 0.15).astype(np.int8)
+    V = np.zeros((80, 4), dtype=np.int8)
+    for k, (start, width) in enumerate([(0, 20), (20, 20), (40, 20), (60, 3)]):
+        V[start : start + width, k] = 1  # the last block has only three columns
+    A = ((U.astype(int) @ V.T.astype(int)) > 0).astype(np.int8)
+    A[rng.random(A.shape) < 0.01] ^= 1  # noise both ways
+    missed = V.copy()
+    missed[:, 3] = V[:, 0]  # the small block merged away: component 0 twice
+    seed = repair_seed(A, missed)
+    assert seed is not None and seed.name == "repair"
+    columns = {tuple(np.flatnonzero(column)) for column in seed.V.T}
+    assert tuple(range(60, 63)) in columns  # the small block is back
+    planted = int(((A - U.astype(int) @ V.T.astype(int)) ** 2).sum())
+    _, error = solve_bls_with_error(A, seed.V)
+    assert error <= planted
+    assert repair_seed(A, V) is None  # nothing to swap in at the planted answer

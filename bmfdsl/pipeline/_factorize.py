@@ -46,8 +46,10 @@ from bmfdsl.pipeline._bounds import (
 )
 from bmfdsl.pipeline._strategy import (
     portfolio_seeds,
+    repair_seed,
     repeats,
     sampled_core_params,
+    screening_rows,
     shortlist,
     uses_portfolio,
 )
@@ -495,6 +497,17 @@ def _best_of_seeds(
         errors[seed.name] = error
         if error < best_error:
             best_U, best_V, best_error, chosen = U, V, error, seed.name
+    in_time = deadline is None or time.perf_counter() <= deadline
+    with timer("seeds"):  # a component the best answer missed, judged where seeds were
+        repair = repair_seed(screening_rows(data, seed_set, rank), best_V) if in_time else None
+    if repair is not None:
+        start = _CoreSolution(U=repair.V, V=repair.V)  # (U: unread)
+        U, V, error = _extend_and_polish(
+            data, start, objective, True, None, als, timer, {}, deadline, device
+        )
+        errors[repair.name] = error
+        if error < best_error:
+            best_U, best_V, best_error, chosen = U, V, error, repair.name
     for seed, twin in zip(seed_set.seeds, repeats(seed_set.seeds), strict=True):
         if twin in errors:  # the same start, not finished twice: the same end
             errors[seed.name] = errors[twin]
