@@ -26,7 +26,9 @@ a small multiple of one method's: each comparison method's own answer that comes
 :data:`METHOD_SCREEN_MARGIN` of the core solve's answer there (so that the default keeps
 them where the sample cannot tell them apart), and at most :data:`SHORTLIST` other seeds that
 beat it; a seed whose screened ``V`` equals one already kept (or the answer's, column order
-aside) is skipped. The work
+aside) is skipped. Last, :func:`repair_seed` swaps one component of the best answer for a
+block of ones it leaves uncovered, judged on :func:`screening_rows`, and the pipeline finishes
+that start too when the swap helps there. The work
 is counted, not timed (fixed iteration counts, ALS at most 20 solves), so a seed gives
 bit-identical answers.
 """
