@@ -230,7 +230,7 @@ def test_screening_keeps_a_methods_answer_within_the_margin_only(monkeypatch):
 
     def fake_als(sample, U, V):
         code = int(V[0, 0]) + 2 * int(V[0, 1])
-        return types.SimpleNamespace(error=screened[code], V=V_of(ends[code]))
+        return types.SimpleNamespace(error=screened[code], U=U, V=V_of(ends[code]))
 
     monkeypatch.setattr(bmfdsl.solvers, "als", fake_als)
     sample = np.ones((4, 3), dtype=np.int8)

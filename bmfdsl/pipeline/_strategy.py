@@ -204,7 +204,6 @@ def shortlist(seed_set: SeedSet, answer_V: np.ndarray, keep: int = SHORTLIST) ->
     >>> [seed.name for seed in shortlist(SeedSet([good, Seed("again", good.V)]), bad.V)]
     ['good']
     """
-    from bmfdsl.solvers import als, solve_bls_with_error
     from bmfdsl.solvers.native import one_blas_thread
 
     twins = repeats(seed_set.seeds)
@@ -214,9 +213,8 @@ def shortlist(seed_set: SeedSet, answer_V: np.ndarray, keep: int = SHORTLIST) ->
         return seeds
 
     def screened(V: np.ndarray) -> tuple[int, bytes]:
-        U, _ = solve_bls_with_error(sample, V)
-        polished = als(sample, U, V)
-        return polished.error, _column_set(polished.V)
+        error, _, polished_V = _screened_answer(sample, V)
+        return error, _column_set(polished_V)
 
     with one_blas_thread():
         to_beat, answer_key = screened(answer_V)
@@ -261,23 +259,24 @@ def repair_seed(
     from bmfdsl.solvers.native import one_blas_thread
 
     with one_blas_thread():
-        best_error, best_V = _screened_answer(sample, answer_V)
+        best = _screened_answer(sample, answer_V)
         improved = False
         for _ in range(rounds):
-            block = _uncovered_block(sample, best_V)
+            block = _uncovered_block(sample, best[1], best[2])
             if block is None:
                 break
-            round_best = (best_error, best_V)
-            for k in range(best_V.shape[1]):
-                swapped = best_V.copy()
+            round_best = best
+            for k in range(best[2].shape[1]):
+                swapped = best[2].copy()
                 swapped[:, k] = block
-                error, polished = _screened_answer(sample, swapped)
-                if error < round_best[0]:
-                    round_best = (error, polished)
-            if round_best[0] >= best_error:
+                tried = _screened_answer(sample, swapped)
+                if tried[0] < round_best[0]:
+                    round_best = tried
+            if round_best[0] >= best[0]:
                 break
-            best_error, best_V = round_best
+            best = round_best
             improved = True
+    best_V = best[2]
     return Seed("repair", np.ascontiguousarray(best_V, dtype=np.int8)) if improved else None
 
 
@@ -298,21 +297,23 @@ def screening_rows(data: BinaryMatrix, seed_set: SeedSet, rank: int) -> np.ndarr
     return np.ascontiguousarray(data.take_rows(np.linspace(0, m - 1, size).astype(np.int64)))
 
 
-def _screened_answer(sample: np.ndarray, V: np.ndarray) -> tuple[int, np.ndarray]:
-    """BLS for ``U`` from ``V`` on ``sample``, then ALS: the error and the polished ``V``."""
+def _screened_answer(sample: np.ndarray, V: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+    """How a start is judged on ``sample``: BLS for ``U`` from ``V``, then ALS; the error and
+    the polished ``U`` and ``V``."""
     from bmfdsl.solvers import als, solve_bls_with_error
 
     U, _ = solve_bls_with_error(sample, V)
     polished = als(sample, U, V)
-    return int(polished.error), np.asarray(polished.V, dtype=np.int8)
+    return (
+        int(polished.error),
+        np.asarray(polished.U, dtype=np.int8),
+        np.asarray(polished.V, dtype=np.int8),
+    )
 
 
-def _uncovered_block(sample: np.ndarray, V: np.ndarray) -> np.ndarray | None:
-    """The block of ones that ``(BLS U, V)`` leaves uncovered on ``sample``, as a column of
-    ``V`` (see :func:`repair_seed`); ``None`` when every one is covered."""
-    from bmfdsl.solvers import solve_bls_with_error
-
-    U, _ = solve_bls_with_error(sample, V)
+def _uncovered_block(sample: np.ndarray, U: np.ndarray, V: np.ndarray) -> np.ndarray | None:
+    """The block of ones that ``U Vᵀ`` leaves uncovered on ``sample``, as a column of ``V``
+    (see :func:`repair_seed`); ``None`` when every one is covered."""
     cover = U.astype(np.int32) @ V.T.astype(np.int32)
     uncovered = (sample == 1) & (cover == 0)
     counts = uncovered.sum(axis=0)
