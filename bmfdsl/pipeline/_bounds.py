@@ -137,19 +137,22 @@ def _gram_fits(long_side: int, short_side: int, line_counts: np.ndarray, max_flo
 
 def prefetch_gram(data: Any, rank: int) -> concurrent.futures.Future[None] | None:
     """Start summing the exact ``AᵀA`` that :func:`spectral_bound` will read, in a background
-    thread, for a large in-memory wrapped ``data``; ``None`` when there is nothing to start.
+    thread, for a large wrapped sparse ``data``; ``None`` when there is nothing to start.
 
     The pipeline starts it after the core solve and waits for it just before the bound, so
     the Gram matrix (the bound's main cost on tall data: ``Σ nnz_i²`` pairs of ones) overlaps
     the full-data BLS, ALS and seeds instead of adding to them. The counts are exact integers,
     so the bound is the same number whenever and in whichever thread they are summed; the
-    eigenvalue work that follows stays in the caller's thread.
+    eigenvalue work that follows stays in the caller's thread. Only the CSR pattern kernel
+    runs in the background (numba, no BLAS): a dense Gram's BLAS products would share BLAS's
+    process-wide thread setting with the caller, which changes it for its own stages.
 
+    >>> import scipy.sparse
     >>> from bmfdsl.linalg import as_matrix
-    >>> prefetch_gram(as_matrix(np.eye(3, dtype=np.int8)), 1) is None  # small: nothing to start
+    >>> prefetch_gram(as_matrix(scipy.sparse.eye(3, format="csr")), 1) is None  # small
     True
     """
-    if not isinstance(data, InMemoryMatrix | SparseMatrix):
+    if not isinstance(data, SparseMatrix):
         return None
     m, n = data.shape
     if m * n < PREFETCH_GRAM_CELLS or min(m, n) <= rank:
@@ -159,10 +162,7 @@ def prefetch_gram(data: Any, rank: int) -> concurrent.futures.Future[None] | Non
         return None
 
     def sum_gram() -> None:
-        if isinstance(tall, SparseMatrix):
-            counts = np.diff(tall.csr.indptr)
-        else:
-            counts = np.count_nonzero(tall.array, axis=1)
+        counts = np.diff(tall.csr.indptr)
         if _gram_fits(max(m, n), min(m, n), counts, _default_flops(m, n, rank)):
             tall.gram  # noqa: B018 (kept by the wrapper, where spectral_bound finds it)
 
