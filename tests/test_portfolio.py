@@ -284,3 +284,25 @@ def test_the_repair_swaps_in_a_small_block_every_start_missed():
     _, error = solve_bls_with_error(A, seed.V)
     assert error <= planted
     assert repair_seed(A, V) is None  # nothing to swap in at the planted answer
+
+
+def test_a_seed_that_only_ties_the_answer_on_the_sample_is_not_finished():
+    from bmfdsl.pipeline._strategy import Seed, SeedSet, shortlist
+
+    sample = np.array([[1, 1, 0], [0, 1, 1]], dtype=np.int8)
+    answer = np.array([[1], [1], [0]], dtype=np.int8)
+    tie = Seed("columns-r+1", np.array([[0], [1], [1]], dtype=np.int8))  # same error, other V
+    assert shortlist(SeedSet([tie], sample), answer) == []
+    own = Seed("thresholded", tie.V)  # a method's own answer within the margin is kept
+    assert [seed.name for seed in shortlist(SeedSet([own], sample), answer)] == ["thresholded"]
+
+
+def test_the_repair_stops_at_a_deadline():
+    import time
+
+    from bmfdsl.pipeline._strategy import repair_seed
+
+    A = np.kron(np.eye(3, dtype=np.int8), np.ones((4, 3), dtype=np.int8))
+    merged = np.array([[1, 1], [1, 1], [1, 1], [1, 0], [1, 0], [1, 0], [0, 0], [0, 0], [0, 0]])
+    assert repair_seed(A, merged.astype(np.int8)) is not None
+    assert repair_seed(A, merged.astype(np.int8), deadline=time.perf_counter() - 1) is None

@@ -130,10 +130,12 @@ def factorize(
         device: where the full-data BLS and ALS of integer BMF score their codes:
             ``"cpu"`` (default), ``"gpu"`` (CuPy on a CUDA GPU, ``bmfdsl[gpu]``) or
             ``"numpy"`` (the GPU's array code on the CPU); see
-            :func:`bmfdsl.solvers.solve_bls`. The same answer on every device; the core
-            solve, the seeds, a masked or family model's polish and the bounds stay on the
-            CPU, except on a backend that has a ``device`` parameter of its own (``da``),
-            which gets it too. Reported as ``info["device"]``.
+            :func:`bmfdsl.solvers.solve_bls`. The full-data BLS and ALS give the same
+            answer on every device; the core solve, the seeds, a masked or family model's
+            polish and the bounds stay on the CPU, except on a backend that has a ``device``
+            parameter of its own (``da``), which gets it too (the DA's reads on another
+            device draw differently, so its answer may differ). Reported as
+            ``info["device"]``.
         **backend_params: passed to the backend's ``sample`` (``num_reads``, ``time_limit``...).
 
     Returns:
@@ -499,8 +501,9 @@ def _best_of_seeds(
             best_U, best_V, best_error, chosen = U, V, error, seed.name
     in_time = deadline is None or time.perf_counter() <= deadline
     with timer("seeds"):  # a component the best answer missed, judged where seeds were
-        repair = repair_seed(screening_rows(data, seed_set, rank), best_V) if in_time else None
-    if repair is not None:
+        rows = screening_rows(data, seed_set, rank) if in_time else None
+        repair = None if rows is None else repair_seed(rows, best_V, deadline=deadline)
+    if repair is not None and (deadline is None or time.perf_counter() <= deadline):
         start = _CoreSolution(U=repair.V, V=repair.V)  # (U: unread)
         U, V, error = _extend_and_polish(
             data, start, objective, True, None, als, timer, {}, deadline, device
@@ -749,7 +752,8 @@ def _core(
     top eigenpairs of ``AᵀA``; that Gram matrix is timed as its own stage (``"gram"``), since
     the lower bound reuses it (and the same Lanczos pairs). Beyond 2**18 rows the scores come
     from a uniform subsample's Gram instead (see ``pipeline/_sampling.py``), and the bound's
-    own ``AᵀA`` is summed in the background during the solve (:func:`prefetch_gram`).
+    own ``AᵀA`` of a sparse ``A`` is summed in the background during the solve
+    (:func:`prefetch_gram`).
     """
     from bmfdsl.pipeline._sampling import shares_gram, subsamples_scores
 

@@ -36,6 +36,7 @@ bit-identical answers.
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -218,15 +219,16 @@ def shortlist(seed_set: SeedSet, answer_V: np.ndarray, keep: int = SHORTLIST) ->
 
     with one_blas_thread():
         to_beat, answer_key = screened(answer_V)
-        ranked = sorted((*screened(seed.V), index) for index, seed in enumerate(seeds))
+        judged = [screened(seed.V) for seed in seeds]
+    ranked = sorted(range(len(seeds)), key=lambda index: (judged[index][0], index))
     seen = {answer_key}
     chosen: list[Seed] = []
     others = 0  # seeds kept that are not a comparison method's own answer
-    for error, key, index in ranked:
-        seed = seeds[index]
+    for index in ranked:
+        (error, key), seed = judged[index], seeds[index]
         own_answer = seed.name in SEED_METHODS
-        margin = METHOD_SCREEN_MARGIN if own_answer else 0.0
-        if key in seen or not (error < to_beat or error <= to_beat * (1 + margin)):
+        within = own_answer and error <= to_beat * (1 + METHOD_SCREEN_MARGIN)
+        if key in seen or not (error < to_beat or within):
             continue
         if not own_answer and others == keep:
             continue
@@ -237,7 +239,11 @@ def shortlist(seed_set: SeedSet, answer_V: np.ndarray, keep: int = SHORTLIST) ->
 
 
 def repair_seed(
-    sample: np.ndarray, answer_V: np.ndarray, rounds: int = REPAIR_ROUNDS
+    sample: np.ndarray,
+    answer_V: np.ndarray,
+    rounds: int = REPAIR_ROUNDS,
+    *,
+    deadline: float | None = None,
 ) -> Seed | None:
     """A start that swaps one of the answer's components for a block of ones it leaves
     uncovered, when that lowers the ALS error on ``sample`` (dense rows of ``A``); ``None``
@@ -248,7 +254,8 @@ def repair_seed(
     association rule on the residual). Each of the ``r`` components is tried in its place
     (BLS and ALS on ``sample``), the best swap is kept, for up to ``rounds`` rounds. It finds
     a small planted block that every seed merged or missed (planted blocks of 2 to 8 columns,
-    1,000,000 x 500, r = 10: 828,139 -> 733,557). Deterministic: no random choice.
+    1,000,000 x 500, r = 10: 828,139 -> 733,557). Deterministic: no random choice; an opt-in
+    ``deadline`` (a ``time.perf_counter()`` value, from ``time_limit``) stops it between swaps.
 
     >>> A = np.kron(np.eye(3, dtype=np.int8), np.ones((4, 3), dtype=np.int8))
     >>> merged = np.array([[1, 1], [1, 1], [1, 1], [1, 0], [1, 0], [1, 0], [0, 0], [0, 0], [0, 0]])
@@ -267,6 +274,8 @@ def repair_seed(
                 break
             round_best = best
             for k in range(best[2].shape[1]):
+                if deadline is not None and time.perf_counter() > deadline:
+                    break
                 swapped = best[2].copy()
                 swapped[:, k] = block
                 tried = _screened_answer(sample, swapped)
