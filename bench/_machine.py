@@ -1,4 +1,4 @@
-"""What a benchmark ran on, recorded beside its figures (``payload["environment"]``)."""
+"""What a benchmark ran on (``payload["environment"]``), and where its figures are written."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import os
 import platform
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 
@@ -23,3 +24,14 @@ def machine(blas_threads: str, **extra: Any) -> dict[str, Any]:
         "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         **extra,
     }
+
+
+def write_results(out: Path, name: str, payload: Any, markdown: str, indent: int = 2) -> None:
+    """Write ``out/NAME.json`` (the figures) and ``out/NAME.md`` (their table), and print the
+    table."""
+    import json
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(payload, indent=indent) + "\n")
+    (out / f"{name}.md").write_text(markdown)
+    print(markdown)

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _machine import machine
+from _machine import machine, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DEFAULT_CASES = "100000x1000x5,100000x2000x10,1000000x1000x5"
@@ -149,10 +149,7 @@ def main() -> None:
     if args.baseline is not None:
         runs["baseline"] = [_run(case, args.baseline, threads) for case in cases]
     payload = {"environment": machine(threads), "cases": cases, "runs": runs}
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{args.name}.json").write_text(json.dumps(payload, indent=2) + "\n")
-    (args.out / f"{args.name}.md").write_text(_markdown(payload))
-    print(_markdown(payload))
+    write_results(args.out, args.name, payload, _markdown(payload))
 
 
 if __name__ == "__main__":

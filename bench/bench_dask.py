@@ -16,7 +16,6 @@ Each worker has one thread; BLAS in the workers runs single-threaded.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 import warnings
@@ -26,7 +25,7 @@ from typing import Any
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from _machine import machine
+from _machine import machine, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -128,10 +127,7 @@ def main() -> None:
         "identical": identical,
         "rows": rows,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{args.name}.json").write_text(json.dumps(payload, indent=2) + "\n")
-    (args.out / f"{args.name}.md").write_text(_markdown(payload))
-    print(_markdown(payload))
+    write_results(args.out, args.name, payload, _markdown(payload))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ Timings are wall seconds of one run each, taken on whatever else the machine is 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -31,7 +30,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np
-from _machine import machine
+from _machine import machine, write_results
 
 from bmfdsl.errors import BackendUnavailableError
 from bmfdsl.linalg import get_array_module
@@ -138,10 +137,7 @@ def main() -> None:
         "environment": machine(os.environ["OPENBLAS_NUM_THREADS"], gpu="gpu" in found),
         "rows": rows_out,
     }
-    OUT.mkdir(exist_ok=True)
-    (OUT / f"{args.name}.json").write_text(json.dumps(payload, indent=1) + "\n")
-    (OUT / f"{args.name}.md").write_text(report(payload))
-    print(report(payload))
+    write_results(OUT, args.name, payload, report(payload), indent=1)
 
 
 def report(payload: dict[str, Any]) -> str:

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _machine import machine
+from _machine import machine, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 METHODS = ("qubo", "thresholded", "baseline", "penalized")
@@ -182,10 +182,7 @@ def main() -> None:
         "seconds": time.perf_counter() - started,
         "rows": rows,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{args.name}.json").write_text(json.dumps(payload, indent=2) + "\n")
-    (args.out / f"{args.name}.md").write_text(_markdown(payload))
-    print(_markdown(payload))
+    write_results(args.out, args.name, payload, _markdown(payload))
 
 
 def _markdown(payload: dict[str, Any]) -> str:

@@ -32,7 +32,7 @@ from typing import Any
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
-from _machine import machine
+from _machine import machine, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ROOT = Path(__file__).resolve().parent.parent
@@ -145,10 +145,7 @@ def main() -> None:
         "command": " ".join(["bench/bench_gram.py", *sys.argv[1:]]),
         "rows": rows,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{args.name}.json").write_text(json.dumps(payload, indent=2) + "\n")
-    (args.out / f"{args.name}.md").write_text(_markdown(payload))
-    print(_markdown(payload))
+    write_results(args.out, args.name, payload, _markdown(payload))
 
 
 def _markdown(payload: dict[str, Any]) -> str:

@@ -18,14 +18,13 @@ shared by several jobs, where multi-threaded BLAS is both slower and noisier.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from _machine import machine
+from _machine import machine, write_results
 
 PAPER_SECONDS = {  # Malik et al. 2021, section "Discussion", m = 50,000, r = 5, means
     "penalized": 39.0,
@@ -161,11 +160,8 @@ def main() -> None:
         print(rows[-2], rows[-1], sep="\n", flush=True)
 
     environment = machine(args.blas_threads)
-    args.out.mkdir(parents=True, exist_ok=True)
     payload = {"environment": environment, "paper_seconds_m50000_r5": PAPER_SECONDS, "rows": rows}
-    (args.out / "methods.json").write_text(json.dumps(payload, indent=2) + "\n")
-    (args.out / "methods.md").write_text(_markdown(payload))
-    print(f"wrote {args.out / 'methods.json'} and {args.out / 'methods.md'}")
+    write_results(args.out, "methods", payload, _markdown(payload))
 
 
 def _markdown(payload: dict[str, Any]) -> str:

@@ -33,7 +33,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from _machine import machine
+from _machine import machine, write_results
 
 PAPER_SECONDS = {  # Malik et al. 2021, section "Discussion", m = 50,000, r = 5, mean times
     "penalized": 39.0,
@@ -142,16 +142,13 @@ def main() -> None:
                 print(json.dumps(row), flush=True)
 
     environment = machine(args.blas_threads, dask=dask.__version__, default_backend=default_backend)
-    args.out.mkdir(parents=True, exist_ok=True)
     payload = {
         "environment": environment,
         "paper_seconds_m50000_r5": PAPER_SECONDS,
         "target_seconds_m50000": TARGET_SECONDS_M50000,
         "rows": rows,
     }
-    (args.out / "pipeline.json").write_text(json.dumps(payload, indent=2) + "\n")
-    (args.out / "pipeline.md").write_text(_markdown(payload))
-    print(f"wrote {args.out / 'pipeline.json'} and {args.out / 'pipeline.md'}")
+    write_results(args.out, "pipeline", payload, _markdown(payload))
 
 
 def _seconds(value: float | None) -> str:

@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _machine import machine
+from _machine import machine, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "uci-binary"
@@ -208,10 +208,7 @@ def main() -> None:
         "seconds": time.perf_counter() - started,
         "rows": rows,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{args.name}.json").write_text(json.dumps(payload, indent=2) + "\n")
-    (args.out / f"{args.name}.md").write_text(_markdown(payload))
-    print(_markdown(payload))
+    write_results(args.out, args.name, payload, _markdown(payload))
 
 
 def _row(cell: dict[str, dict[str, Any]]) -> dict[str, Any]:

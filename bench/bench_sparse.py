@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _machine import machine
+from _machine import machine, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 STAGES = ("sampling", "compile", "solve", "bls", "als", "bounds", "total")
@@ -147,10 +147,7 @@ def main() -> None:
             )
     environment = machine(args.blas_threads)
     payload = {"environment": environment, "identical_results": same, "rows": rows}
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{args.name}.json").write_text(json.dumps(payload, indent=2) + "\n")
-    (args.out / f"{args.name}.md").write_text(_markdown(payload))
-    print(_markdown(payload))
+    write_results(args.out, args.name, payload, _markdown(payload))
 
 
 def _same(identical: bool | None) -> str:
