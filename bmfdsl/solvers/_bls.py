@@ -25,7 +25,7 @@ the same answer.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -196,14 +196,8 @@ def solve_bls_with_error(
     }
     if isinstance(data, DaskMatrix):  # (blocks start from zero: no start per block)
         return _solve_blockwise(data, V, options)
-    options["start"] = _check_start(start, (m, V.shape[1]))
-    if isinstance(data, SparseMatrix):
-        # The statistics route: A V is an O(nnz r) pass, A itself is never densified. Exact
-        # scores with the same tie rule give the same U as the dense routes.
-        gram = V.astype(np.int64).T @ V.astype(np.int64)
-        return solve_bls_from_stats(data.cross(V), gram, data.row_norms, **options)
-    held = data.on_device(options["device"]) if isinstance(data, InMemoryMatrix) else data.dense()
-    return _solve_checked(held, V, **options)
+    U, error, _ = _solve_in_memory(data, [V], [_check_start(start, (m, V.shape[1]))], options)[0]
+    return U, error
 
 
 def solve_bls_and_cross(
@@ -218,31 +212,146 @@ def solve_bls_and_cross(
     >>> U.tolist(), error, cross
     ([[1], [0]], 1, None)
     """
-    if not isinstance(data, DaskMatrix):
-        U, error = solve_bls_with_error(data, V, one_hot=one_hot, **options)
-        return U, error, None
-    V = check_binary_matrix(V, name="V")
-    options = {
+    start = options.pop("start", None)
+    return solve_bls_many(data, [V], one_hot=one_hot, starts=[start], **options)[0]
+
+
+def solve_bls_many(
+    data: BinaryMatrix,
+    Vs: Sequence[Any],
+    *,
+    one_hot: bool = False,
+    starts: Sequence[Any] | None = None,
+    chunk_rows: int | None = None,
+    backend: Any = None,
+    backend_params: Mapping[str, Any] | None = None,
+    device: str = "cpu",
+) -> list[tuple[np.ndarray, int, np.ndarray | None]]:
+    """:func:`solve_bls_and_cross` for ``k`` factors ``V_1 … V_k`` (each ``n x r``, one rank)
+    in one pass over ``A``: the pass computes ``A [V_1 … V_k]`` and each solve reads its own
+    columns, so every answer is bit-identical to its own solve (exact integer products, the
+    same chunks and tie rule). ``starts`` (one per ``V``, or ``None``) seed the local search
+    beyond rank 12 as ``start`` does; a dask ``A`` also sums each ``Aᵀ U_i`` in the same pass.
+
+    >>> from bmfdsl.linalg import as_matrix
+    >>> data = as_matrix([[1, 1, 0], [0, 1, 1]])
+    >>> [(U.ravel().tolist(), error) for U, error, _ in solve_bls_many(
+    ...     data, [[[1], [1], [0]], [[0], [1], [1]]])]
+    [([1, 0], 2), ([0, 1], 2)]
+    """
+    factors = [check_binary_matrix(V, name="V") for V in Vs]
+    m, n = data.shape
+    ranks = {V.shape[1] for V in factors}
+    if not factors or len(ranks) != 1 or any(V.shape[0] != n for V in factors):
+        raise InvalidMatrixError(
+            f"each V must have one row per column of A ({n}) and all the same rank; got "
+            f"shapes {[V.shape for V in factors]}"
+        )
+    if starts is not None and len(starts) != len(factors):
+        raise InvalidParameterError(
+            f"starts must give one start (or None) per V: {len(factors)}; got {len(starts)}"
+        )
+    options: dict[str, Any] = {
         "one_hot": one_hot,
-        "chunk_rows": _check_chunk_rows(options.get("chunk_rows")),
-        "backend": options.get("backend"),
-        "backend_params": options.get("backend_params"),
-        "device": check_device(options.get("device", "cpu")),
+        "chunk_rows": _check_chunk_rows(chunk_rows),
+        "backend": backend,
+        "backend_params": backend_params,
+        "device": check_device(device),
     }
-    parts = data.per_block(_solve_block_and_cross, V, options)
+    if isinstance(data, DaskMatrix):  # (blocks start from zero: no start per block)
+        return _solve_blocks_and_cross(data, factors, options)
+    rank = ranks.pop()
+    checked = [_check_start(start, (m, rank)) for start in (starts or [None] * len(factors))]
+    return _solve_in_memory(data, factors, checked, options)
+
+
+def _solve_in_memory(
+    data: BinaryMatrix,
+    Vs: list[np.ndarray],
+    starts: list[np.ndarray | None],
+    options: dict[str, Any],
+) -> list[tuple[np.ndarray, int, np.ndarray | None]]:
+    """BLS for each ``V`` of ``Vs`` on an in-memory ``A``, in one pass over it."""
+    if isinstance(data, SparseMatrix):
+        # The statistics route: A V is an O(nnz r) pass, A itself is never densified. Exact
+        # scores with the same tie rule give the same U as the dense routes.
+        rank = Vs[0].shape[1]
+        cross = data.cross(np.concatenate(Vs, axis=1))
+        row_norms = data.row_norms
+        return [
+            (
+                *solve_bls_from_stats(
+                    cross[:, index * rank : (index + 1) * rank],
+                    _gram(V),
+                    row_norms,
+                    start=start,
+                    **options,
+                ),
+                None,
+            )
+            for index, (V, start) in enumerate(zip(Vs, starts, strict=True))
+        ]
+    held = data.on_device(options["device"]) if isinstance(data, InMemoryMatrix) else data.dense()
+    return [(U, error, None) for U, error in _solve_checked(held, Vs, starts=starts, **options)]
+
+
+def _gram(V: np.ndarray) -> np.ndarray:
+    return V.astype(np.int64).T @ V.astype(np.int64)
+
+
+def _solve_blocks_and_cross(
+    data: DaskMatrix, Vs: list[np.ndarray], options: dict[str, Any]
+) -> list[tuple[np.ndarray, int, np.ndarray | None]]:
+    """BLS for every ``V`` over the row blocks of a dask ``A``, with each ``Aᵀ U``: one graph
+    for all of them (the factors broadcast once, see :meth:`DaskMatrix.per_block`)."""
+    rank = Vs[0].shape[1]
+    parts = data.per_block(_solve_block_and_cross, np.concatenate(Vs, axis=1), rank, options)
     U = np.ascontiguousarray(np.concatenate([part[0] for part in parts]), dtype=np.int8)
-    error = int(sum(part[1] for part in parts))
+    errors = np.asarray(np.sum([part[1] for part in parts], axis=0), dtype=np.int64)
     cross = np.asarray(np.sum([part[2] for part in parts], axis=0), dtype=np.int64)
-    return U, error, cross
+    return [
+        (
+            np.ascontiguousarray(U[:, columns]),
+            int(errors[index]),
+            np.ascontiguousarray(cross[:, columns]),
+        )
+        for index, columns in enumerate(_column_groups(len(Vs), rank))
+    ]
+
+
+def _column_groups(count: int, rank: int) -> list[slice]:
+    return [slice(index * rank, (index + 1) * rank) for index in range(count)]
 
 
 def _solve_block_and_cross(
-    block: np.ndarray, V: np.ndarray, options: dict[str, Any]
-) -> tuple[np.ndarray, int, np.ndarray]:
-    solved = _solve_block(np.asarray(block), V, options)
-    U = solved[:, :-1]
-    cross = np.asarray(block, dtype=np.int64).T @ U  # Aᵀ U of this block, exact
-    return U.astype(np.int8), int(solved[:, -1].sum()), cross
+    block: np.ndarray, stacked: np.ndarray, rank: int, options: dict[str, Any]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A row block's codes for every ``V`` stacked in ``stacked`` (side by side), the error of
+    each, and ``blockᵀ [U_1 … U_k]`` (exact: integer sums below 2^24 in float32)."""
+    block = check_binary_matrix(np.asarray(block))
+    codes, row_errors = _block_codes(block, stacked, rank, options)
+    dtype = _score_dtype(block.shape[0], 0)
+    cross = np.rint(block.T.astype(dtype) @ codes.astype(dtype)).astype(np.int64)
+    return codes, row_errors.sum(axis=0), cross
+
+
+def _block_codes(
+    block: np.ndarray, stacked: np.ndarray, rank: int, options: dict[str, Any]
+) -> tuple[np.ndarray, np.ndarray]:
+    """A checked row block's codes (``rows x kr`` ``int8``) and row errors (``rows x k``) for
+    each of the ``k`` factors side by side in ``stacked``: one product ``block @ stacked``."""
+    xp = get_array_module(options["device"])
+    cross = to_host(_cross_products(block, stacked, options.get("chunk_rows"), xp))
+    norms = block.sum(axis=1, dtype=np.int64)
+    groups = _column_groups(stacked.shape[1] // rank, rank)
+    codes = np.empty((block.shape[0], stacked.shape[1]), dtype=np.int8)
+    row_errors = np.empty((block.shape[0], len(groups)), dtype=np.int64)
+    for index, columns in enumerate(groups):
+        gram = _gram(stacked[:, columns])
+        U, _ = solve_bls_from_stats(cross[:, columns], gram, **options)
+        codes[:, columns] = U
+        row_errors[:, index] = norms + _code_scores(cross[:, columns], gram, U)
+    return codes, row_errors
 
 
 def _solve_blockwise(
@@ -258,52 +367,65 @@ def _solve_blockwise(
 
 def _solve_block(block: np.ndarray, V: np.ndarray, options: dict[str, Any]) -> np.ndarray:
     block = check_binary_matrix(block)
-    gram = V.astype(np.int64).T @ V.astype(np.int64)
-    xp = get_array_module(options["device"])
-    cross = to_host(_cross_products(block, V, options.get("chunk_rows"), xp))
-    U, _ = solve_bls_from_stats(cross, gram, **options)
-    row_errors = block.sum(axis=1, dtype=np.int64) + _code_scores(cross, gram, U)
-    return np.concatenate([U.astype(np.int64), row_errors[:, None]], axis=1)
+    codes, row_errors = _block_codes(block, V, V.shape[1], options)
+    return np.concatenate([codes.astype(np.int64), row_errors], axis=1)
 
 
 def _solve_checked(
     A: Any,
-    V: np.ndarray,
+    Vs: list[np.ndarray],
     *,
     one_hot: bool,
     chunk_rows: int | None,
     backend: Any,
     backend_params: Mapping[str, Any] | None,
-    start: np.ndarray | None,
+    starts: list[np.ndarray | None],
     device: str = "cpu",
-) -> tuple[np.ndarray, int]:
-    """BLS for validated ``A`` (a numpy array, or on a GPU possibly a device array) and ``V``;
-    enumeration runs chunk by chunk end to end on the array module of ``device`` (a host
-    chunk of ``A`` is sent as ``int8``; only codes and errors come back)."""
+) -> list[tuple[np.ndarray, int]]:
+    """BLS for validated ``A`` (a numpy array, or on a GPU possibly a device array) and each
+    ``V`` of ``Vs`` (one rank), in one pass over ``A``: enumeration runs chunk by chunk end to
+    end on the array module of ``device`` (a host chunk of ``A`` is sent as ``int8`` and
+    multiplied once by all the ``V`` side by side; only codes and errors come back)."""
     m, n = A.shape
-    rank = V.shape[1]
-    gram = V.astype(np.int64).T @ V.astype(np.int64)
+    rank = Vs[0].shape[1]
+    grams = [_gram(V) for V in Vs]
+    groups = _column_groups(len(Vs), rank)
+    stacked = np.concatenate(Vs, axis=1)
     xp = get_array_module(device)
     if not (one_hot or (backend is None and rank <= MAX_ENUMERATION_RANK)):
-        cross = to_host(_cross_products(A, V, chunk_rows, xp))
+        cross = to_host(_cross_products(A, stacked, chunk_rows, xp))
         row_norms = to_host(A.sum(axis=1, dtype=np.int64))  # 0/1: the count, no m x n copy
-        return solve_bls_from_stats(
-            cross, gram, row_norms, backend=backend, backend_params=backend_params, start=start
-        )
+        return [
+            solve_bls_from_stats(
+                np.ascontiguousarray(cross[:, columns]),
+                gram,
+                row_norms,
+                backend=backend,
+                backend_params=backend_params,
+                start=start,
+            )
+            for columns, gram, start in zip(groups, grams, starts, strict=True)
+        ]
     codes = code_table(rank, one_hot)
     if device == "cpu" and fits_compiled_kernel(rank, m * n):
-        U = np.empty((m, rank), dtype=np.int8)
-        return U, int(solve_rows_exact(A, V, codes, U, False))
+        solved = []
+        for V in Vs:
+            U = np.empty((m, rank), dtype=np.int8)
+            solved.append((U, int(solve_rows_exact(A, V, codes, U, False))))
+        return solved
     budget = _chunk_bytes(xp)
     step = chunk_rows or max(1, min(budget // (4 * len(codes)), budget // (8 * n)))
-    U = np.empty((m, rank), dtype=np.int8)
-    error = 0
+    Us = [np.empty((m, rank), dtype=np.int8) for _ in Vs]
+    errors = [0] * len(Vs)
     for first in range(0, m, step):
         block = xp.asarray(A[first : first + step])
-        best, scores = _best_codes(_cross_products(block, V, None, xp), gram, codes, None, xp)
-        U[first : first + step] = codes[to_host(best)]
-        error += int(xp.count_nonzero(block)) + int(scores.sum())
-    return U, error
+        ones = int(xp.count_nonzero(block))
+        cross = _cross_products(block, stacked, None, xp)
+        for index, (columns, gram) in enumerate(zip(groups, grams, strict=True)):
+            best, scores = _best_codes(cross[:, columns], gram, codes, None, xp)
+            Us[index][first : first + step] = codes[to_host(best)]
+            errors[index] += ones + int(scores.sum())
+    return list(zip(Us, errors, strict=True))
 
 
 def solve_bls_from_stats(
@@ -357,7 +479,7 @@ def solve_bls_from_stats(
     elif backend is None:
         U = np.zeros((cross.shape[0], rank), np.int8) if start is None else start.copy()
         U = np.ascontiguousarray(U, dtype=np.int8)
-        solve_rows_local(cross, gram, U, LOCAL_MOVES_PER_RANK * rank)
+        solve_rows_local(np.ascontiguousarray(cross), gram, U, LOCAL_MOVES_PER_RANK * rank)
         scores = _code_scores(cross, gram, U)
     else:
         U = _solve_rows_on_backend(cross, gram, backend, backend_params)
