@@ -146,3 +146,38 @@ def test_mixed_ranks_and_wrong_shapes_are_refused() -> None:
     with pytest.raises(InvalidParameterError, match="one start"):
         solve_bls_many(as_matrix(A), [np.zeros((10, 2))], starts=[None, None])
     assert als_batch(A, []) == []
+
+
+@pytest.mark.parametrize("kind", ["dense", "numpy", "sparse"])
+@pytest.mark.parametrize("rank", [6, 7])
+def test_repeated_rows_are_scored_once_with_the_same_answer(
+    monkeypatch: pytest.MonkeyPatch, kind: str, rank: int
+) -> None:
+    from bmfdsl.solvers import _bls as bls_module
+
+    rng = np.random.default_rng(rank)
+    A = np.tile(_tied(rank, 40, 30, 3), (240, 1))[rng.permutation(9600)]  # 40 kinds of row
+    V = np.repeat((rng.random((30, (rank + 1) // 2)) < 0.4).astype(np.int8), 2, axis=1)[:, :rank]
+    device = "numpy" if kind == "numpy" else "cpu"
+    data = scipy.sparse.csr_array(A) if kind == "sparse" else A
+    cross = A.astype(np.int64) @ V
+    distinct = bls_module._distinct_rows(cross)
+    assert distinct is not None and len(distinct[0]) == len(np.unique(cross, axis=0)) <= 40
+    np.testing.assert_array_equal(distinct[0][distinct[1]], cross)
+    shared = solve_bls_with_error(data, V, device=device)
+    monkeypatch.setattr(bls_module, "_DISTINCT_MIN_CODES", 2**31)  # every row scored
+    every_row = solve_bls_with_error(data, V, device=device)
+    np.testing.assert_array_equal(shared[0], every_row[0])  # ties (repeated columns) alike
+    assert shared[1] == every_row[1] == int(((A - shared[0].astype(int) @ V.T) ** 2).sum())
+
+
+def test_mostly_distinct_wide_negative_or_few_rows_are_scored_row_by_row() -> None:
+    from bmfdsl.solvers._bls import _distinct_rows
+
+    rng = np.random.default_rng(0)
+    assert _distinct_rows(rng.integers(0, 50, (8192, 8))) is None  # the probe: mostly distinct
+    assert _distinct_rows(np.full((8192, 7), 2**8)) is None  # 9 bits x 7 columns > 62 bits
+    rows, inverse = _distinct_rows(np.full((8192, 6), 2**9))  # 10 bits x 6 columns: packed
+    assert rows.tolist() == [[2**9] * 6] and inverse.tolist() == [0] * 8192
+    assert _distinct_rows(np.full((8192, 3), -1)) is None
+    assert _distinct_rows(np.ones((100, 7), dtype=np.int64)) is None
