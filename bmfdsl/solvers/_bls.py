@@ -206,22 +206,6 @@ def solve_bls_with_error(
     return U, error
 
 
-def solve_bls_and_cross(
-    data: BinaryMatrix, V: np.ndarray, *, one_hot: bool = False, **options: Any
-) -> tuple[np.ndarray, int, np.ndarray | None]:
-    """:func:`solve_bls_with_error` on a wrapped ``A``, plus ``Aᵀ U`` when it comes for free:
-    a dask ``A`` sums it in the same pass over its blocks (ALS's next half-step needs it, and
-    ``U`` then never travels back to the workers); ``None`` for the others.
-
-    >>> from bmfdsl.linalg import as_matrix
-    >>> U, error, cross = solve_bls_and_cross(as_matrix([[1, 1], [1, 0]]), np.ones((2, 1)))
-    >>> U.tolist(), error, cross
-    ([[1], [0]], 1, None)
-    """
-    start = options.pop("start", None)
-    return solve_bls_many(data, [V], one_hot=one_hot, starts=[start], **options)[0]
-
-
 def solve_bls_many(
     data: BinaryMatrix,
     Vs: Sequence[Any],
@@ -233,11 +217,14 @@ def solve_bls_many(
     backend_params: Mapping[str, Any] | None = None,
     device: str = "cpu",
 ) -> list[tuple[np.ndarray, int, np.ndarray | None]]:
-    """:func:`solve_bls_and_cross` for ``k`` factors ``V_1 … V_k`` (each ``n x r``, one rank)
-    in one pass over ``A``: the pass computes ``A [V_1 … V_k]`` and each solve reads its own
-    columns, so every answer is bit-identical to its own solve (exact integer products, the
-    same chunks and tie rule). ``starts`` (one per ``V``, or ``None``) seed the local search
-    beyond rank 12 as ``start`` does; a dask ``A`` also sums each ``Aᵀ U_i`` in the same pass.
+    """:func:`solve_bls_with_error` on a wrapped ``A`` for ``k`` factors ``V_1 … V_k`` (each
+    ``n x r``, one rank) in one pass over ``A``: the pass computes ``A [V_1 … V_k]`` and each
+    solve reads its own columns, so every answer is bit-identical to its own solve (exact
+    integer products, the same tie rule). ``starts`` (one per ``V``, or ``None``) seed the
+    local search beyond rank 12 as ``start`` does. Returns ``(U_i, error_i, cross_i)`` per
+    ``V``: ``cross_i = Aᵀ U_i`` where it comes for free (a dask ``A`` sums it in the same
+    pass: ALS's next half-step needs it, and ``U_i`` never travels back to the workers),
+    else ``None``.
 
     >>> from bmfdsl.linalg import as_matrix
     >>> data = as_matrix([[1, 1, 0], [0, 1, 1]])
