@@ -64,8 +64,8 @@ _DEVICE_CHUNK_BYTES = 256 * 2**20
 _FLOAT32_EXACT = 2**24  # integers below this are exact in float32
 
 # Rows of A V are scored once per distinct row (see _distinct_rows) from this many codes
-# (r >= 6) and rows on: below, a sort of the rows costs about what it saves.
-_DISTINCT_MIN_CODES = 64
+# (r >= 4) and rows on: below, a sort of the rows costs about what it saves.
+_DISTINCT_MIN_CODES = 16
 _DISTINCT_MIN_ROWS = 4096
 
 # Small problems (ALS restarts on paper-sized matrices) go through one compiled loop instead of
@@ -484,8 +484,9 @@ def _distinct_rows(cross: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     int64 key, or mostly distinct rows in a probe of the first ones.
 
     Sparse and block-structured data repeat rows of ``A V`` by the thousand (10⁶ x 500
-    planted blocks at r = 10: 7,954 distinct rows), and scoring ``2^r`` codes per row is the
-    cost of a full-data BLS; one sort of a packed key replaces it.
+    planted blocks at r = 10: 7,954 distinct rows; 10⁶ x 1,000 sparse planted at r = 5: 409),
+    and scoring ``2^r`` codes per row is the cost of a full-data BLS; one sort of a packed
+    key replaces it.
 
     >>> rows, inverse = _distinct_rows(np.tile([[2, 0], [1, 3]], (4096, 1)))
     >>> rows.tolist(), inverse[:4].tolist()
@@ -500,10 +501,12 @@ def _distinct_rows(cross: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     shifts = np.arange(rank, dtype=np.int64) * width
 
     def packed(block: np.ndarray) -> np.ndarray:
-        return np.bitwise_or.reduce(block.astype(np.int64) << shifts, axis=1)
+        keys = np.zeros(block.shape[0], dtype=np.int64)
+        for column in range(rank):  # column by column: no rows x r int64 temporary
+            keys |= block[:, column].astype(np.int64) << shifts[column]
+        return keys
 
-    probe = packed(cross[:_DISTINCT_MIN_ROWS])
-    if len(np.unique(probe)) > _DISTINCT_MIN_ROWS // 2:
+    if len(np.unique(packed(cross[:_DISTINCT_MIN_ROWS]))) > _DISTINCT_MIN_ROWS // 2:
         return None
     keys, inverse = np.unique(packed(cross), return_inverse=True)
     rows = (keys[:, None] >> shifts) & ((1 << width) - 1)
