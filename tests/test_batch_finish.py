@@ -181,3 +181,24 @@ def test_mostly_distinct_wide_negative_or_few_rows_are_scored_row_by_row() -> No
     assert rows.tolist() == [[2**9] * 6] and inverse.tolist() == [0] * 8192
     assert _distinct_rows(np.full((8192, 3), -1)) is None
     assert _distinct_rows(np.ones((100, 7), dtype=np.int64)) is None
+
+
+@pytest.mark.parametrize(("rank", "one_hot"), [(5, False), (13, False), (4, True)])
+def test_dense_rows_in_groups_give_the_whole_matrix_answer(
+    monkeypatch: pytest.MonkeyPatch, rank: int, one_hot: bool
+) -> None:
+    from bmfdsl.solvers import _bls as bls_module
+
+    A = np.tile(_tied(rank, 60, 40, 3), (120, 1))  # 7,200 x 40: past the compiled kernel
+    (start, V), (_, V2) = _candidates(rank, 7200, 40, rank)[:2]
+    whole = solve_bls_many(as_matrix(A), [V, V2], one_hot=one_hot, starts=[start, None])
+    monkeypatch.setattr(bls_module, "_GROUP_BYTES", 1)  # groups of _DISTINCT_MIN_ROWS rows
+    grouped = solve_bls_many(as_matrix(A), [V, V2], one_hot=one_hot, starts=[start, None])
+    for (U_whole, error_whole, _), (U_grouped, error_grouped, _), factor in zip(
+        whole, grouped, [V, V2], strict=True
+    ):
+        np.testing.assert_array_equal(U_whole, U_grouped)
+        assert (
+            error_whole == error_grouped == int(((A - U_whole.astype(int) @ factor.T) ** 2).sum())
+        )
+        assert not one_hot or (U_whole.sum(axis=1) == 1).all()

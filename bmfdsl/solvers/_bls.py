@@ -67,6 +67,8 @@ _FLOAT32_EXACT = 2**24  # integers below this are exact in float32
 # (r >= 4) and rows on: below, a sort of the rows costs about what it saves.
 _DISTINCT_MIN_CODES = 16
 _DISTINCT_MIN_ROWS = 4096
+# A dense BLS keeps the statistics A [V_1 … V_k 1] of at most about this many bytes at once.
+_GROUP_BYTES = 128 * 2**20
 
 # Small problems (ALS restarts on paper-sized matrices) go through one compiled loop instead of
 # the chunked BLAS route, whose fixed per-call cost dominates there.
@@ -377,7 +379,7 @@ def _solve_checked(
 ) -> list[tuple[np.ndarray, int]]:
     """BLS for validated ``A`` (a numpy array, or on a GPU possibly a device array) and each
     ``V`` of ``Vs`` (one rank), in one pass over ``A``: small problems run the compiled loop;
-    otherwise ``A [V_1 … V_k 1]`` is computed chunk by chunk on the array module of
+    otherwise ``A [V_1 … V_k 1]`` is computed group by group of rows on the array module of
     ``device`` (a host chunk of ``A`` is sent as ``int8``) and each ``V``'s rows are solved
     from their columns by :func:`solve_bls_from_stats` (codes scored on ``device``)."""
     m, n = A.shape
@@ -390,25 +392,45 @@ def _solve_checked(
             U = np.empty((m, rank), dtype=np.int8)
             solved.append((U, int(solve_rows_exact(A, V, codes, U, False))))
         return solved
-    # one pass: A [V_1 … V_k 1], the last column the row norms (0/1: the counts)
+    # one pass: A [V_1 … V_k 1] (the last column: the row norms, 0/1 counts) in row groups
+    # of bounded memory, each group's rows solved from their statistics; a backend's QUBOs
+    # take all rows at once (each distinct row is sent once)
     ones = np.ones((n, 1), dtype=np.int8)
+    stacked = np.concatenate([*Vs, ones], axis=1)
     xp = get_array_module(device)
-    cross = to_host(_cross_products(A, np.concatenate([*Vs, ones], axis=1), chunk_rows, xp))
-    row_norms = np.ascontiguousarray(cross[:, -1])
+    grams = [_gram(V) for V in Vs]
+    groups = _column_groups(len(Vs), rank)
+    step = m if backend is not None and not one_hot else _group_rows(stacked.shape[1])
+    Us: list[list[np.ndarray]] = [[] for _ in Vs]
+    errors = [0] * len(Vs)
+    for first in range(0, m, step):
+        rows = slice(first, first + step)
+        cross = to_host(_cross_products(A[rows], stacked, chunk_rows, xp))
+        row_norms = np.ascontiguousarray(cross[:, -1])
+        for index, (columns, gram, start) in enumerate(zip(groups, grams, starts, strict=True)):
+            U, error = solve_bls_from_stats(
+                cross[:, columns],
+                gram,
+                row_norms,
+                one_hot=one_hot,
+                chunk_rows=chunk_rows,
+                backend=backend,
+                backend_params=backend_params,
+                start=None if start is None else start[rows],
+                device=device,
+            )
+            Us[index].append(U)
+            errors[index] += error
     return [
-        solve_bls_from_stats(
-            cross[:, columns],
-            _gram(V),
-            row_norms,
-            one_hot=one_hot,
-            chunk_rows=chunk_rows,
-            backend=backend,
-            backend_params=backend_params,
-            start=start,
-            device=device,
-        )
-        for columns, V, start in zip(_column_groups(len(Vs), rank), Vs, starts, strict=True)
+        (np.ascontiguousarray(np.concatenate(parts), dtype=np.int8), error)
+        for parts, error in zip(Us, errors, strict=True)
     ]
+
+
+def _group_rows(columns: int) -> int:
+    """Rows per group of a dense BLS: their ``columns`` int64 statistics take at most about
+    :data:`_GROUP_BYTES` (bounded memory for any ``m``)."""
+    return max(_DISTINCT_MIN_ROWS, _GROUP_BYTES // (8 * columns))
 
 
 def solve_bls_from_stats(
