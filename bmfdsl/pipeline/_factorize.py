@@ -280,7 +280,9 @@ def factorize(
         )
     info.update(lower_bound=proof.bound.to_info(), **({"certify": proof.info} if certify else {}))
     # "total" includes the proof; a backend's JIT compilation gets its own name
-    info["timings"] = _with_jit({**proof.timings, **timer.timings()}, solution.info, runtime_start)
+    info["timings"] = _with_jit(
+        {**proof.timings, **timer.timings()}, solution.info, runtime_start
+    )
     return Factorization(
         U=proof.U,
         V=proof.V,
@@ -388,29 +390,32 @@ def _finish(
     ``deadline`` but the first). ``known_errors``: a given pair's error where known."""
     from bmfdsl.solvers import ALSStart, als_batch, solve_bls_many
 
-    pairs = list(starts)
+    Us = [U for U, _ in starts]
+    Vs = [V for _, V in starts]
     errors = list(known_errors)
-    crosses: list[np.ndarray | None] = [None] * len(pairs)
-    extended = [index for index, (U, _) in enumerate(pairs) if U is None]
+    crosses: list[np.ndarray | None] = [None] * len(starts)
+    extended = [index for index, U in enumerate(Us) if U is None]
     if extended:
         with timer("bls"):
             solved = solve_bls_many(
-                data, [pairs[index][1] for index in extended], one_hot=side == "U", device=device
+                data, [Vs[index] for index in extended], one_hot=side == "U", device=device
             )
         for index, (U, error, cross) in zip(extended, solved, strict=True):
-            pairs[index], errors[index], crosses[index] = (U, pairs[index][1]), error, cross
+            Us[index], errors[index], crosses[index] = U, error, cross
+    full = [(U, V) for U, V in zip(Us, Vs, strict=True) if U is not None]
     if not als:
-        return [
-            _Finished(U, V, error, error, None)
-            for (U, V), error in zip(_full(pairs), _errors(data, pairs, errors), strict=True)
+        scored = [
+            data.squared_error(U, V) if error is None else int(error)
+            for (U, V), error in zip(full, errors, strict=True)
         ]
+        return [_Finished(U, V, e, e, None) for (U, V), e in zip(full, scored, strict=True)]
     progress.stage("ALS polish")
     with timer("als"):
         polished = als_batch(
             data,
             [
                 ALSStart(U, V, error, cross)
-                for (U, V), error, cross in zip(_full(pairs), errors, crosses, strict=True)
+                for (U, V), error, cross in zip(full, errors, crosses, strict=True)
             ],
             one_hot=side,
             deadline=deadline,
@@ -419,25 +424,6 @@ def _finish(
     return [
         _Finished(result.U, result.V, result.error, result.history[0], result.solves)
         for result in polished
-    ]
-
-
-def _full(pairs: list[tuple[np.ndarray | None, np.ndarray]]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The pairs once every ``U`` is there."""
-    full = []
-    for U, V in pairs:
-        assert U is not None
-        full.append((U, V))
-    return full
-
-
-def _errors(
-    data: BinaryMatrix, pairs: list[tuple[np.ndarray | None, np.ndarray]], known: list[int | None]
-) -> list[int]:
-    """Each pair's error: the known one, else scored on ``A``."""
-    return [
-        data.squared_error(U, V) if error is None else int(error)
-        for (U, V), error in zip(_full(pairs), known, strict=True)
     ]
 
 

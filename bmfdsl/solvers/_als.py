@@ -8,6 +8,10 @@ ALS never worsens a feasible start.
 Both steps only need small statistics of ``A`` (``A V``, ``Aᵀ U`` and row/column sums), so a
 ``dask.array`` input runs blockwise: the ``U`` step maps over row blocks and the ``V`` step sums
 ``Aᵀ U`` over them. That works on any dask scheduler, including a distributed cluster.
+
+:func:`als_batch` runs several starts together (the seed portfolio's candidates): one pass over
+``A`` per half-step serves every start still running, and each ends exactly as it would alone;
+:func:`als` is its one-start case.
 """
 
 from __future__ import annotations
@@ -120,7 +124,8 @@ class ALSStart:
 
     Attributes:
         U, V: the 0/1 start.
-        error: ``||A - U Vᵀ||²_F`` when known (e.g. from the BLS solve that gave ``U``).
+        error: ``||A - U Vᵀ||²_F`` when known (e.g. from the BLS solve that gave ``U``); it
+            is trusted, so it must be exact.
         cross: ``Aᵀ U`` (``n x r`` integers) when known (a dask BLS sums it in its own pass).
     """
 
