@@ -60,7 +60,12 @@ def _same(got: object, expected: object) -> None:
 
 @pytest.mark.parametrize("kind", ["dense", "sparse", "dask"])
 @pytest.mark.parametrize("rank", [1, 3, 8, 12, 13])
-def test_bls_of_many_factors_equals_each_solve(kind: str, rank: int) -> None:
+def test_bls_of_many_factors_equals_each_solve(
+    monkeypatch: pytest.MonkeyPatch, kind: str, rank: int
+) -> None:
+    from bmfdsl.solvers import _bls as bls_module
+
+    monkeypatch.setattr(bls_module, "_TRANSPOSED_CHUNK_BYTES", 2000)  # dask: Aᵀ U in chunks
     A = _tied(rank, 90, 40, 4)
     Vs = [V for _, V in _candidates(rank + 100, 90, 40, rank)]
     starts = [U for U, _ in _candidates(rank + 100, 90, 40, rank)]

@@ -69,6 +69,9 @@ _DISTINCT_MIN_CODES = 16
 _DISTINCT_MIN_ROWS = 4096
 # A dense BLS keeps the statistics A [V_1 … V_k 1] of at most about this many bytes at once.
 _GROUP_BYTES = 128 * 2**20
+# Row chunks of Aᵀ U on a dask block: float32 copies of about this size (cache-sized: twice
+# as fast as one copy of the block).
+_TRANSPOSED_CHUNK_BYTES = 8 * 2**20
 
 # Small problems (ALS restarts on paper-sized matrices) go through one compiled loop instead of
 # the chunked BLAS route, whose fixed per-call cost dominates there.
@@ -322,11 +325,15 @@ def _solve_block_and_cross(
     block: np.ndarray, stacked: np.ndarray, rank: int, options: dict[str, Any]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A row block's codes for every ``V`` stacked in ``stacked`` (side by side), the error of
-    each, and ``blockᵀ [U_1 … U_k]`` (exact: integer sums below 2^24 in float32)."""
+    each, and ``blockᵀ [U_1 … U_k]`` (exact: float32 sums of chunks below 2^24 rows)."""
     block = check_binary_matrix(np.asarray(block))
     codes, row_errors = _block_codes(block, stacked, rank, options)
-    dtype = _score_dtype(block.shape[0], 0)
-    cross = np.rint(block.T.astype(dtype) @ codes.astype(dtype)).astype(np.int64)
+    cross = np.zeros((block.shape[1], codes.shape[1]), dtype=np.int64)
+    step = max(1, _TRANSPOSED_CHUNK_BYTES // (4 * block.shape[1]))  # small float32 copies
+    for first in range(0, block.shape[0], step):
+        rows = slice(first, first + step)
+        product = block[rows].T.astype(np.float32) @ codes[rows].astype(np.float32)
+        cross += np.rint(product).astype(np.int64)
     return codes, row_errors.sum(axis=0), cross
 
 
