@@ -207,3 +207,41 @@ def test_dense_rows_in_groups_give_the_whole_matrix_answer(
             error_whole == error_grouped == int(((A - U_whole.astype(int) @ factor.T) ** 2).sum())
         )
         assert not one_hot or (U_whole.sum(axis=1) == 1).all()
+
+
+@pytest.mark.parametrize(
+    ("layout", "multipliers", "max_bits"),
+    [
+        ("shuffled", None, None),
+        ("rare", None, None),  # keys the evenly spaced probe misses: added, then hashed again
+        ("mostly rare", None, None),  # a fifth of the rows missed by the probe: one sort
+        ("shuffled", (0, 0x9E3779B97F4A7C15), None),  # 0 maps every key to one slot: next one
+        ("shuffled", (0,), None),  # no multiplier separates the keys: one sort
+        ("shuffled", None, 0),  # no table small enough: one sort
+    ],
+)
+def test_distinct_rows_equal_numpys_unique_rows(
+    monkeypatch: pytest.MonkeyPatch,
+    layout: str,
+    multipliers: tuple[int, ...] | None,
+    max_bits: int | None,
+) -> None:
+    from bmfdsl.solvers import _bls as bls_module
+
+    if multipliers is not None:
+        monkeypatch.setattr(bls_module, "_HASH_MULTIPLIERS", multipliers)
+    if max_bits is not None:
+        monkeypatch.setattr(bls_module, "_HASH_MAX_BITS", max_bits)
+    rng = np.random.default_rng(3)
+    kinds = rng.integers(0, 9, (100_000, 5))
+    picks = rng.integers(0, 60, 50_000)  # 60 common kinds
+    if layout == "rare":
+        picks[rng.choice(50_000, 30, replace=False)] = rng.integers(60, 300, 30)
+    if layout == "mostly rare":
+        picks[rng.choice(50_000, 10_000, replace=False)] = rng.integers(60, 100_000, 10_000)
+    cross = kinds[picks]
+    rows, inverse = bls_module._distinct_rows(cross)
+    expected = np.unique(cross, axis=0)
+    assert sorted(map(tuple, rows.tolist())) == sorted(map(tuple, expected.tolist()))
+    np.testing.assert_array_equal(rows[inverse], cross)
+    assert len(set(inverse.tolist())) == len(rows)  # every distinct row is used

@@ -67,6 +67,10 @@ _FLOAT32_EXACT = 2**24  # integers below this are exact in float32
 # (r >= 4) and rows on: below, a sort of the rows costs about what it saves.
 _DISTINCT_MIN_CODES = 16
 _DISTINCT_MIN_ROWS = 4096
+# The hash table of distinct keys: at most 2^22 int32 slots (16 MiB); odd 64-bit multipliers
+# (Fibonacci hashing and two of xxHash's primes), tried in turn.
+_HASH_MAX_BITS = 22
+_HASH_MULTIPLIERS = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9)
 # A dense BLS keeps the statistics A [V_1 … V_k 1] of at most about this many bytes at once.
 _GROUP_BYTES = 128 * 2**20
 # Row chunks of Aᵀ U on a dask block: float32 copies of about this size (cache-sized: twice
@@ -510,12 +514,13 @@ def solve_bls_from_stats(
 def _distinct_rows(cross: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """The distinct rows of non-negative ``cross`` and each row's index among them, or
     ``None`` where that would not pay: few rows, values too wide to pack a row into one
-    int64 key, or mostly distinct rows in a probe of the first ones.
+    int64 key, or mostly distinct rows in a probe of evenly spaced rows.
 
     Sparse and block-structured data repeat rows of ``A V`` by the thousand (10⁶ x 500
     planted blocks at r = 10: 7,954 distinct rows; 10⁶ x 1,000 sparse planted at r = 5: 409),
-    and scoring ``2^r`` codes per row is the cost of a full-data BLS; one sort of a packed
-    key replaces it.
+    and scoring ``2^r`` codes per row is the cost of a full-data BLS. When the probe holds
+    every distinct key, a collision-free hash table of its keys finds each row's (one
+    gather); else one sort of the packed keys does.
 
     >>> rows, inverse = _distinct_rows(np.tile([[2, 0], [1, 3]], (4096, 1)))
     >>> rows.tolist(), inverse[:4].tolist()
@@ -535,11 +540,53 @@ def _distinct_rows(cross: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
             keys |= block[:, column].astype(np.int64) << shifts[column]
         return keys
 
-    if len(np.unique(packed(cross[:_DISTINCT_MIN_ROWS]))) > _DISTINCT_MIN_ROWS // 2:
+    sample = cross[:: count // _DISTINCT_MIN_ROWS]
+    distinct = np.unique(packed(sample))
+    if len(distinct) > len(sample) // 2:
         return None
-    keys, inverse = np.unique(packed(cross), return_inverse=True)
-    rows = (keys[:, None] >> shifts) & ((1 << width) - 1)
+    keys = packed(cross)
+    inverse = None
+    for _ in range(2):  # the probe's keys, then those plus the rare keys it missed
+        looked = _positions(distinct, keys)
+        if looked is None:
+            break
+        inverse, found = looked
+        missed = ~found
+        if not missed.any():
+            break
+        inverse = None
+        if np.count_nonzero(missed) > count // 8:  # an unrepresentative probe
+            break
+        distinct = np.union1d(distinct, keys[missed])  # sorts the missed keys only
+    if inverse is None:
+        distinct, inverse = np.unique(keys, return_inverse=True)
+    rows = (distinct[:, None] >> shifts) & ((1 << width) - 1)
     return rows, np.ravel(inverse)
+
+
+def _positions(distinct: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each key's index in the sorted ``distinct`` keys and whether it is there, by a
+    multiplicative hash that maps them to distinct slots (the first of a few fixed multipliers
+    that does); ``None`` when none separates them in a small table.
+
+    >>> positions, found = _positions(np.array([3, 8, 20]), np.array([20, 3, 5, 8]))
+    >>> found.tolist(), positions[found].tolist()
+    ([True, True, False, True], [2, 0, 1])
+    """
+    bits = max(1, (2 * len(distinct) ** 2).bit_length())  # slots >= 2 u²: few collisions
+    if bits > _HASH_MAX_BITS:
+        return None
+    shift = np.uint64(64 - bits)
+    for multiplier in _HASH_MULTIPLIERS:
+        factor = np.uint64(multiplier)
+        slots = (distinct.view(np.uint64) * factor) >> shift
+        if len(np.unique(slots)) < len(slots):
+            continue
+        table = np.zeros(1 << bits, dtype=np.int32)
+        table[slots] = np.arange(len(distinct), dtype=np.int32)
+        positions = table[(keys.view(np.uint64) * factor) >> shift]
+        return positions, distinct[positions] == keys
+    return None
 
 
 def _check_start(start: Any, shape: tuple[int, int]) -> np.ndarray | None:
