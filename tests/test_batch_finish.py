@@ -4,7 +4,9 @@
 ``A [V_1 … V_k]`` per U half-step, one ``Aᵀ [U_1 … U_k]`` per V half-step) and must give every
 candidate exactly what finishing it alone gives: the same U, V, error, solves and history, on
 dense, sparse and dask input, at ranks 1-13 (13: the local search beyond enumeration), with
-ties (repeated columns and rows) and with candidates that stop at different solves.
+ties (repeated columns and rows) and with candidates that stop at different solves. The BLS
+row solves score each distinct row of ``A V`` once and a dense ``A`` in row groups: both must
+give what scoring every row of the whole matrix gives.
 """
 
 from __future__ import annotations
