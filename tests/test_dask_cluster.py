@@ -12,7 +12,7 @@ import pytest
 
 from bmfdsl import factorize
 from bmfdsl.linalg import DaskMatrix
-from bmfdsl.solvers import als
+from bmfdsl.solvers import ALSStart, als, als_batch
 
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
@@ -62,3 +62,29 @@ def test_a_persisted_array_is_used_as_it_is(client: object) -> None:
     assert data.array is A  # chunks already span the columns: no rechunk, no new graph
     keys = set(A.__dask_keys__() and dict(A.__dask_graph__()))
     assert set(dict(data.array.__dask_graph__())) == keys
+
+
+def test_candidates_finished_together_on_the_cluster(client: object) -> None:
+    """The portfolio's batched finish: one graph per half-step for all candidates, factors
+    scattered (no large graph), each candidate's in-memory answer; and the default
+    ``factorize`` (whose seeds are finished that way) matches the same array in memory."""
+    A, dense = _persisted(40_000, 30, 5_000)
+    rng = np.random.default_rng(2)
+    starts = [
+        ((rng.random((40_000, 3)) < p).astype(np.int8), (rng.random((30, 3)) < p).astype(np.int8))
+        for p in (0.2, 0.5, 0.7)
+    ]
+    threshold = {"distributed.admin.large-graph-warning-threshold": _THRESHOLD}
+    with dask.config.set(threshold), warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*large graph.*")
+        batch = als_batch(A, [ALSStart(U, V) for U, V in starts])
+        result = factorize(A, 3, random_state=0)
+    for got, (U, V) in zip(batch, starts, strict=True):
+        alone = als(dense, U, V)
+        assert got.history == alone.history
+        np.testing.assert_array_equal(got.U, alone.U)
+        np.testing.assert_array_equal(got.V, alone.V)
+    expected = factorize(dense, 3, sample_rows="auto", random_state=0)
+    assert result.error == expected.error
+    assert result.info["portfolio"]["errors"] == expected.info["portfolio"]["errors"]
+    np.testing.assert_array_equal(result.U, expected.U)

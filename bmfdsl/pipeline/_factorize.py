@@ -343,20 +343,88 @@ def _extend_and_polish(
     family = solution.model.family if solution.model is not None else None
     if family is not None or (solution.model is not None and solution.model.outside):
         return _extend_and_polish_model(data, solution, extend, als, timer, info, deadline)
-    if extend:
-        with timer("bls"):
-            U, error = _extend(data, V, side, device)
-    elif solution.error is not None and objective.observed is None:
-        error = solution.error  # the core is all of A, and decoding scored it already
-    else:
-        error = objective.error(data, U, V)  # the core is all of A
+    if objective.observed is None:
+        known = None if extend else solution.error  # the core is all of A: decoding scored it
+        (done,) = _finish(
+            data, [(None if extend else U, V)], [known], side, als, timer, deadline, device
+        )
+        info["error_before_als"] = done.error_before_als
+        if als:
+            info.update(als_solves=done.als_solves, polish="als")
+        return done.U, done.V, done.error
+    error = objective.error(data, U, V)  # masked: never sampled, so the core is all of A
     info["error_before_als"] = error
     if als:
         progress.stage("ALS polish")
         with timer("als"):
-            U, V, error, info["als_solves"] = objective.polish(data, U, V, side, deadline, device)
+            U, V, error, info["als_solves"] = objective.polish(data, U, V, side)
         info["polish"] = "als"
     return U, V, int(error)
+
+
+@dataclass(frozen=True)
+class _Finished:
+    """A start finished on the full data: the polished pair, its error, the error before the
+    ALS (the extended or given start's) and the ALS solves (``None`` without ALS)."""
+
+    U: np.ndarray
+    V: np.ndarray
+    error: int
+    error_before_als: int
+    als_solves: int | None
+
+
+def _finish(
+    data: BinaryMatrix,
+    starts: list[tuple[np.ndarray | None, np.ndarray]],
+    known_errors: list[int | None],
+    side: str | None,
+    als: bool,
+    timer: StageTimer,
+    deadline: float | None,
+    device: str,
+) -> list[_Finished]:
+    """Integer BMF starts ``(U, V)`` finished on all of ``A`` together, each as it would be
+    alone: ``U`` of a start without one by exact BLS from its ``V`` (one pass over ``A`` for
+    all of them), then ALS (one pass per half-step for all that still run; no ALS solve after
+    ``deadline`` but the first). ``known_errors``: a given pair's error where known."""
+    from bmfdsl.solvers import ALSStart, als_batch, solve_bls_many
+
+    Us = [U for U, _ in starts]
+    Vs = [V for _, V in starts]
+    errors = list(known_errors)
+    crosses: list[np.ndarray | None] = [None] * len(starts)
+    extended = [index for index, U in enumerate(Us) if U is None]
+    if extended:
+        with timer("bls"):
+            solved = solve_bls_many(
+                data, [Vs[index] for index in extended], one_hot=side == "U", device=device
+            )
+        for index, (U, error, cross) in zip(extended, solved, strict=True):
+            Us[index], errors[index], crosses[index] = U, error, cross
+    full = [(U, V) for U, V in zip(Us, Vs, strict=True) if U is not None]
+    if not als:
+        scored = [
+            data.squared_error(U, V) if error is None else int(error)
+            for (U, V), error in zip(full, errors, strict=True)
+        ]
+        return [_Finished(U, V, e, e, None) for (U, V), e in zip(full, scored, strict=True)]
+    progress.stage("ALS polish")
+    with timer("als"):
+        polished = als_batch(
+            data,
+            [
+                ALSStart(U, V, error, cross)
+                for (U, V), error, cross in zip(full, errors, crosses, strict=True)
+            ],
+            one_hot=side,
+            deadline=deadline,
+            device=device,
+        )
+    return [
+        _Finished(result.U, result.V, result.error, result.history[0], result.solves)
+        for result in polished
+    ]
 
 
 def _integer_bmf(solution: _CoreSolution) -> bool:
@@ -487,18 +555,22 @@ def _best_of_seeds(
     with timer("seeds"):
         seed_set = portfolio_seeds(data, core, rank, method_rng, sampled=s is not None)
         finished_seeds = shortlist(seed_set, best_V)
-    for seed in finished_seeds:
-        if deadline is not None and time.perf_counter() > deadline:
-            break
-        start = _CoreSolution(U=seed.V if seed.U is None else seed.U, V=seed.V)  # (U: unread)
-        extend = seed.U is None  # U for every row from the seed's V, by exact BLS
-        scratch: dict[str, Any] = {}
-        U, V, error = _extend_and_polish(
-            data, start, objective, extend, None, als, timer, scratch, deadline, device
+    if finished_seeds and (deadline is None or time.perf_counter() <= deadline):
+        # all finished together: a seed without U gets it by exact BLS from its V
+        results = _finish(
+            data,
+            [(seed.U, seed.V) for seed in finished_seeds],
+            [None] * len(finished_seeds),
+            None,
+            als,
+            timer,
+            deadline,
+            device,
         )
-        errors[seed.name] = error
-        if error < best_error:
-            best_U, best_V, best_error, chosen = U, V, error, seed.name
+        for seed, done in zip(finished_seeds, results, strict=True):
+            errors[seed.name] = done.error
+            if done.error < best_error:
+                best_U, best_V, best_error, chosen = done.U, done.V, done.error, seed.name
     in_time = deadline is None or time.perf_counter() <= deadline
     with timer("seeds"):  # a component the best answer missed, judged where seeds were
         rows = screening_rows(data, seed_set, rank) if in_time else None
@@ -567,18 +639,12 @@ class _Objective:
         return round(weighted_squared_error(data.dense(), U, V, self.observed.astype(np.float64)))
 
     def polish(
-        self,
-        data: BinaryMatrix,
-        U: np.ndarray,
-        V: np.ndarray,
-        side: str | None,
-        deadline: float | None = None,
-        device: str = "cpu",
-    ) -> tuple[np.ndarray, np.ndarray, int, int | None]:
-        """ALS from ``(U, V)``: the best pair, its error and the number of solves (``None``:
-        the masked ALS does not count them; it runs on the CPU whatever the ``device``)."""
-        if self.observed is None:
-            return _polish(data, U, V, side, deadline, device)
+        self, data: BinaryMatrix, U: np.ndarray, V: np.ndarray, side: str | None
+    ) -> tuple[np.ndarray, np.ndarray, int, None]:
+        """The masked ALS from ``(U, V)``: the best pair, its error and ``None`` (it does not
+        count its solves; it runs on the CPU whatever the ``device``). Unmasked runs are
+        finished by :func:`_finish`."""
+        assert self.observed is not None
         from bmfdsl.solvers.native import weighted_als
 
         weights = self.observed.astype(np.float64)
@@ -848,30 +914,6 @@ def _solve_compiled(
         model=_ModelError(compiled, structure, dict(decoded.info.get("weights") or {})),
         error=None if error is None else int(error),
     )
-
-
-def _extend(
-    data: BinaryMatrix, V: np.ndarray, side: str | None, device: str
-) -> tuple[np.ndarray, int]:
-    """The full ``U`` for the core's ``V`` by exact BLS, and its error."""
-    from bmfdsl.solvers import solve_bls_with_error
-
-    return solve_bls_with_error(data, V, one_hot=side == "U", device=device)
-
-
-def _polish(
-    data: BinaryMatrix,
-    U: np.ndarray,
-    V: np.ndarray,
-    side: str | None,
-    deadline: float | None,
-    device: str,
-) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """ALS from ``(U, V)``: the best pair seen, its error and the number of solves."""
-    from bmfdsl.solvers import als as alternating
-
-    polished = alternating(data, U, V, one_hot=side, deadline=deadline, device=device)
-    return polished.U, polished.V, polished.error, polished.solves
 
 
 def _check_mask_options(

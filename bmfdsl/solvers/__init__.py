@@ -4,7 +4,8 @@
   (adapters in :mod:`bmfdsl.backends`, third parties by entry point); :func:`resolve_backend`
   and the ``DEFAULT_*`` backends: how every entry point picks its sampler;
 * :func:`solve_bls` and :func:`als`: the best factor for a fixed other factor, and alternating
-  BLS;
+  BLS; :func:`solve_bls_many` and :func:`als_batch`: the same for several candidates in shared
+  passes over ``A``;
 * :func:`solve_exact`: OR-Tools CP-SAT proofs and bounds;
 * subpackages :mod:`bmfdsl.solvers.native` (the structure-aware BMF portfolio),
   :mod:`bmfdsl.solvers.da` (the Digital Annealer's algorithm) and
@@ -20,8 +21,13 @@ from typing import TYPE_CHECKING
 from bmfdsl._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from bmfdsl.solvers._als import ALSResult, als
-    from bmfdsl.solvers._bls import MAX_ENUMERATION_RANK, solve_bls, solve_bls_with_error
+    from bmfdsl.solvers._als import ALSResult, ALSStart, als, als_batch
+    from bmfdsl.solvers._bls import (
+        MAX_ENUMERATION_RANK,
+        solve_bls,
+        solve_bls_many,
+        solve_bls_with_error,
+    )
     from bmfdsl.solvers._cpsat import (
         DEFAULT_NUM_WORKERS,
         DEFAULT_SEARCH,

@@ -8,19 +8,32 @@ ALS never worsens a feasible start.
 Both steps only need small statistics of ``A`` (``A V``, ``Aᵀ U`` and row/column sums), so a
 ``dask.array`` input runs blockwise: the ``U`` step maps over row blocks and the ``V`` step sums
 ``Aᵀ U`` over them. That works on any dask scheduler, including a distributed cluster.
+
+:func:`als_batch` runs several starts together (the seed portfolio's candidates): one pass over
+``A`` per half-step serves every start still running, and each ends exactly as it would alone;
+:func:`als` is its one-start case.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
 
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
-from bmfdsl.linalg import InMemoryMatrix, als_loop, as_matrix, check_device, code_table, gram
-from bmfdsl.solvers._bls import fits_compiled_kernel, solve_bls_and_cross, solve_bls_from_stats
+from bmfdsl.linalg import (
+    BinaryMatrix,
+    InMemoryMatrix,
+    als_loop,
+    as_matrix,
+    check_device,
+    code_table,
+    gram,
+)
+from bmfdsl.solvers._bls import fits_compiled_kernel, solve_bls_from_stats, solve_bls_many
 from bmfdsl.validation import check_binary_matrix, check_one_hot
 
 OneHotSide = Literal["U", "V"]
@@ -90,6 +103,73 @@ def als(
     >>> result.history, result.error, result.solves
     ([5, 2, 0], 0, 2)
     """
+    return als_batch(
+        A,
+        [ALSStart(U, V)],
+        max_solves=max_solves,
+        patience=patience,
+        one_hot=one_hot,
+        chunk_rows=chunk_rows,
+        backend=backend,
+        backend_params=backend_params,
+        deadline=deadline,
+        device=device,
+    )[0]
+
+
+@dataclass(frozen=True)
+class ALSStart:
+    """One start of :func:`als_batch`: ``U`` (``m x r``) and ``V`` (``n x r``), and what is
+    known about them already, which spares a pass over ``A``.
+
+    Attributes:
+        U, V: the 0/1 start.
+        error: ``||A - U Vᵀ||²_F`` when known (e.g. from the BLS solve that gave ``U``); it
+            is trusted, so it must be exact.
+        cross: ``Aᵀ U`` (``n x r`` integers) when known (a dask BLS sums it in its own pass).
+    """
+
+    U: Any
+    V: Any
+    error: int | None = None
+    cross: np.ndarray | None = None
+
+
+def als_batch(
+    A: Any,
+    starts: Sequence[ALSStart],
+    *,
+    max_solves: int = 20,
+    patience: int = 2,
+    one_hot: str | None = None,
+    chunk_rows: int | None = None,
+    backend: Any = None,
+    backend_params: dict[str, Any] | None = None,
+    deadline: float | None = None,
+    device: str = "cpu",
+) -> list[ALSResult]:
+    """:func:`als` from several starts (one rank) at once: each half-step makes one pass over
+    ``A`` for all the starts still running (``A [V_1 … V_k]`` for the ``U`` steps,
+    ``Aᵀ [U_1 … U_k]`` for the ``V`` steps; a dask ``A`` sums the latter in the former's pass),
+    and each start's row solves read their own columns. A start stops as it would alone and
+    leaves the batch; every result is bit-identical to :func:`als` from that start (same
+    factors, error, solves and history), since the products are exact integers.
+
+    Args:
+        A: as in :func:`als`.
+        starts: the :class:`ALSStart` of each run.
+        max_solves, patience, one_hot, chunk_rows, backend, backend_params, deadline, device:
+            as in :func:`als`, for every run.
+
+    Returns:
+        One :class:`ALSResult` per start, in order.
+
+    >>> A = np.array([[1, 1, 0], [1, 1, 0], [0, 0, 1]])
+    >>> results = als_batch(A, [ALSStart([[1, 0], [0, 0], [0, 1]], np.eye(3, 2, dtype=int)),
+    ...                         ALSStart(np.ones((3, 2), dtype=int), np.ones((3, 2), dtype=int))])
+    >>> [(result.history, result.error) for result in results]
+    [([5, 2, 0], 0), ([21, 3, 1, 1, 1], 1)]
+    """
     one_hot = check_one_hot(one_hot)
     device = check_device(device)
     max_solves = _check_count(max_solves, "max_solves", minimum=0)
@@ -97,12 +177,10 @@ def als(
     if chunk_rows is not None:
         chunk_rows = _check_count(chunk_rows, "chunk_rows", minimum=1)
     data = as_matrix(A, chunk_rows)  # a matrix wrapped by the pipeline is validated already
-    m, n = data.shape
-    U = check_binary_matrix(U, name="U")
-    V = check_binary_matrix(V, name="V")
-    if U.shape[0] != m or V.shape[0] != n or U.shape[1] != V.shape[1]:
+    checked = [_checked_start(start, data.shape) for start in starts]
+    if len({start.U.shape[1] for start in checked}) > 1:
         raise InvalidMatrixError(
-            f"U must be {m} x r and V {n} x r for a {m}x{n} A; got U {U.shape} and V {V.shape}"
+            f"every start must have the same rank; got {[start.U.shape for start in checked]}"
         )
     solve_options: dict[str, Any] = {
         "chunk_rows": chunk_rows,
@@ -110,60 +188,176 @@ def als(
         "backend_params": backend_params,
         "device": device,
     }
-
-    # Aᵀ U: the first V step needs it anyway
-    cross_t: np.ndarray | None = data.transposed_cross(U, device=device)
-    start_error = int(data.total - 2 * np.sum(cross_t * V) + np.sum(gram(U) * gram(V)))
-    history = [start_error]
-    start_feasible = _is_one_hot(U if one_hot == "U" else V) if one_hot else True
-    side = "U" if one_hot == "U" and not start_feasible else "V"
-    rank = U.shape[1]
+    if not checked:
+        return []
+    m, n = data.shape
+    rank = checked[0].U.shape[1]
     # Small in-memory problems (restarts on paper-sized matrices) run the whole loop in one
     # compiled kernel: no per-solve Python overhead. Larger ones (and array devices) use the
     # chunked BLAS route.
-    compiled = device == "cpu" and fits_compiled_kernel(rank, m * n)
-    if isinstance(data, InMemoryMatrix) and backend is None and compiled:
-        return _als_compiled(
-            data.A, U, V, one_hot, max_solves, patience, side, start_error, start_feasible
-        )
-    best = (U, V, start_error if start_feasible else None)
-    stalled = solves = 0
-    while solves < max_solves and best[2] != 0:  # an exact start needs no polishing
-        if solves and deadline is not None and time.perf_counter() > deadline:
-            break
-        if side == "V":
-            if cross_t is None:
-                cross_t = data.transposed_cross(U, device=device)
-            V, error = solve_bls_from_stats(
-                cross_t,
-                gram(U),
-                data.column_norms,
-                one_hot=one_hot == "V",
-                start=V,  # beyond exact ranks: the local search never worsens V
-                **solve_options,
-            )
-            cross_t = None
-        else:  # a dask A gives Aᵀ U for the next step in the same pass
-            U, error, cross_t = solve_bls_and_cross(
-                data, V, one_hot=one_hot == "U", start=U, **solve_options
-            )
-        solves += 1
-        history.append(error)
-        if best[2] is None or error < best[2]:
-            best, stalled = (U, V, error), 0
-        else:
-            stalled += 1
-        if error == 0 or stalled >= patience:
-            break
-        side = "U" if side == "V" else "V"
-    best_U, best_V, best_error = best
-    return ALSResult(
-        U=best_U,
-        V=best_V,
-        error=start_error if best_error is None else best_error,
-        solves=solves,
-        history=history,
+    held = data.A if isinstance(data, InMemoryMatrix) else None
+    compiled = (
+        held is not None
+        and backend is None
+        and device == "cpu"
+        and fits_compiled_kernel(rank, m * n)
     )
+    # Aᵀ U of the starts: one pass for all (the first V step needs it anyway), except where
+    # the error is known and the compiled loop needs no statistics
+    lacking = [
+        index
+        for index, start in enumerate(checked)
+        if start.cross is None and not (compiled and start.error is not None)
+    ]
+    crosses = [start.cross for start in checked]
+    for index, cross in zip(
+        lacking, _transposed_crosses(data, [checked[i].U for i in lacking], device), strict=True
+    ):
+        crosses[index] = cross
+    results: list[ALSResult | None] = [None] * len(checked)
+    runs: list[_Run] = []
+    for index, (start, cross_t) in enumerate(zip(checked, crosses, strict=True)):
+        U, V = start.U, start.V
+        if start.error is not None:
+            start_error = int(start.error)
+        else:
+            assert cross_t is not None
+            start_error = int(data.total - 2 * np.sum(cross_t * V) + np.sum(gram(U) * gram(V)))
+        start_feasible = _is_one_hot(U if one_hot == "U" else V) if one_hot else True
+        side = "U" if one_hot == "U" and not start_feasible else "V"
+        if compiled:
+            assert held is not None
+            results[index] = _als_compiled(
+                held, U, V, one_hot, max_solves, patience, side, start_error, start_feasible
+            )
+        else:
+            run = _Run(index, U, V, cross_t, side, [start_error])
+            run.best = (U, V, start_error if start_feasible else None)
+            runs.append(run)
+    while True:
+        running = [run for run in runs if run.running(max_solves)]
+        if deadline is not None and time.perf_counter() > deadline:
+            for run in running:
+                run.stopped = run.stopped or run.solves > 0  # the first solve always runs
+            running = [run for run in running if not run.stopped]
+        if not running:
+            break
+        _step_V([run for run in running if run.side == "V"], data, one_hot, solve_options)
+        _step_U([run for run in running if run.side == "U"], data, one_hot, solve_options)
+        for run in running:
+            run.flip(patience)
+    for run in runs:
+        best_U, best_V, best_error = run.best
+        results[run.index] = ALSResult(
+            U=best_U,
+            V=best_V,
+            error=run.history[0] if best_error is None else best_error,
+            solves=run.solves,
+            history=run.history,
+        )
+    return [result for result in results if result is not None]
+
+
+@dataclass
+class _Run:
+    """One start's ALS in a batch: its current pair, side, best pair and stopping state."""
+
+    index: int
+    U: np.ndarray
+    V: np.ndarray
+    cross_t: np.ndarray | None  # Aᵀ U of the current U, when in hand
+    side: str
+    history: list[int]
+    best: tuple[np.ndarray, np.ndarray, int | None] = field(init=False)
+    solves: int = 0
+    stalled: int = 0
+    stopped: bool = False
+
+    def running(self, max_solves: int) -> bool:
+        """Whether another solve is due (an exact pair needs no polishing)."""
+        return not self.stopped and self.solves < max_solves and self.best[2] != 0
+
+    def record(self, error: int) -> None:
+        """Count a solve that gave ``(self.U, self.V)`` with ``error``."""
+        self.solves += 1
+        self.history.append(error)
+        if self.best[2] is None or error < self.best[2]:
+            self.best, self.stalled = (self.U, self.V, error), 0
+        else:
+            self.stalled += 1
+
+    def flip(self, patience: int) -> None:
+        """Stop after an exact pair or ``patience`` solves without improvement, else turn."""
+        if self.history[-1] == 0 or self.stalled >= patience:
+            self.stopped = True
+        self.side = "U" if self.side == "V" else "V"
+
+
+def _checked_start(start: ALSStart, shape: tuple[int, int]) -> ALSStart:
+    m, n = shape
+    U = check_binary_matrix(start.U, name="U")
+    V = check_binary_matrix(start.V, name="V")
+    if U.shape[0] != m or V.shape[0] != n or U.shape[1] != V.shape[1]:
+        raise InvalidMatrixError(
+            f"U must be {m} x r and V {n} x r for a {m}x{n} A; got U {U.shape} and V {V.shape}"
+        )
+    return replace(start, U=U, V=V)
+
+
+def _transposed_crosses(data: BinaryMatrix, Us: list[np.ndarray], device: str) -> list[np.ndarray]:
+    """``Aᵀ U`` for each ``U`` of ``Us`` (one rank): one pass over ``A`` for all, exact."""
+    if not Us:
+        return []
+    rank = Us[0].shape[1]
+    stacked = data.transposed_cross(np.concatenate(Us, axis=1), device=device)
+    return [
+        np.ascontiguousarray(stacked[:, index * rank : (index + 1) * rank])
+        for index in range(len(Us))
+    ]
+
+
+def _step_V(
+    runs: list[_Run], data: BinaryMatrix, one_hot: str | None, solve_options: dict[str, Any]
+) -> None:
+    """The V half-step of ``runs``: their missing ``Aᵀ U`` in one pass, then each solve."""
+    lacking = [run for run in runs if run.cross_t is None]
+    for run, cross in zip(
+        lacking,
+        _transposed_crosses(data, [run.U for run in lacking], solve_options["device"]),
+        strict=True,
+    ):
+        run.cross_t = cross
+    for run in runs:
+        assert run.cross_t is not None
+        run.V, error = solve_bls_from_stats(
+            run.cross_t,
+            gram(run.U),
+            data.column_norms,
+            one_hot=one_hot == "V",
+            start=run.V,  # beyond exact ranks: the local search never worsens V
+            **solve_options,
+        )
+        run.cross_t = None
+        run.record(error)
+
+
+def _step_U(
+    runs: list[_Run], data: BinaryMatrix, one_hot: str | None, solve_options: dict[str, Any]
+) -> None:
+    """The U half-step of ``runs``: one pass over ``A`` for all (a dask ``A`` gives each
+    ``Aᵀ U`` for the next step in the same pass)."""
+    if not runs:
+        return
+    solved = solve_bls_many(
+        data,
+        [run.V for run in runs],
+        one_hot=one_hot == "U",
+        starts=[run.U for run in runs],
+        **solve_options,
+    )
+    for run, (U, error, cross) in zip(runs, solved, strict=True):
+        run.U, run.cross_t = U, cross
+        run.record(error)
 
 
 def _check_count(value: Any, name: str, *, minimum: int) -> int:
