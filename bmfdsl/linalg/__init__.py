@@ -34,7 +34,9 @@ if TYPE_CHECKING:
     from bmfdsl.linalg._kernels import (
         LOCAL_MOVES_PER_RANK,
         als_loop,
+        bit_gram,
         code_table,
+        deflated_shift,
         dense_cross,
         gram,
         pattern_quadratic_forms,
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
         solve_rows_exact,
         solve_rows_local,
         start_kernels,
+        symmetric_matvec,
     )
     from bmfdsl.linalg._matrix import (
         BinaryMatrix,
@@ -50,6 +53,7 @@ if TYPE_CHECKING:
         Orientation,
         SparseMatrix,
         as_matrix,
+        bit_gram_work,
         dense_gram,
         exact_gram,
         is_dask_array,

@@ -16,12 +16,13 @@ that carry the top ``r`` directions, the ones a rank-``r`` factorization models 
 al.'s rank-``k`` leverage scores). The paper's matrices (``n ≤ 256``: all its experiments) keep
 its full-rank scores, so their samples are unchanged.
 
-Beyond :data:`SCORE_SUBSAMPLE_ROWS` rows (in memory, rank-``r`` route) :func:`sample_rows`
-draws in two stages: a uniform subsample of that many rows, then ``s`` rows of it by their
-rank-``r`` scores, computed from the subsample's own Gram matrix. A row's score depends only on
-the projector, which the subsample's Gram estimates as well as the full one when the rows are
-many; the draw's cost then stays flat in ``m`` (at 5·10⁶ x 1,000 the full ``AᵀA`` took 0.9 s
-of one thread and ``A P`` 0.2 s). The exact ``AᵀA`` is then the lower bound's alone.
+Beyond :data:`SUBSAMPLE_MIN_ROWS` rows (in memory, rank-``r`` route) :func:`sample_rows`
+draws in two stages: a uniform subsample of :data:`SCORE_SUBSAMPLE_ROWS` rows, then ``s`` rows
+of it by their rank-``r`` scores, computed from the subsample's own Gram matrix. A row's score
+depends only on the projector, which the subsample's Gram estimates as well as the full one
+when the rows are many; the draw's cost then stays flat in ``m`` (at 5·10⁶ x 1,000 the full
+``AᵀA`` took 0.9 s of one thread and ``A P`` 0.2 s). The exact ``AᵀA`` is then the lower
+bound's alone, computed in the background while the pipeline solves.
 """
 
 from __future__ import annotations
@@ -42,9 +43,13 @@ SAMPLING_MIN_ROWS = 2000
 #: A wide matrix gets this many sampled rows per factor (at most as many as it has columns).
 ROWS_PER_FACTOR = 20
 #: Rows of the uniform subsample whose rank-``r`` scores :func:`sample_rows` draws from, on an
-#: in-memory matrix of more rows and more than 256 columns (a planted component of 1% of the
-#: rows still has about 2,600 rows in it).
-SCORE_SUBSAMPLE_ROWS = 2**18
+#: in-memory matrix of more than :data:`SUBSAMPLE_MIN_ROWS` rows and more than 256 columns (a
+#: planted component of 1% of the rows still has about 80 rows in it, where the core draws
+#: a few hundred rows at most).
+SCORE_SUBSAMPLE_ROWS = 2**13
+#: Rows from which :func:`sample_rows` draws in two stages (below, one: the Gram matrix of all
+#: rows is cheap there).
+SUBSAMPLE_MIN_ROWS = 2**15
 
 # Above this many entries the basis comes from the n x n Gram matrix, accumulated in chunks,
 # instead of a thin SVD of the whole matrix (which would need several float copies of A).
@@ -144,7 +149,7 @@ def shares_gram(data: BinaryMatrix, rank: int | None) -> bool:
 def subsamples_scores(data: BinaryMatrix, rank: int | None) -> bool:
     """Whether :func:`sample_rows` draws ``data``'s rows in two stages (see the module
     docstring): rank-``r`` scores of an in-memory matrix of more than
-    :data:`SCORE_SUBSAMPLE_ROWS` rows.
+    :data:`SUBSAMPLE_MIN_ROWS` rows.
 
     >>> from bmfdsl.linalg import as_matrix
     >>> subsamples_scores(as_matrix(np.ones((4, 300), dtype=np.int8)), 2)
@@ -153,7 +158,7 @@ def subsamples_scores(data: BinaryMatrix, rank: int | None) -> bool:
     return (
         rank is not None
         and data.shape[1] > FULL_SPECTRUM_MAX_SIZE
-        and data.shape[0] > SCORE_SUBSAMPLE_ROWS
+        and data.shape[0] > max(SUBSAMPLE_MIN_ROWS, SCORE_SUBSAMPLE_ROWS)
         and not isinstance(data, DaskMatrix)
     )
 
