@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         deflated_shift,
         dense_cross,
         gram,
+        pattern_gram_matvec,
         pattern_quadratic_forms,
         random_factor,
         solve_rows_exact,

@@ -696,3 +696,22 @@ def deflated_shift(
             out[i, j] = total - gram[i, j]
         out[i, i] += shift
     return out
+
+
+@numba.njit(cache=True, nogil=True)
+def pattern_gram_matvec(indptr: np.ndarray, indices: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """``Aᵀ (A x)`` for a 0/1 CSR pattern ``A`` without forming ``AᵀA``: ``2 nnz`` additions
+    in a fixed order (Lanczos on a sparse ``A``'s Gram, ``pipeline/_spectrum.py``).
+
+    >>> indptr, indices = np.array([0, 2, 3]), np.array([0, 1, 1])  # rows {0, 1}, {1}
+    >>> pattern_gram_matvec(indptr, indices, np.array([1.0, 2.0])).tolist()
+    [3.0, 5.0]
+    """
+    out = np.zeros(vector.shape[0])
+    for i in range(indptr.shape[0] - 1):
+        total = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            total += vector[indices[p]]
+        for p in range(indptr[i], indptr[i + 1]):
+            out[indices[p]] += total
+    return out

@@ -33,7 +33,12 @@ import numpy as np
 
 from bmfdsl.errors import InvalidParameterError
 from bmfdsl.linalg import BinaryMatrix, DaskMatrix, SparseMatrix, as_matrix
-from bmfdsl.pipeline._spectrum import FULL_SPECTRUM_MAX_SIZE, gram_inverse, top_eigenpairs
+from bmfdsl.pipeline._spectrum import (
+    FULL_SPECTRUM_MAX_SIZE,
+    gram_inverse,
+    pattern_top_eigenpairs,
+    top_eigenpairs,
+)
 from bmfdsl.validation import check_random_state
 
 #: The paper samples this many rows ...
@@ -107,7 +112,7 @@ def _leverage_scores(data: BinaryMatrix, rank: int | None) -> np.ndarray:
         raise InvalidParameterError(f"rank must be None or a positive integer; got {rank!r}")
     if rank is not None and data.shape[1] > FULL_SPECTRUM_MAX_SIZE and data.total > 0:
         source = data if shares_gram(data, rank) else _pattern(data)
-        projector = _top_projector(source.gram, rank)
+        projector = _top_projector(_top_pairs(source, rank), rank)
         if projector is not None:
             return _rank_scores(source, projector)
     if isinstance(data, DaskMatrix):
@@ -177,10 +182,20 @@ def _pattern(data: BinaryMatrix) -> SparseMatrix:
     return SparseMatrix(scipy.sparse.csr_array(data.dense()))
 
 
-def _top_projector(gram: np.ndarray, rank: int) -> np.ndarray | None:
+def _top_pairs(source: BinaryMatrix, rank: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The top Lanczos pairs of ``AᵀA``: from the Gram matrix (kept by the wrapper, where the
+    lower bound may reuse it), or, for a sparse ``A`` that holds none and has fewer than
+    ``n²/2`` ones, from products by ``A`` and ``Aᵀ`` (a subsample's scores: no Gram at all)."""
+    if isinstance(source, SparseMatrix) and "gram" not in vars(source):
+        n = source.shape[1]
+        if 2 * source.total < n * n:
+            return pattern_top_eigenpairs(source.csr.indptr, source.csr.indices, n, rank)
+    return top_eigenpairs(source.gram, rank)
+
+
+def _top_projector(pairs: tuple[np.ndarray, np.ndarray] | None, rank: int) -> np.ndarray | None:
     """``V_r Σ_r⁻¹`` (``n x r``, fewer columns when ``A`` has rank below ``r``) from the top
-    Lanczos pairs of ``AᵀA``; ``None`` when Lanczos gives none."""
-    pairs = top_eigenpairs(gram, rank)
+    Lanczos ``pairs`` of ``AᵀA``; ``None`` when Lanczos gives none."""
     if pairs is None:
         return None
     values, vectors = pairs[0][:rank], pairs[1][:, :rank]

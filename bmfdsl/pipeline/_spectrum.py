@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable
 
 import numpy as np
 
@@ -121,8 +122,6 @@ def top_eigenpairs(gram: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray]
     >>> values[:3].round(6).tolist(), vectors.shape
     ([40.0, 39.0, 38.0], (40, 8))
     """
-    from scipy.sparse.linalg import ArpackError, LinearOperator, eigsh
-
     from bmfdsl.linalg import symmetric_matvec
 
     n = int(gram.shape[0])
@@ -132,26 +131,56 @@ def top_eigenpairs(gram: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray]
         for reference, kept_rank, answer in _last_pairs:
             if reference() is gram and kept_rank == rank:
                 return answer
+    matrix = np.ascontiguousarray(gram, dtype=np.float64)
+    found = _lanczos(n, rank, lambda x: symmetric_matvec(matrix, x))
+    with _last_pairs_lock:
+        _last_pairs[:] = [(weakref.ref(gram), rank, found)]
+    return found
+
+
+def pattern_top_eigenpairs(
+    indptr: np.ndarray, indices: np.ndarray, columns: int, rank: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`top_eigenpairs` of ``AᵀA`` for a 0/1 CSR pattern ``A`` (``columns`` wide),
+    without forming it: each Lanczos product is ``Aᵀ(A x)``, ``2 nnz`` additions instead of
+    ``n²`` (8,192 x 2,000 rows of 1% ones: 0.3 M against 4 M).
+
+    >>> import scipy.sparse
+    >>> A = scipy.sparse.csr_array(np.kron(np.eye(30), np.ones((3, 2))))
+    >>> values, _ = pattern_top_eigenpairs(A.indptr, A.indices, 60, 2)
+    >>> values[:3].round(6).tolist()
+    [6.0, 6.0, 6.0]
+    """
+    from bmfdsl.linalg import pattern_gram_matvec
+
+    if not 0 < rank < columns - 1:
+        return None
+    return _lanczos(columns, rank, lambda x: pattern_gram_matvec(indptr, indices, x))
+
+
+def _lanczos(
+    n: int, rank: int, product: Callable[[np.ndarray], np.ndarray]
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The ``rank + 6`` (at most ``n - 1``) largest Ritz pairs of the symmetric operator
+    ``product`` by ARPACK from a fixed start vector, descending; ``None`` without
+    convergence. The products are numba kernels, not BLAS: the same pairs in any thread,
+    whatever BLAS's process-wide thread setting (ARPACK's own vector steps were checked not to
+    depend on it)."""
+    from scipy.sparse.linalg import ArpackError, LinearOperator, eigsh
+
     count = min(n - 1, rank + _EXTRA_RITZ_PAIRS)
     start = np.random.default_rng(0).standard_normal(n)  # fixed: the same G, the same pairs
-    matrix = np.ascontiguousarray(gram, dtype=np.float64)
-    # products by a numba kernel, not BLAS: the same Ritz pairs in any thread, whatever BLAS's
-    # process-wide thread setting (ARPACK's own vector steps were checked not to depend on it)
     operator = LinearOperator(
         (n, n),
-        matvec=lambda x: symmetric_matvec(matrix, np.ascontiguousarray(x, np.float64).ravel()),
+        matvec=lambda x: product(np.ascontiguousarray(x, np.float64).ravel()),
         dtype=np.float64,
     )
     try:
         values, vectors = eigsh(operator, k=count, which="LA", v0=start)
     except ArpackError:  # includes ArpackNoConvergence
-        found = None
-    else:
-        order = np.argsort(values)[::-1]
-        found = (values[order], vectors[:, order])
-    with _last_pairs_lock:
-        _last_pairs[:] = [(weakref.ref(gram), rank, found)]
-    return found
+        return None
+    order = np.argsort(values)[::-1]
+    return values[order], vectors[:, order]
 
 
 def gram_inverse(gram: np.ndarray) -> np.ndarray | None:
