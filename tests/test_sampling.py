@@ -209,3 +209,21 @@ def test_subsampled_scores_skip_the_pipelines_shared_gram(monkeypatch: pytest.Mo
     result = factorize(A, 2, sample_rows="auto", random_state=0, als=False)
     assert "sampling" in result.info["timings"] and "gram" not in result.info["timings"]
     assert 0 <= result.lower_bound <= result.error
+
+
+def test_block_scores_by_pairs_of_ones_equal_the_products_and_the_pattern_route() -> None:
+    import scipy.sparse
+
+    from bmfdsl.linalg import dense_quadratic_forms, pattern_quadratic_forms
+
+    rng = np.random.default_rng(8)
+    block = (rng.random((300, 40)) < 0.1).astype(np.int8)
+    M = sampling._score_matrix(block.T.astype(np.float64) @ block, 300)
+    by_pairs = sampling._block_scores(block, M)
+    np.testing.assert_allclose(by_pairs, np.einsum("ij,jk,ik->i", block, M, block), atol=1e-12)
+    csr = scipy.sparse.csr_array(block)
+    pattern = pattern_quadratic_forms(csr.indptr, csr.indices, M)
+    assert np.array_equal(dense_quadratic_forms(block, M), pattern)  # the same sums, bit for bit
+    dense = np.ones((30, 40), dtype=np.int8)  # all pairs: the products' route, same scores
+    M_dense = np.eye(40) / 30
+    np.testing.assert_allclose(sampling._block_scores(dense, M_dense), np.full(30, 40 / 30))

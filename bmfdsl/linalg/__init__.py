@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         code_table,
         deflated_shift,
         dense_cross,
+        dense_quadratic_forms,
         gram,
         pattern_gram_matvec,
         pattern_quadratic_forms,

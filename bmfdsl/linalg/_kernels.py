@@ -715,3 +715,34 @@ def pattern_gram_matvec(indptr: np.ndarray, indices: np.ndarray, vector: np.ndar
         for p in range(indptr[i], indptr[i + 1]):
             out[indices[p]] += total
     return out
+
+
+@numba.njit(cache=True, nogil=True)
+def dense_quadratic_forms(block: np.ndarray, M: np.ndarray) -> np.ndarray:
+    """:func:`pattern_quadratic_forms` of a dense 0/1 ``block`` (the same sums in the same
+    order: the same bits), each row's ones listed first: ``m n`` reads and ``Σ_i nnz_i²``
+    additions, against ``m n²`` for ``(A M) ∘ A``.
+
+    >>> M = np.array([[1.0, 0.5], [0.5, 2.0]])
+    >>> dense_quadratic_forms(np.array([[1, 1], [0, 1]], dtype=np.int8), M).tolist()
+    [4.0, 2.0]
+    """
+    rows, columns = block.shape
+    out = np.zeros(rows)
+    ones = np.empty(columns, dtype=np.int64)
+    for i in range(rows):
+        count = 0
+        for j in range(columns):
+            if block[i, j] != 0:
+                ones[count] = j
+                count += 1
+        total = 0.0
+        for p in range(count):
+            j = ones[p]
+            total += M[j, j]
+            pairs = 0.0
+            for q in range(p + 1, count):
+                pairs += M[j, ones[q]]
+            total += 2.0 * pairs
+        out[i] = total
+    return out

@@ -65,6 +65,9 @@ _CHUNK_ENTRIES = 2**20
 # dense products; same Gram matrix and projector). 100,000 x 2,000, one BLAS thread: at 1%
 # 24 s -> 4.2 s; at 5% 23 -> 18 s; at 10% 23 -> 36 s.
 _PATTERN_MAX_DENSITY = 0.03
+# Scores by pairs of ones (scalar reads of M) rather than BLAS products (m n² flops) while the
+# pairs are at most this share of those flops.
+_PAIRS_PER_PRODUCT = 0.1
 
 
 def leverage_scores(A: Any, rank: int | None = None) -> np.ndarray:
@@ -250,8 +253,16 @@ def _score_matrix(gram: np.ndarray, m: int) -> np.ndarray:
 
 
 def _block_scores(block: np.ndarray, scores_matrix: np.ndarray) -> np.ndarray:
-    """Leverage scores ``a_i M a_iᵀ`` of the rows of ``block`` (row chunks keep the float
-    copy small)."""
+    """Leverage scores ``a_i M a_iᵀ`` of the rows of ``block``: summed over each row's pairs
+    of ones when they are few (a dask block of 125,000 x 200 at 1%: 0.23 -> 0.02 s), else
+    by products over row chunks (which keep the float copy small)."""
+    from bmfdsl.linalg import dense_quadratic_forms
+
+    block = np.asarray(block)
+    ones = np.count_nonzero(block, axis=1).astype(np.float64)
+    if float(np.dot(ones, ones)) <= _PAIRS_PER_PRODUCT * block.shape[0] * block.shape[1] ** 2:
+        scores = dense_quadratic_forms(block, np.ascontiguousarray(scores_matrix))
+        return np.maximum(scores, 0.0)  # rounding must not make a probability negative
     step = max(1, min(_SVD_MAX_ENTRIES, _CHUNK_ENTRIES) // block.shape[1])
     scores = np.empty(block.shape[0])
     for start in range(0, block.shape[0], step):
