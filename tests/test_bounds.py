@@ -405,7 +405,7 @@ def test_the_background_bound_equals_the_bound_summed_in_the_caller(kind: str) -
 
     from bmfdsl import make_sparse_planted
     from bmfdsl.linalg import as_matrix
-    from bmfdsl.pipeline._bounds import BACKGROUND_BOUND_CELLS, start_bound
+    from bmfdsl.pipeline._bounds import BACKGROUND_BOUND_CELLS, BoundJob, start_bound
 
     columns = 200 if kind == "few columns" else 400  # 200: eigenvalues in the caller
     A = make_sparse_planted(BACKGROUND_BOUND_CELLS // columns + 77, columns, 3, random_state=0)
@@ -418,6 +418,8 @@ def test_the_background_bound_equals_the_bound_summed_in_the_caller(kind: str) -
     expected = spectral_bound(scipy.sparse.csr_array(A) if kind == "sparse" else A, 3)
     assert job.result() == expected > 0
     assert not job.alive()
+    tall = as_matrix(A) if kind != "wide dense" else as_matrix(A).T
+    assert BoundJob(tall, 3, eigenvalues=False).result() == expected  # eigenvalues here
     assert start_bound(as_matrix(np.eye(40, dtype=np.int8)), 3) is None  # small
 
 
@@ -426,7 +428,7 @@ def test_the_background_bound_does_not_depend_on_blas_threads() -> None:
 
     from bmfdsl import make_sparse_planted
     from bmfdsl.linalg import as_matrix
-    from bmfdsl.pipeline._bounds import BoundJob
+    from bmfdsl.pipeline._bounds import BoundJob, _blas_spares_the_caller
     from bmfdsl.pipeline._spectrum import top_eigenpairs
 
     A = make_sparse_planted(6000, 600, 4, random_state=1).toarray()
@@ -439,6 +441,8 @@ def test_the_background_bound_does_not_depend_on_blas_threads() -> None:
             pairs.append(values.tobytes() + vectors.tobytes())
     assert results[0] > 0 and len(set(results)) == 1
     assert len(set(pairs)) == 1  # bit for bit
+    with threadpool_limits(1, user_api="blas"):  # its BLAS calls cannot spin beside the solve
+        assert _blas_spares_the_caller()
 
 
 def test_a_failing_factorize_leaves_no_background_bound_running(

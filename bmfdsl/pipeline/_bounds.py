@@ -36,13 +36,13 @@ gives the same bound; the default budgets keep them within a few percent of a de
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import functools
 import math
+import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar
 
@@ -164,16 +164,23 @@ class BoundJob:
     The thread sums the exact ``AᵀA`` (integer counts, by numba kernels: the CSR pattern
     kernel or bit-packed popcounts for a dense array) and, beyond 256 columns, proves the
     top-``r`` eigenvalue sum (Lanczos by a numba product and one Cholesky, see
-    ``pipeline/_spectrum.py``). No BLAS product runs there, since BLAS's thread count is one
-    process-wide setting that the caller's stages change: the bound is the same number
-    whatever the main thread does meanwhile, and equal to :func:`spectral_bound`'s.
-    :meth:`result` waits for it; :meth:`cancel` stops it between row chunks and joins it (the
-    pipeline does so when it fails, so no thread outlives a failed call).
+    ``pipeline/_spectrum.py``; with ``eigenvalues=False`` these two steps wait for
+    :meth:`result`, in the caller's thread). BLAS's thread count is one
+    process-wide setting that the caller's stages change meanwhile, so no number of the bound
+    comes from a BLAS product: the Gram counts and the Lanczos products are numba's, ARPACK's
+    own vector steps do not depend on it (checked under 1, 2 and 4 threads), and of the
+    Cholesky factorization (LAPACK) only its success is used, not its digits. The bound is
+    then the same number whatever the main thread does, and equal to
+    :func:`spectral_bound`'s (Cholesky's outcome could only change if ``λ_max(G - Z)`` fell
+    within its rounding, ``n·eps·‖X‖``, of a tried shift). :meth:`result` waits for it;
+    :meth:`cancel` stops it between row chunks and joins it (the pipeline does so when it
+    fails, so no thread outlives a failed call).
     """
 
-    def __init__(self, tall: Any, rank: int) -> None:
+    def __init__(self, tall: Any, rank: int, *, eigenvalues: bool = True) -> None:
         self._tall = tall  # the wrapped long-side matrix (its Gram, if held, is reused)
         self._rank = rank
+        self._eigenvalues = eigenvalues  # whether Lanczos and Cholesky run in the thread
         self._stop = threading.Event()
         self._gram: np.ndarray | None = None
         self._tail: float | None = None
@@ -185,10 +192,9 @@ class BoundJob:
         try:
             gram = self._sum_gram()
             self._gram = gram
-            if gram.shape[0] > EXACT_EIGENVALUES_MAX_SIZE:
+            if gram.shape[0] > EXACT_EIGENVALUES_MAX_SIZE and self._eigenvalues:
                 self._check()
-                with _one_blas_thread_here() as alone:
-                    top = top_eigenvalue_sum_bound(gram, self._rank) if alone else None
+                top = top_eigenvalue_sum_bound(gram, self._rank)
                 if top is not None:
                     self._tail = float(np.trace(gram)) - top
         except _CancelledError:
@@ -236,39 +242,21 @@ class BoundJob:
         return self._thread.is_alive()
 
 
-@contextlib.contextmanager
-def _one_blas_thread_here() -> Iterator[bool]:
-    """One BLAS thread for the calling thread only (OpenBLAS's
-    ``openblas_set_num_threads_local``, from 0.3.27), whatever the process-wide setting that
-    the caller's other stages change meanwhile; yields whether every BLAS library loaded has
-    it (if not, the eigenvalue steps stay in the caller's thread).
-
-    On two busy cores, Lanczos and Cholesky of a 1,000 x 1,000 Gram on two BLAS threads took
-    0.5 s beside the solve and slowed it 4x; on one, 0.02 s.
-    """
-    import ctypes
-
+def _blas_spares_the_caller() -> bool:
+    """Whether BLAS calls in a background thread leave the caller's core alone: at least 4
+    CPUs, or BLAS on one thread. On two busy cores with two BLAS threads, ARPACK's and
+    Cholesky's calls beside the solve doubled the process's CPU time (BLAS's idle threads
+    spin) and the run's wall time; the eigenvalue steps then stay in the caller's thread,
+    which gives the same numbers. Read when the job starts, outside the caller's
+    one-thread stages: the process's own setting."""
+    if len(os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else ()) >= 4:
+        return True
     try:
         from threadpoolctl import threadpool_info
     except ImportError:  # pragma: no cover - the optional package is absent
-        yield False
-        return
-    setters = []
-    for library in threadpool_info():
-        if library.get("user_api") != "blas":
-            continue
-        setter = getattr(ctypes.CDLL(library["filepath"]), "openblas_set_num_threads_local", None)
-        if library.get("internal_api") != "openblas" or setter is None:
-            yield False
-            return
-        setter.restype = ctypes.c_int
-        setters.append(setter)
-    previous = [setter(1) for setter in setters]
-    try:
-        yield True
-    finally:
-        for setter, count in zip(setters, previous, strict=True):
-            setter(count)
+        return False
+    blas = [library for library in threadpool_info() if library.get("user_api") == "blas"]
+    return all(library.get("num_threads", 2) <= 1 for library in blas)
 
 
 def start_bound(data: Any, rank: int) -> BoundJob | None:
@@ -301,7 +289,7 @@ def start_bound(data: Any, rank: int) -> BoundJob | None:
         max(m, n), min(m, n), counts, _default_flops(m, n, rank)
     ):
         return None
-    job = BoundJob(tall, rank)
+    job = BoundJob(tall, rank, eigenvalues=_blas_spares_the_caller())
     jobs = _open_jobs.get()
     if jobs is not None:
         jobs.append(job)
