@@ -39,6 +39,7 @@ from bmfdsl.pipeline._spectrum import (
     pattern_top_eigenpairs,
     top_eigenpairs,
 )
+from bmfdsl.solvers.native import one_blas_thread  # loaded with the pipeline, not in a stage
 from bmfdsl.validation import check_random_state
 
 #: The paper samples this many rows ...
@@ -102,8 +103,6 @@ def leverage_scores(A: Any, rank: int | None = None) -> np.ndarray:
     >>> leverage_scores([[1, 0], [1, 0], [0, 1]]).round(3).tolist()
     [0.5, 0.5, 1.0]
     """
-    from bmfdsl.solvers.native import one_blas_thread
-
     with one_blas_thread():  # n x n eigenproblems: two threads on a busy machine took 100x
         return _leverage_scores(as_matrix(A), rank)
 
