@@ -211,15 +211,16 @@ class BoundJob:
         if "gram" in vars(tall):
             return np.asarray(tall.gram)
         n = tall.shape[1]
-        gram = np.zeros((n, n), dtype=np.float64)
+        gram: np.ndarray | None = None
         step = _JOB_CHUNK_ROWS
         for start in range(0, tall.shape[0], step):
             self._check()
             if isinstance(tall, SparseMatrix):  # one thread: the caller's stages run beside it
-                gram += exact_gram(tall.csr[start : start + step], threads=1)
+                part = exact_gram(tall.csr[start : start + step], threads=1)
+                gram = part if gram is None else np.add(gram, part, out=gram)
             else:
-                bit_gram(tall.array[start : start + step], gram)
-        return gram
+                gram = bit_gram(tall.array[start : start + step], gram)
+        return np.zeros((n, n)) if gram is None else gram
 
     def result(self) -> int:
         """The spectral bound (waits for the thread); eigenvalues it left to the caller (256
