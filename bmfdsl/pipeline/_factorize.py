@@ -208,11 +208,6 @@ def factorize(
     side = orientation.side(one_hot)
     info.update(data.layout())
     core = _core(data, s, rank, rng, timer)
-    bound_job = (  # the spectral bound, computed while the rest runs (the same number)
-        start_bound(whole, rank)
-        if mask is None and _time_limit_end(backend_params, started) is None
-        else None
-    )
     if s is not None:
         info.update(sampled_rows=s, transposed=orientation.transposed)
     rank_core = check_rank(rank, core.shape)
@@ -239,6 +234,11 @@ def factorize(
             solution = _solve_by_method(method_key, core, rank_core, rng)
     info.update(solution.info)
     time_limit_end = _time_limit_end(backend_params, started)
+    bound_job = (  # the spectral bound, computed while the full data is solved (same number)
+        start_bound(whole, rank)
+        if _integer_bmf(solution) and mask is None and time_limit_end is None
+        else None
+    )
     U, V, error = _extend_and_polish(
         data, solution, objective, s is not None, side, als, timer, info, time_limit_end, device
     )

@@ -18,11 +18,12 @@ its full-rank scores, so their samples are unchanged.
 
 Beyond :data:`SUBSAMPLE_MIN_ROWS` rows (in memory, rank-``r`` route) :func:`sample_rows`
 draws in two stages: a uniform subsample of :data:`SCORE_SUBSAMPLE_ROWS` rows, then ``s`` rows
-of it by their rank-``r`` scores, computed from the subsample's own Gram matrix. A row's score
-depends only on the projector, which the subsample's Gram estimates as well as the full one
-when the rows are many; the draw's cost then stays flat in ``m`` (at 5·10⁶ x 1,000 the full
-``AᵀA`` took 0.9 s of one thread and ``A P`` 0.2 s). The exact ``AᵀA`` is then the lower
-bound's alone, computed in the background while the pipeline solves.
+of it by their rank-``r`` scores, computed from the subsample's own top eigenpairs (a sparse
+subsample's by products with ``A`` and ``Aᵀ``, with no Gram matrix). A row's score depends
+only on the projector, which the subsample estimates as well as all rows when they are many;
+the draw's cost then stays flat in ``m`` (at 5·10⁶ x 1,000 the full ``AᵀA`` took 0.9 s of one
+thread and ``A P`` 0.2 s). The exact ``AᵀA`` is then the lower bound's alone, computed in the
+background while the pipeline solves.
 """
 
 from __future__ import annotations
