@@ -39,6 +39,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+# loaded with the pipeline (about 12 ms), not inside the first sampling or bound that needs it
+from scipy.sparse.linalg import ArpackError, LinearOperator, eigsh
+
 #: Gram matrices up to this size get their full spectrum (the paper's leverage scores, all
 #: eigenvalues in the bound); larger ones only their top ``r`` eigenpairs by Lanczos.
 FULL_SPECTRUM_MAX_SIZE = 256
@@ -166,8 +169,6 @@ def _lanczos(
     convergence. The products are numba kernels, not BLAS: the same pairs in any thread,
     whatever BLAS's process-wide thread setting (ARPACK's own vector steps were checked not to
     depend on it)."""
-    from scipy.sparse.linalg import ArpackError, LinearOperator, eigsh
-
     count = min(n - 1, rank + _EXTRA_RITZ_PAIRS)
     start = np.random.default_rng(0).standard_normal(n)  # fixed: the same G, the same pairs
     operator = LinearOperator(
