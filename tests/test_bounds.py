@@ -132,14 +132,15 @@ def test_spectral_bound_against_exhaustive_search_and_the_svd():
 
 
 def test_blocked_spectral_bound_is_weaker_but_valid():
-    A = make_bernoulli(200, 60, 0.5, random_state=1)
-    full = spectral_bound(A, 3)
-    # under Σ nnz_i² = 180,000 pairs of ones: no exact Gram, blocks of 8 rows
-    blocked = spectral_bound(A, 3, max_flops=200 * 60 * 12)
+    A = make_bernoulli(400, 300, 0.5, random_state=1)
+    full = spectral_bound(A, 1)
+    # under 400·300²/64 = 562,500 bit counts (and 9M pairs of ones): no exact Gram, blocks
+    # of 2 rows (each 400 x 450 work units)
+    blocked = spectral_bound(A, 1, max_flops=2 * 400 * 450)
     assert 0 < blocked <= full
-    assert spectral_bound(A, 3, max_flops=200 * 60 * 2) == 0  # blocks too thin: no bound
+    assert spectral_bound(A, 1, max_flops=400 * 450 - 1) == 0  # blocks too thin: no bound
     # the blocked bound is still a bound: below what any factorization reaches
-    assert blocked <= factorize(A, 3, random_state=0).error
+    assert blocked <= factorize(A, 1, random_state=0).error
     small = next(iter(tiny_instances()))
     assert spectral_bound(small, 1, max_flops=1) <= brute_force_optimum(small, 1)
 
@@ -398,22 +399,117 @@ def _solve_exact(*args, **kwargs):
     return solve_exact(*args, **kwargs)
 
 
-def test_the_prefetched_gram_gives_the_same_bound_as_summing_it_in_the_bound() -> None:
+@pytest.mark.parametrize("kind", ["sparse", "dense", "wide dense", "few columns"])
+def test_the_background_bound_equals_the_bound_summed_in_the_caller(kind: str) -> None:
     import scipy.sparse
 
     from bmfdsl import make_sparse_planted
     from bmfdsl.linalg import as_matrix
-    from bmfdsl.pipeline._bounds import PREFETCH_GRAM_CELLS, prefetch_gram, spectral_bound
+    from bmfdsl.pipeline._bounds import BACKGROUND_BOUND_CELLS, BoundJob, start_bound
 
-    A = make_sparse_planted(PREFETCH_GRAM_CELLS // 400 + 1, 400, 3, random_state=0)
-    data = as_matrix(A)
-    future = prefetch_gram(data, 3)
-    assert future is not None
-    future.result()
-    assert "gram" in vars(data)  # kept where spectral_bound reads it
-    expected = spectral_bound(scipy.sparse.csr_array(A), 3)  # a fresh wrapper: summed there
-    assert spectral_bound(data, 3) == expected > 0
-    assert prefetch_gram(data, 3) is None  # already summed
-    assert prefetch_gram(as_matrix(np.eye(40, dtype=np.int8)), 3) is None  # small
-    result = factorize(A, 3, sample_rows="auto", random_state=0)
-    assert "gram" in result.info["timings"] and result.lower_bound >= expected
+    columns = 200 if kind == "few columns" else 400  # 200: eigenvalues in the caller
+    A = make_sparse_planted(BACKGROUND_BOUND_CELLS // columns + 77, columns, 3, random_state=0)
+    if kind != "sparse":
+        A = A.toarray()
+    if kind == "wide dense":
+        A = np.ascontiguousarray(A.T)
+    job = start_bound(as_matrix(A), 3)
+    assert job is not None
+    expected = spectral_bound(scipy.sparse.csr_array(A) if kind == "sparse" else A, 3)
+    assert job.result() == expected > 0
+    assert not job.alive()
+    tall = as_matrix(A) if kind != "wide dense" else as_matrix(A).T
+    assert BoundJob(tall, 3, eigenvalues=False).result() == expected  # eigenvalues here
+    assert start_bound(as_matrix(np.eye(40, dtype=np.int8)), 3) is None  # small
+
+
+def test_the_background_bound_does_not_depend_on_blas_threads() -> None:
+    from threadpoolctl import threadpool_limits
+
+    from bmfdsl import make_sparse_planted
+    from bmfdsl.linalg import as_matrix
+    from bmfdsl.pipeline._bounds import BoundJob, _blas_spares_the_caller
+    from bmfdsl.pipeline._spectrum import top_eigenpairs
+
+    A = make_sparse_planted(6000, 600, 4, random_state=1).toarray()
+    results, pairs = [], []
+    for threads in (1, 2, 4):
+        with threadpool_limits(threads, user_api="blas"):  # as the caller's stages set it
+            results.append(BoundJob(as_matrix(A), 4).result())
+            gram = as_matrix(A).gram  # a fresh array: no cached Lanczos answer
+            values, vectors = top_eigenpairs(gram, 4)
+            pairs.append(values.tobytes() + vectors.tobytes())
+    assert results[0] > 0 and len(set(results)) == 1
+    assert len(set(pairs)) == 1  # bit for bit
+    with threadpool_limits(1, user_api="blas"):  # its BLAS calls cannot spin beside the solve
+        assert _blas_spares_the_caller()
+
+
+def test_a_failing_factorize_leaves_no_background_bound_running(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+
+    from bmfdsl import make_sparse_planted
+    from bmfdsl.pipeline import _factorize
+    from bmfdsl.pipeline._bounds import start_bound
+
+    started = []
+
+    def start(*args, **kwargs):
+        job = start_bound(*args, **kwargs)
+        started.append(job)
+        return job
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("the full-data solve failed")
+
+    monkeypatch.setattr(_factorize, "start_bound", start)
+    monkeypatch.setattr(_factorize, "_extend_and_polish", fail)
+    A = make_sparse_planted(2**20 // 300 + 1, 300, 3, random_state=0)
+    with pytest.raises(RuntimeError, match="full-data solve failed"):
+        factorize(A, 3, sample_rows="auto", random_state=0)
+    assert started and started[0] is not None and not started[0].alive()
+    assert not [thread for thread in threading.enumerate() if thread.name == "bmfdsl-bound"]
+
+
+def test_a_cancelled_bound_job_stops_between_row_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+    import time
+
+    import scipy.sparse
+
+    from bmfdsl.linalg import as_matrix
+    from bmfdsl.pipeline import _bounds as bounds_module
+
+    entered, chunks = threading.Event(), []
+
+    def slow_gram(csr, **kwargs):
+        chunks.append(csr.shape[0])
+        entered.set()
+        time.sleep(0.02)
+        return np.zeros((csr.shape[1], csr.shape[1]))
+
+    monkeypatch.setattr(bounds_module, "exact_gram", slow_gram)
+    monkeypatch.setattr(bounds_module, "_JOB_CHUNK_ROWS", 10)
+    job = bounds_module.BoundJob(as_matrix(scipy.sparse.eye(1000, 300, format="csr")), 2)
+    assert entered.wait(10)
+    job.cancel()
+    assert not job.alive() and len(chunks) < 100  # stopped long before its 100 chunks
+    with pytest.raises(RuntimeError, match="cancelled"):
+        job.result()
+
+
+def test_factorize_gets_the_same_bound_with_the_background_job(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from bmfdsl import make_sparse_planted
+    from bmfdsl.pipeline import _factorize
+
+    A = make_sparse_planted(2**20 // 300 + 1, 300, 3, random_state=0)
+    background = factorize(A, 3, sample_rows="auto", random_state=0)
+    monkeypatch.setattr(_factorize, "start_bound", lambda *args, **kwargs: None)
+    in_the_caller = factorize(A, 3, sample_rows="auto", random_state=0)
+    assert background.lower_bound == in_the_caller.lower_bound > 0
+    assert background.error == in_the_caller.error
+    assert background.info["lower_bound"] == in_the_caller.info["lower_bound"]

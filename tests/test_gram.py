@@ -125,3 +125,20 @@ def _best_error(A: np.ndarray, flat_u: tuple[int, ...], rank: int) -> int:
     columns = U @ codes.T  # m x 2^r: every candidate column of U Vᵀ
     errors = ((A[:, :, None] - columns[:, None, :]) ** 2).sum(axis=0)  # n x 2^r
     return int(errors.min(axis=1).sum())
+
+
+def test_the_bit_counted_gram_is_exact_across_words_and_chunks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from bmfdsl.linalg import _matrix, bit_gram
+
+    rng = np.random.default_rng(3)
+    A = (rng.random((1000, 37)) < 0.4).astype(np.int8)  # 1,000 rows: 15 full words and a part
+    expected = _reference(A)
+    assert np.array_equal(bit_gram(A), expected)
+    assert np.array_equal(bit_gram(A.astype(bool)), expected)
+    assert np.array_equal(bit_gram(np.asfortranarray(A)), expected)
+    monkeypatch.setattr(_matrix, "_BIT_GRAM_CHUNK_ROWS", 130)  # chunks that split words
+    assert np.array_equal(dense_gram(A), expected)
+    gram = np.ones((37, 37))
+    assert np.array_equal(bit_gram(A, gram), expected + 1)  # added into a given array

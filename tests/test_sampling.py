@@ -178,6 +178,7 @@ def test_many_rows_are_drawn_in_two_stages_by_the_subsample_scores(
     import scipy.sparse
 
     monkeypatch.setattr(sampling, "SCORE_SUBSAMPLE_ROWS", 600)  # the rule at test size
+    monkeypatch.setattr(sampling, "SUBSAMPLE_MIN_ROWS", 1500)
     rng = np.random.default_rng(11)
     U = np.zeros((2000, 3), dtype=np.int8)
     U[:40, 0] = 1  # a rare component: 2% of the rows carry it
@@ -191,7 +192,7 @@ def test_many_rows_are_drawn_in_two_stages_by_the_subsample_scores(
     assert indices.min() >= 0 and indices.max() < 2000 and (probabilities > 0).all()
     # the rare component's rows (2% of A) are over-drawn, as by the full scores
     assert np.mean(indices < 40) > 0.1
-    monkeypatch.setattr(sampling, "SCORE_SUBSAMPLE_ROWS", 4000)  # fewer rows: one stage
+    monkeypatch.setattr(sampling, "SUBSAMPLE_MIN_ROWS", 4000)  # fewer rows: one stage
     one_stage, p_one = sample_rows(data, 200, rank=3, random_state=5)
     np.testing.assert_allclose(p_one, sampling_probabilities(data, 3)[one_stage])
     # two stages report a row's probability on the whole matrix's scale (its share within
@@ -203,7 +204,26 @@ def test_subsampled_scores_skip_the_pipelines_shared_gram(monkeypatch: pytest.Mo
     from bmfdsl import factorize, make_sparse_planted
 
     monkeypatch.setattr(sampling, "SCORE_SUBSAMPLE_ROWS", 1000)
+    monkeypatch.setattr(sampling, "SUBSAMPLE_MIN_ROWS", 4000)
     A = make_sparse_planted(5000, 300, 2, random_state=0)
     result = factorize(A, 2, sample_rows="auto", random_state=0, als=False)
     assert "sampling" in result.info["timings"] and "gram" not in result.info["timings"]
     assert 0 <= result.lower_bound <= result.error
+
+
+def test_block_scores_by_pairs_of_ones_equal_the_products_and_the_pattern_route() -> None:
+    import scipy.sparse
+
+    from bmfdsl.linalg import dense_quadratic_forms, pattern_quadratic_forms
+
+    rng = np.random.default_rng(8)
+    block = (rng.random((300, 40)) < 0.1).astype(np.int8)
+    M = sampling._score_matrix(block.T.astype(np.float64) @ block, 300)
+    by_pairs = sampling._block_scores(block, M)
+    np.testing.assert_allclose(by_pairs, np.einsum("ij,jk,ik->i", block, M, block), atol=1e-12)
+    csr = scipy.sparse.csr_array(block)
+    pattern = pattern_quadratic_forms(csr.indptr, csr.indices, M)
+    assert np.array_equal(dense_quadratic_forms(block, M), pattern)  # the same sums, bit for bit
+    dense = np.ones((30, 40), dtype=np.int8)  # all pairs: the products' route, same scores
+    M_dense = np.eye(40) / 30
+    np.testing.assert_allclose(sampling._block_scores(dense, M_dense), np.full(30, 40 / 30))

@@ -132,3 +132,17 @@ def test_the_bound_is_deterministic_and_shares_the_sampling_gram() -> None:
     assert spectrum.top_eigenvalue_sum_bound(data.gram, 4) == top_eigenvalue_sum_bound(
         data.gram.copy(), 4
     )
+
+
+def test_the_numba_products_of_the_bound_match_numpy() -> None:
+    from bmfdsl.linalg import deflated_shift, symmetric_matvec
+
+    rng = np.random.default_rng(4)
+    M = rng.random((50, 50))
+    M = M + M.T
+    x = rng.standard_normal(50)
+    np.testing.assert_allclose(symmetric_matvec(M, x), M @ x, rtol=1e-12)
+    vectors = rng.standard_normal((50, 3))
+    weights = np.array([3.0, 2.0, 0.5])
+    expected = 7.0 * np.eye(50) + (vectors * weights) @ vectors.T - M
+    np.testing.assert_allclose(deflated_shift(M, vectors, weights, 7.0), expected, atol=1e-12)

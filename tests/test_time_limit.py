@@ -19,11 +19,11 @@ from bmfdsl.solvers import als
 
 def test_a_passed_deadline_gives_a_weaker_but_valid_bound_on_every_route() -> None:
     dense = make_bernoulli(40_000, 30, 0.5, random_state=0)  # the Gram route, 2 chunks
-    wide = make_bernoulli(600, 1500, 0.5, random_state=1)  # over budget: 21 blocks
+    wide = make_bernoulli(600, 1500, 0.5, random_state=1)  # 8.4e6 bit counts: over this
     sparse = make_sparse_planted(140_000, 40, 3, random_state=2)  # sparse Gram, 3 slices
-    for A, rank in ((dense, 3), (wide, 3), (sparse, 3)):
-        full = spectral_bound(A, rank)
-        hurried = spectral_bound(A, rank, deadline=0.0)  # long past
+    for A, budget in ((dense, None), (wide, 8e6), (sparse, None)):  # wide: blocks of 5 lines
+        full = spectral_bound(A, 3, max_flops=budget)
+        hurried = spectral_bound(A, 3, max_flops=budget, deadline=0.0)  # long past
         assert 0 < hurried < full
     dense_sparse = scipy.sparse.csr_array(dense)
     assert spectral_bound(dense_sparse, 3) == spectral_bound(dense, 3)

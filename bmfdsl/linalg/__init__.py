@@ -34,14 +34,19 @@ if TYPE_CHECKING:
     from bmfdsl.linalg._kernels import (
         LOCAL_MOVES_PER_RANK,
         als_loop,
+        bit_gram,
         code_table,
+        deflated_shift,
         dense_cross,
+        dense_quadratic_forms,
         gram,
+        pattern_gram_matvec,
         pattern_quadratic_forms,
         random_factor,
         solve_rows_exact,
         solve_rows_local,
         start_kernels,
+        symmetric_matvec,
     )
     from bmfdsl.linalg._matrix import (
         BinaryMatrix,
@@ -50,6 +55,7 @@ if TYPE_CHECKING:
         Orientation,
         SparseMatrix,
         as_matrix,
+        bit_gram_work,
         dense_gram,
         exact_gram,
         is_dask_array,

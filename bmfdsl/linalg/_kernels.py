@@ -597,3 +597,152 @@ def solve_rows_local(
         out[i] = best_code
         total += best
     return total, work
+
+
+# Kernels of the spectral lower bound that runs in a background thread: numba rather than BLAS,
+# whose thread count is one process-wide setting (the caller's stages change it), so that the
+# same matrix gives the same bits whatever runs beside them.
+
+_WORD_BITS = 64
+
+
+@numba.njit(cache=True, nogil=True)
+def _pack_rows(block: np.ndarray) -> np.ndarray:
+    """Columns of a 0/1 ``block`` (``k x n``) as bits: ``(n, ceil(k / 64))`` uint64 words."""
+    rows, columns = block.shape
+    words = (rows + _WORD_BITS - 1) // _WORD_BITS
+    packed = np.zeros((columns, words), dtype=np.uint64)
+    for i in range(rows):
+        word = i // _WORD_BITS
+        bit = np.uint64(1) << np.uint64(i % _WORD_BITS)
+        for j in range(columns):
+            if block[i, j] != 0:
+                packed[j, word] |= bit
+    return packed
+
+
+@numba.njit(cache=True, nogil=True)
+def _popcount(x: np.uint64) -> np.uint64:
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return (x * np.uint64(0x0101010101010101)) >> np.uint64(56)
+
+
+@numba.njit(cache=True, nogil=True)
+def _add_packed_gram(packed: np.ndarray, gram: np.ndarray) -> None:
+    """Add ``popcount(column_j & column_k)`` over the words into ``gram[j, k]`` (both
+    triangles)."""
+    columns, words = packed.shape
+    for j in range(columns):
+        for k in range(j, columns):
+            count = np.uint64(0)
+            for w in range(words):
+                count += _popcount(packed[j, w] & packed[k, w])
+            gram[j, k] += count
+            if k != j:
+                gram[k, j] += count
+
+
+def bit_gram(block: np.ndarray, gram: np.ndarray | None = None) -> np.ndarray:
+    """``blockᵀ block`` of a dense 0/1 array as exact counts in float64 (added into ``gram``
+    when given): columns packed into 64-bit words, ``n² k / 128`` word ANDs and popcounts.
+
+    No BLAS: the same bits in any thread, whatever BLAS's thread setting (the lower bound
+    sums it in the background, see ``pipeline/_bounds.py``).
+
+    >>> bit_gram(np.array([[1, 1], [0, 1], [1, 1]], dtype=np.int8)).tolist()
+    [[2.0, 2.0], [2.0, 3.0]]
+    """
+    block = np.ascontiguousarray(block)
+    n = block.shape[1]
+    if gram is None:
+        gram = np.zeros((n, n), dtype=np.float64)
+    _add_packed_gram(_pack_rows(block), gram)
+    return gram
+
+
+@numba.njit(cache=True, nogil=True)
+def symmetric_matvec(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """``matrix @ vector`` for a symmetric ``matrix`` (C order), summed row by row of it in a
+    fixed order: the same bits in any thread (Lanczos in ``pipeline/_spectrum.py``; numpy's
+    product goes through BLAS, whose result depends on its thread count).
+
+    >>> symmetric_matvec(np.array([[2.0, 1.0], [1.0, 3.0]]), np.array([1.0, 1.0])).tolist()
+    [3.0, 4.0]
+    """
+    n = matrix.shape[0]
+    out = np.zeros(n)
+    for j in range(n):  # column j = row j: contiguous, and each out[i] adds in order of j
+        x = vector[j]
+        for i in range(n):
+            out[i] += matrix[j, i] * x
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def deflated_shift(
+    gram: np.ndarray, vectors: np.ndarray, weights: np.ndarray, shift: float
+) -> np.ndarray:
+    """``shift I + Σ_k weights_k y_k y_kᵀ - gram`` (``y_k`` the columns of ``vectors``), each
+    entry summed in a fixed order (no BLAS: the same bits in any thread)."""
+    n, count = vectors.shape
+    out = np.empty((n, n))
+    for i in range(n):
+        for j in range(n):
+            total = 0.0
+            for k in range(count):
+                total += weights[k] * vectors[i, k] * vectors[j, k]
+            out[i, j] = total - gram[i, j]
+        out[i, i] += shift
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def pattern_gram_matvec(indptr: np.ndarray, indices: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """``Aᵀ (A x)`` for a 0/1 CSR pattern ``A`` without forming ``AᵀA``: ``2 nnz`` additions
+    in a fixed order (Lanczos on a sparse ``A``'s Gram, ``pipeline/_spectrum.py``).
+
+    >>> indptr, indices = np.array([0, 2, 3]), np.array([0, 1, 1])  # rows {0, 1}, {1}
+    >>> pattern_gram_matvec(indptr, indices, np.array([1.0, 2.0])).tolist()
+    [3.0, 5.0]
+    """
+    out = np.zeros(vector.shape[0])
+    for i in range(indptr.shape[0] - 1):
+        total = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            total += vector[indices[p]]
+        for p in range(indptr[i], indptr[i + 1]):
+            out[indices[p]] += total
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def dense_quadratic_forms(block: np.ndarray, M: np.ndarray) -> np.ndarray:
+    """:func:`pattern_quadratic_forms` of a dense 0/1 ``block`` (the same sums in the same
+    order: the same bits), each row's ones listed first: ``m n`` reads and ``Σ_i nnz_i²``
+    additions, against ``m n²`` for ``(A M) ∘ A``.
+
+    >>> M = np.array([[1.0, 0.5], [0.5, 2.0]])
+    >>> dense_quadratic_forms(np.array([[1, 1], [0, 1]], dtype=np.int8), M).tolist()
+    [4.0, 2.0]
+    """
+    rows, columns = block.shape
+    out = np.zeros(rows)
+    ones = np.empty(columns, dtype=np.int64)
+    for i in range(rows):
+        count = 0
+        for j in range(columns):
+            if block[i, j] != 0:
+                ones[count] = j
+                count += 1
+        total = 0.0
+        for p in range(count):
+            j = ones[p]
+            total += M[j, j]
+            pairs = 0.0
+            for q in range(p + 1, count):
+                pairs += M[j, ones[q]]
+            total += 2.0 * pairs
+        out[i] = total
+    return out

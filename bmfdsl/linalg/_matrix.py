@@ -42,9 +42,8 @@ _DEVICE_CHUNK_ELEMENTS = 64 * 2**20
 # Entries of A handled per chunk by the dense (and weighted) squared error: temporaries stay small.
 _ERROR_CHUNK_ENTRIES = 2**20
 _FLOAT64_EXACT = 2**53  # integers below this are exact in float64
-# Rows per float32 chunk of a dense Gram product: sums of at most this many 0/1 products are
-# exact in float32 (2**24).
-_GRAM_CHUNK_ROWS = 2**24 - 1
+# Rows per chunk of a dense Gram product (bit-packed: n x 1,024 words of 8 bytes per chunk).
+_BIT_GRAM_CHUNK_ROWS = 2**16
 
 #: The most a sparse input may take once densified whole (one byte per entry), for the
 #: routes that need all of it dense.
@@ -128,12 +127,15 @@ def as_matrix(A: Any, chunk_rows: int | None = None) -> BinaryMatrix:
     return InMemoryMatrix(A, chunk_rows)
 
 
-def exact_gram(csr: Any, *, rows: bool = False) -> np.ndarray:
+def exact_gram(csr: Any, *, rows: bool = False, threads: int | None = None) -> np.ndarray:
     """``AᵀA`` (or ``A Aᵀ`` with ``rows``) of a 0/1 CSR matrix as exact integers in float64.
 
     Counts of pairs of ones, summed from the pattern (no dense copy of ``A``): the same
-    numbers as the dense routes, which sum float32 chunks exactly. A CSR holding duplicate
-    entries is canonicalized first (on a copy), so that each stored position counts once.
+    numbers as the dense route's bit counts. Rows with many ones are cheaper as bits: when
+    ``Σ nnz_i²`` is above :func:`bit_gram_work`, row chunks are made dense and their bits
+    counted. A CSR holding duplicate entries is canonicalized first (on a copy), so that
+    each stored position counts once. ``threads``: those of the
+    pattern kernel (default: every CPU; the counts do not depend on it).
 
     >>> import scipy.sparse
     >>> exact_gram(scipy.sparse.csr_array([[1, 1], [0, 1]])).tolist()
@@ -141,32 +143,51 @@ def exact_gram(csr: Any, *, rows: bool = False) -> np.ndarray:
     >>> exact_gram(scipy.sparse.csr_array([[1, 1], [0, 1]]), rows=True).tolist()
     [[2.0, 1.0], [1.0, 1.0]]
     """
-    from bmfdsl.linalg._kernels import pattern_gram
+    from bmfdsl.linalg._kernels import bit_gram, pattern_gram
 
     if rows:
         csr = csr.T.tocsr()
     if not csr.has_canonical_format:
         csr = csr.copy()  # sum_duplicates works in place: never on the caller's matrix
         csr.sum_duplicates()
-    return pattern_gram(csr.indptr, csr.indices, int(csr.shape[1]))
+    counts = np.diff(csr.indptr).astype(np.float64)
+    if float(np.dot(counts, counts)) > bit_gram_work(*csr.shape):  # dense rows: count bits
+        gram = np.zeros((csr.shape[1], csr.shape[1]))
+        for start in range(0, csr.shape[0], _BIT_GRAM_CHUNK_ROWS):
+            bit_gram(csr[start : start + _BIT_GRAM_CHUNK_ROWS].toarray(), gram)
+        return gram
+    return pattern_gram(csr.indptr, csr.indices, int(csr.shape[1]), threads=threads)
+
+
+def bit_gram_work(rows: int, columns: int) -> float:
+    """The work of a dense ``AᵀA`` by bit counts, in the units of the pattern kernel's pairs
+    of ones: ``rows · columns² / 64`` (one AND and popcount per pair of columns and 64 rows,
+    about the time of one pair of ones, counted twice for room).
+
+    >>> bit_gram_work(64, 10)
+    100.0
+    """
+    return float(rows) * columns * columns / 64
 
 
 def dense_gram(block: Any) -> np.ndarray:
     """``blockᵀ block`` of a dense 0/1 array as exact integers in float64.
 
-    Accumulated over row chunks converted to float32 (a chunk's counts stay below 2**24, so
-    BLAS sums them exactly): the same numbers as :func:`exact_gram`.
+    Counted by :func:`~bmfdsl.linalg._kernels.bit_gram` (columns as 64-bit words, ANDs and
+    popcounts; 60,000 x 400: 0.06 s against BLAS's 0.09-0.8 s on one or two loaded threads),
+    over row chunks (the packed copy stays small): the same numbers as :func:`exact_gram`,
+    with no BLAS call, so the same bits in any thread.
 
     >>> dense_gram(np.array([[1, 1], [0, 1]])).tolist()
     [[1.0, 1.0], [1.0, 2.0]]
     """
+    from bmfdsl.linalg._kernels import bit_gram
+
     block = np.asarray(block)
     n = block.shape[1]
-    step = max(1, min(_GRAM_CHUNK_ROWS, _CHUNK_ELEMENTS // max(n, 1)))
     gram = np.zeros((n, n), dtype=np.float64)
-    for start in range(0, block.shape[0], step):
-        chunk = block[start : start + step].astype(np.float32)
-        gram += chunk.T @ chunk
+    for start in range(0, block.shape[0], _BIT_GRAM_CHUNK_ROWS):
+        bit_gram(block[start : start + _BIT_GRAM_CHUNK_ROWS], gram)
     return gram
 
 

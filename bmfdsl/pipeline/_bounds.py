@@ -36,18 +36,32 @@ gives the same bound; the default budgets keep them within a few percent of a de
 
 from __future__ import annotations
 
-import concurrent.futures
+import contextvars
+import functools
 import math
+import os
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
-from bmfdsl.linalg import DaskMatrix, InMemoryMatrix, SparseMatrix, dense_gram, exact_gram
+from bmfdsl.linalg import (
+    DaskMatrix,
+    InMemoryMatrix,
+    SparseMatrix,
+    bit_gram,
+    bit_gram_work,
+    dense_gram,
+    exact_gram,
+)
 from bmfdsl.pipeline._spectrum import FULL_SPECTRUM_MAX_SIZE, top_eigenvalue_sum_bound
 from bmfdsl.validation import is_sparse
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 #: Work cap of the rank-1 bound's exact search, in row operations (about 15 ms).
 DEFAULT_RANK1_ENUMERATION = 2**24
@@ -57,9 +71,11 @@ _RANK1_MAX_CELLS = 2**18
 # Floating-point operations allowed to the spectral bound: at least this many, and at least
 # _SPECTRAL_WORK_PER_CELL per cell and rank unit (a default solve does far more per cell).
 _SPECTRAL_MIN_FLOPS = 10**8
-#: Data (entries) from which :func:`prefetch_gram` sums the bound's Gram matrix in the
+#: Data (entries) from which :func:`start_bound` computes the spectral bound in the
 #: background.
-PREFETCH_GRAM_CELLS = 2**24
+BACKGROUND_BOUND_CELLS = 2**20
+# Rows a background bound job sums at a time: it checks for cancellation between them.
+_JOB_CHUNK_ROWS = 2**16
 _SPECTRAL_WORK_PER_CELL = 15
 #: Gram matrices up to this size get all their eigenvalues; larger ones a proven bound on
 #: their top ``r`` from Lanczos (``pipeline/_spectrum.py``): ``O(n² r)`` steps and one
@@ -128,48 +144,196 @@ def _default_flops(m: int, n: int, rank: int) -> float:
 
 
 def _gram_fits(long_side: int, short_side: int, line_counts: np.ndarray, max_flops: float) -> bool:
-    """Whether the exact Gram matrix is within budget: ``long·short²`` dense products, or
-    ``Σ nnz_i²`` pairs of ones (what the sparse route counts), whichever is less; one rule
-    for dense and sparse input, so that both give the same bound."""
+    """Whether the exact Gram matrix is within budget: ``long·short²/64`` word operations
+    (bit counts, :func:`~bmfdsl.linalg.bit_gram_work`) or ``Σ nnz_i²`` pairs of ones,
+    whichever is less (:func:`~bmfdsl.linalg.exact_gram` takes the cheaper route, and a dense
+    Gram is counted in bits); one rule for dense and sparse input, so that both give the same
+    bound."""
     pairs = float(np.dot(line_counts.astype(np.float64), line_counts.astype(np.float64)))
-    return min(float(long_side) * short_side * short_side, pairs) <= max_flops
+    return min(bit_gram_work(long_side, short_side), pairs) <= max_flops
 
 
-def prefetch_gram(data: Any, rank: int) -> concurrent.futures.Future[None] | None:
-    """Start summing the exact ``AᵀA`` that :func:`spectral_bound` will read, in a background
-    thread, for a large wrapped sparse ``data``; ``None`` when there is nothing to start.
+class _CancelledError(Exception):
+    """Raised inside a :class:`BoundJob`'s thread when the job is cancelled."""
 
-    The pipeline starts it after the core solve and waits for it just before the bound, so
-    the Gram matrix (the bound's main cost on tall data: ``Σ nnz_i²`` pairs of ones) overlaps
-    the full-data BLS, ALS and seeds instead of adding to them. The counts are exact integers,
-    so the bound is the same number whenever and in whichever thread they are summed; the
-    eigenvalue work that follows stays in the caller's thread. Only the CSR pattern kernel
-    runs in the background (numba, no BLAS): a dense Gram's BLAS products would share BLAS's
-    process-wide thread setting with the caller, which changes it for its own stages.
 
-    >>> import scipy.sparse
-    >>> from bmfdsl.linalg import as_matrix
-    >>> prefetch_gram(as_matrix(scipy.sparse.eye(3, format="csr")), 1) is None  # small
-    True
+class BoundJob:
+    """The spectral bound of a large in-memory matrix, computed in a background thread while
+    the pipeline solves (start it with :func:`start_bound`).
+
+    The thread sums the exact ``AᵀA`` (integer counts, by numba kernels: the CSR pattern
+    kernel or bit-packed popcounts for a dense array) and, beyond 256 columns, proves the
+    top-``r`` eigenvalue sum (Lanczos by a numba product and one Cholesky, see
+    ``pipeline/_spectrum.py``; with ``eigenvalues=False`` these two steps wait for
+    :meth:`result`, in the caller's thread). BLAS's thread count is one
+    process-wide setting that the caller's stages change meanwhile, so no number of the bound
+    comes from a BLAS product: the Gram counts and the Lanczos products are numba's, ARPACK's
+    own vector steps do not depend on it (checked under 1, 2 and 4 threads), and of the
+    Cholesky factorization (LAPACK) only its success is used, not its digits. The bound is
+    then the same number whatever the main thread does, and equal to
+    :func:`spectral_bound`'s (Cholesky's outcome could only change if ``λ_max(G - Z)`` fell
+    within its rounding, ``n·eps·‖X‖``, of a tried shift). :meth:`result` waits for it;
+    :meth:`cancel` stops it between row chunks and joins it (the pipeline does so when it
+    fails, so no thread outlives a failed call).
     """
-    if not isinstance(data, SparseMatrix):
+
+    def __init__(self, tall: Any, rank: int, *, eigenvalues: bool = True) -> None:
+        self._tall = tall  # the wrapped long-side matrix (its Gram, if held, is reused)
+        self._rank = rank
+        self._eigenvalues = eigenvalues  # whether Lanczos and Cholesky run in the thread
+        self._stop = threading.Event()
+        self._gram: np.ndarray | None = None
+        self._tail: float | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="bmfdsl-bound", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            gram = self._sum_gram()
+            self._gram = gram
+            if gram.shape[0] > EXACT_EIGENVALUES_MAX_SIZE and self._eigenvalues:
+                self._check()
+                top = top_eigenvalue_sum_bound(gram, self._rank)
+                if top is not None:
+                    self._tail = float(np.trace(gram)) - top
+        except _CancelledError:
+            pass
+        except BaseException as error:  # handed to the caller by result()
+            self._error = error
+
+    def _check(self) -> None:
+        if self._stop.is_set():
+            raise _CancelledError
+
+    def _sum_gram(self) -> np.ndarray:
+        tall = self._tall
+        if "gram" in vars(tall):
+            return np.asarray(tall.gram)
+        n = tall.shape[1]
+        gram: np.ndarray | None = None
+        step = _JOB_CHUNK_ROWS
+        for start in range(0, tall.shape[0], step):
+            self._check()
+            if isinstance(tall, SparseMatrix):  # one thread: the caller's stages run beside it
+                part = exact_gram(tall.csr[start : start + step], threads=1)
+                gram = part if gram is None else np.add(gram, part, out=gram)
+            else:
+                gram = bit_gram(tall.array[start : start + step], gram)
+        return np.zeros((n, n)) if gram is None else gram
+
+    def result(self) -> int:
+        """The spectral bound (waits for the thread); eigenvalues it left to the caller (256
+        columns or fewer, or Lanczos not certified) are computed in the calling thread."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        if self._gram is None:
+            raise RuntimeError("the bound's background job was cancelled")
+        tail = self._tail if self._tail is not None else _spectral_tail(self._gram, self._rank)
+        return max(0, math.ceil(tail - 1e-9))
+
+    def cancel(self) -> None:
+        """Stop the thread at its next row chunk (or eigenvalue step) and wait for it."""
+        self._stop.set()
+        self._thread.join()
+
+    def alive(self) -> bool:
+        """Whether the thread still runs."""
+        return self._thread.is_alive()
+
+
+def _blas_spares_the_caller() -> bool:
+    """Whether BLAS calls in a background thread leave the caller's core alone: at least 4
+    CPUs, or BLAS on one thread. On two busy cores with two BLAS threads, ARPACK's and
+    Cholesky's calls beside the solve doubled the process's CPU time (BLAS's idle threads
+    spin) and the run's wall time; the eigenvalue steps then stay in the caller's thread,
+    which gives the same numbers. Read when the job starts, outside the caller's
+    one-thread stages: the process's own setting."""
+    if len(os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else ()) >= 4:
+        return True
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:  # pragma: no cover - the optional package is absent
+        return False
+    blas = [library for library in threadpool_info() if library.get("user_api") == "blas"]
+    return all(library.get("num_threads", 2) <= 1 for library in blas)
+
+
+def start_bound(data: Any, rank: int) -> BoundJob | None:
+    """Start :func:`spectral_bound` of a wrapped in-memory ``data`` (dense or sparse, at
+    least :data:`BACKGROUND_BOUND_CELLS` entries) in a background thread (:class:`BoundJob`);
+    ``None`` when there is nothing to start: smaller or dask data, ``r`` at least the short
+    side, or a Gram matrix over the work budget (the bound is then summed over blocks, in the
+    caller's thread).
+
+    >>> import numpy as np, scipy.sparse
+    >>> from bmfdsl.linalg import as_matrix
+    >>> start_bound(as_matrix(scipy.sparse.eye(3, format="csr")), 1) is None  # small
+    True
+    >>> A = np.kron(np.eye(4, dtype=np.int8), np.ones((1000, 75), dtype=np.int8))
+    >>> job = start_bound(as_matrix(A), 3)
+    >>> job.result(), spectral_bound(A, 3)  # one block of 75,000 ones left out
+    (75000, 75000)
+    """
+    if not isinstance(data, InMemoryMatrix | SparseMatrix):
         return None
     m, n = data.shape
-    if m * n < PREFETCH_GRAM_CELLS or min(m, n) <= rank:
+    if m * n < BACKGROUND_BOUND_CELLS or min(m, n) <= rank:
         return None
     tall = data if m >= n else data.T
-    if "gram" in vars(tall):
-        return None
-
-    def sum_gram() -> None:
+    if isinstance(tall, SparseMatrix):
         counts = np.diff(tall.csr.indptr)
-        if _gram_fits(max(m, n), min(m, n), counts, _default_flops(m, n, rank)):
-            tall.gram  # noqa: B018 (kept by the wrapper, where spectral_bound finds it)
+    else:
+        counts = np.count_nonzero(tall.array, axis=1)
+    if "gram" not in vars(tall) and not _gram_fits(
+        max(m, n), min(m, n), counts, _default_flops(m, n, rank)
+    ):
+        return None
+    job = BoundJob(tall, rank, eigenvalues=_blas_spares_the_caller())
+    jobs = _open_jobs.get()
+    if jobs is not None:
+        jobs.append(job)
+    return job
 
-    executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="bmfdsl-gram")
-    future = executor.submit(sum_gram)
-    executor.shutdown(wait=False)  # the thread ends with its one task
-    return future
+
+# The jobs started inside the innermost call wrapped by joins_bound_jobs.
+_open_jobs: contextvars.ContextVar[list[BoundJob] | None] = contextvars.ContextVar(
+    "bmfdsl_bound_jobs", default=None
+)
+
+
+def joins_bound_jobs(function: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``function`` with every :class:`BoundJob` it starts (by :func:`start_bound`) cancelled
+    and joined when it returns or raises: no background thread outlives the call (a job it
+    waited for is already finished).
+
+    >>> @joins_bound_jobs
+    ... def fails():
+    ...     import numpy as np
+    ...     from bmfdsl.linalg import as_matrix
+    ...     global job
+    ...     job = start_bound(as_matrix(np.ones((2**12, 300), dtype=np.int8)), 2)
+    ...     raise ValueError("the solve failed")
+    >>> try:
+    ...     fails()
+    ... except ValueError:
+    ...     job.alive()
+    False
+    """
+
+    @functools.wraps(function)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        jobs: list[BoundJob] = []
+        token = _open_jobs.set(jobs)
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _open_jobs.reset(token)
+            for job in jobs:
+                job.cancel()
+
+    return wrapper
 
 
 def _past(deadline: float | None) -> bool:
@@ -201,9 +365,9 @@ def spectral_bound(
         rank: the factorization rank ``r``.
         max_flops: work budget in floating-point operations (default:
             ``max(1e8, 15·m·n·r)``), for the exact Gram matrix of the short side
-            (``min(long·short², Σ_i nnz_i²)``; free when a wrapped ``A`` already holds it).
-            Over budget, the long side is split into blocks whose bounds are summed (weaker,
-            still valid); ``0`` when even that does not fit.
+            (``min(long·short²/64, Σ_i nnz_i²)``: bit counts or pairs of ones; free when a
+            wrapped ``A`` already holds it). Over budget, the long side is split into blocks
+            whose bounds are summed (weaker, still valid); ``0`` when even that does not fit.
         deadline: a ``time.perf_counter()`` value (opt-in, for a time-limited run): the Gram
             matrix (when not held already) or the blocks cover only the rows read by then,
             at least one chunk or block. Rows left out only weaken the bound: the error on a
@@ -350,6 +514,7 @@ def cheap_lower_bound(
     certified_error: int | None = None,
     max_enumeration: int = DEFAULT_RANK1_ENUMERATION,
     deadline: float | None = None,
+    spectral: int | None = None,
 ) -> LowerBound:
     """The best of 0, the spectral bound, the rank-1 bound and a solver's certificate.
 
@@ -365,6 +530,7 @@ def cheap_lower_bound(
         max_enumeration: budget of the rank-1 search (row operations).
         deadline: opt-in ``time.perf_counter()`` value for the spectral bound (see
             :func:`spectral_bound`).
+        spectral: the spectral bound when already known (a :class:`BoundJob`'s result).
 
     >>> import numpy as np
     >>> A = np.kron(np.eye(3, dtype=int), np.ones((2, 2), dtype=int))
@@ -372,7 +538,9 @@ def cheap_lower_bound(
     4
     """
     bound = LowerBound(0, "zero")
-    bound = bound.raised(spectral_bound(A, rank, deadline=deadline), "spectral")
+    if spectral is None:
+        spectral = spectral_bound(A, rank, deadline=deadline)
+    bound = bound.raised(spectral, "spectral")
     if certified_error is not None:
         bound = bound.raised(int(certified_error), "certificate")
     A = _unwrapped(A)
@@ -518,6 +686,7 @@ def prove(
     seed: int = 0,
     mask: np.ndarray | None = None,
     deadline: float | None = None,
+    background: BoundJob | None = None,
 ) -> Proof:
     """Bound the answer ``(U, V)`` of ``A`` at ``rank``: the cheap bounds always, the exact
     engine (CP-SAT, hinted with the answer) for ``certify`` seconds when asked.
@@ -526,7 +695,9 @@ def prove(
     (1 = observed) the error counts observed entries only: the bound is then
     :func:`observed_blocks_bound` (the exact engine does not take a mask). ``deadline``
     (a ``time.perf_counter()`` value, opt-in) cuts the spectral bound short (see
-    :func:`spectral_bound`).
+    :func:`spectral_bound`). ``background``: a :class:`BoundJob` of the same ``A`` and
+    ``rank`` (:func:`start_bound`) whose result is the spectral bound (its wait counts in
+    ``timings["bounds"]``).
 
     >>> import numpy as np
     >>> A = np.kron(np.eye(2, dtype=int), np.ones((2, 2), dtype=int))
@@ -547,7 +718,13 @@ def prove(
     with one_blas_thread():
         if mask is None:  # a wrapped A lends the bound its Gram matrix, if sampling made it
             bound = cheap_lower_bound(
-                A, rank, U=U, V=V, certified_error=certified_error, deadline=deadline
+                A,
+                rank,
+                U=U,
+                V=V,
+                certified_error=certified_error,
+                deadline=deadline,
+                spectral=None if background is None else background.result(),
             )
         else:
             bound = LowerBound(0, "zero").raised(

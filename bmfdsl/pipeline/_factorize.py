@@ -41,8 +41,9 @@ from bmfdsl.pipeline._bounds import (
     Proof,
     certificate_error,
     check_certify,
-    prefetch_gram,
+    joins_bound_jobs,
     prove,
+    start_bound,
 )
 from bmfdsl.pipeline._strategy import (
     portfolio_seeds,
@@ -70,6 +71,7 @@ from bmfdsl.validation import (
 )
 
 
+@joins_bound_jobs  # no background bound outlives a call that fails
 def factorize(
     A: Any,
     rank: int,
@@ -232,8 +234,8 @@ def factorize(
             solution = _solve_by_method(method_key, core, rank_core, rng)
     info.update(solution.info)
     time_limit_end = _time_limit_end(backend_params, started)
-    gram_ahead = (  # the bound's AᵀA, summed while the full data is solved (exact either way)
-        prefetch_gram(whole, rank)
+    bound_job = (  # the spectral bound, computed while the full data is solved (same number)
+        start_bound(whole, rank)
         if _integer_bmf(solution) and mask is None and time_limit_end is None
         else None
     )
@@ -259,9 +261,6 @@ def factorize(
             device=device,
         )
     U, V = orientation.factors(U, V)
-    if gram_ahead is not None:
-        with timer("gram"):  # only the wait shows: the rest overlapped the solve
-            gram_ahead.result()
     if not _integer_bmf(solution):
         proof = _unbounded(solution, U, V, error, certify)
     else:
@@ -277,6 +276,7 @@ def factorize(
             seed=_seed_from(rng),
             mask=objective.observed,
             deadline=_bounds_deadline(time_limit_end, started),
+            background=bound_job,
         )
     info.update(lower_bound=proof.bound.to_info(), **({"certify": proof.info} if certify else {}))
     # "total" includes the proof; a backend's JIT compilation gets its own name
@@ -816,10 +816,10 @@ def _core(
 
     A matrix with more than 256 columns is sampled by rank-``r`` leverage scores from the
     top eigenpairs of ``AᵀA``; that Gram matrix is timed as its own stage (``"gram"``), since
-    the lower bound reuses it (and the same Lanczos pairs). Beyond 2**18 rows the scores come
-    from a uniform subsample's Gram instead (see ``pipeline/_sampling.py``), and the bound's
-    own ``AᵀA`` of a sparse ``A`` is summed in the background during the solve
-    (:func:`prefetch_gram`).
+    the lower bound reuses it (and the same Lanczos pairs). On more rows the scores come from
+    a uniform subsample's Gram instead (see ``pipeline/_sampling.py``), and the bound's own
+    ``AᵀA`` and eigenvalues are computed in the background during the solve
+    (:func:`start_bound`).
     """
     from bmfdsl.pipeline._sampling import shares_gram, subsamples_scores
 

@@ -16,12 +16,14 @@ that carry the top ``r`` directions, the ones a rank-``r`` factorization models 
 al.'s rank-``k`` leverage scores). The paper's matrices (``n ≤ 256``: all its experiments) keep
 its full-rank scores, so their samples are unchanged.
 
-Beyond :data:`SCORE_SUBSAMPLE_ROWS` rows (in memory, rank-``r`` route) :func:`sample_rows`
-draws in two stages: a uniform subsample of that many rows, then ``s`` rows of it by their
-rank-``r`` scores, computed from the subsample's own Gram matrix. A row's score depends only on
-the projector, which the subsample's Gram estimates as well as the full one when the rows are
-many; the draw's cost then stays flat in ``m`` (at 5·10⁶ x 1,000 the full ``AᵀA`` took 0.9 s
-of one thread and ``A P`` 0.2 s). The exact ``AᵀA`` is then the lower bound's alone.
+Beyond :data:`SUBSAMPLE_MIN_ROWS` rows (in memory, rank-``r`` route) :func:`sample_rows`
+draws in two stages: a uniform subsample of :data:`SCORE_SUBSAMPLE_ROWS` rows, then ``s`` rows
+of it by their rank-``r`` scores, computed from the subsample's own top eigenpairs (a sparse
+subsample's by products with ``A`` and ``Aᵀ``, with no Gram matrix). A row's score depends
+only on the projector, which the subsample estimates as well as all rows when they are many;
+the draw's cost then stays flat in ``m`` (at 5·10⁶ x 1,000 the full ``AᵀA`` took 0.9 s of one
+thread and ``A P`` 0.2 s). The exact ``AᵀA`` is then the lower bound's alone, computed in the
+background while the pipeline solves.
 """
 
 from __future__ import annotations
@@ -32,7 +34,13 @@ import numpy as np
 
 from bmfdsl.errors import InvalidParameterError
 from bmfdsl.linalg import BinaryMatrix, DaskMatrix, SparseMatrix, as_matrix
-from bmfdsl.pipeline._spectrum import FULL_SPECTRUM_MAX_SIZE, gram_inverse, top_eigenpairs
+from bmfdsl.pipeline._spectrum import (
+    FULL_SPECTRUM_MAX_SIZE,
+    gram_inverse,
+    pattern_top_eigenpairs,
+    top_eigenpairs,
+)
+from bmfdsl.solvers.native import one_blas_thread  # loaded with the pipeline, not in a stage
 from bmfdsl.validation import check_random_state
 
 #: The paper samples this many rows ...
@@ -42,9 +50,13 @@ SAMPLING_MIN_ROWS = 2000
 #: A wide matrix gets this many sampled rows per factor (at most as many as it has columns).
 ROWS_PER_FACTOR = 20
 #: Rows of the uniform subsample whose rank-``r`` scores :func:`sample_rows` draws from, on an
-#: in-memory matrix of more rows and more than 256 columns (a planted component of 1% of the
-#: rows still has about 2,600 rows in it).
-SCORE_SUBSAMPLE_ROWS = 2**18
+#: in-memory matrix of more than :data:`SUBSAMPLE_MIN_ROWS` rows and more than 256 columns (a
+#: planted component of 1% of the rows still has about 80 rows in it, where the core draws
+#: a few hundred rows at most).
+SCORE_SUBSAMPLE_ROWS = 2**13
+#: Rows from which :func:`sample_rows` draws in two stages (below, one: the Gram matrix of all
+#: rows is cheap there).
+SUBSAMPLE_MIN_ROWS = 2**15
 
 # Above this many entries the basis comes from the n x n Gram matrix, accumulated in chunks,
 # instead of a thin SVD of the whole matrix (which would need several float copies of A).
@@ -55,6 +67,9 @@ _CHUNK_ENTRIES = 2**20
 # dense products; same Gram matrix and projector). 100,000 x 2,000, one BLAS thread: at 1%
 # 24 s -> 4.2 s; at 5% 23 -> 18 s; at 10% 23 -> 36 s.
 _PATTERN_MAX_DENSITY = 0.03
+# Scores by pairs of ones (scalar reads of M) rather than BLAS products (m n² flops) while the
+# pairs are at most this share of those flops.
+_PAIRS_PER_PRODUCT = 0.1
 
 
 def leverage_scores(A: Any, rank: int | None = None) -> np.ndarray:
@@ -89,8 +104,6 @@ def leverage_scores(A: Any, rank: int | None = None) -> np.ndarray:
     >>> leverage_scores([[1, 0], [1, 0], [0, 1]]).round(3).tolist()
     [0.5, 0.5, 1.0]
     """
-    from bmfdsl.solvers.native import one_blas_thread
-
     with one_blas_thread():  # n x n eigenproblems: two threads on a busy machine took 100x
         return _leverage_scores(as_matrix(A), rank)
 
@@ -102,7 +115,7 @@ def _leverage_scores(data: BinaryMatrix, rank: int | None) -> np.ndarray:
         raise InvalidParameterError(f"rank must be None or a positive integer; got {rank!r}")
     if rank is not None and data.shape[1] > FULL_SPECTRUM_MAX_SIZE and data.total > 0:
         source = data if shares_gram(data, rank) else _pattern(data)
-        projector = _top_projector(source.gram, rank)
+        projector = _top_projector(_top_pairs(source, rank), rank)
         if projector is not None:
             return _rank_scores(source, projector)
     if isinstance(data, DaskMatrix):
@@ -144,7 +157,7 @@ def shares_gram(data: BinaryMatrix, rank: int | None) -> bool:
 def subsamples_scores(data: BinaryMatrix, rank: int | None) -> bool:
     """Whether :func:`sample_rows` draws ``data``'s rows in two stages (see the module
     docstring): rank-``r`` scores of an in-memory matrix of more than
-    :data:`SCORE_SUBSAMPLE_ROWS` rows.
+    :data:`SUBSAMPLE_MIN_ROWS` rows.
 
     >>> from bmfdsl.linalg import as_matrix
     >>> subsamples_scores(as_matrix(np.ones((4, 300), dtype=np.int8)), 2)
@@ -153,7 +166,7 @@ def subsamples_scores(data: BinaryMatrix, rank: int | None) -> bool:
     return (
         rank is not None
         and data.shape[1] > FULL_SPECTRUM_MAX_SIZE
-        and data.shape[0] > SCORE_SUBSAMPLE_ROWS
+        and data.shape[0] > max(SUBSAMPLE_MIN_ROWS, SCORE_SUBSAMPLE_ROWS)
         and not isinstance(data, DaskMatrix)
     )
 
@@ -172,10 +185,20 @@ def _pattern(data: BinaryMatrix) -> SparseMatrix:
     return SparseMatrix(scipy.sparse.csr_array(data.dense()))
 
 
-def _top_projector(gram: np.ndarray, rank: int) -> np.ndarray | None:
+def _top_pairs(source: BinaryMatrix, rank: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The top Lanczos pairs of ``AᵀA``: from the Gram matrix (kept by the wrapper, where the
+    lower bound may reuse it), or, for a sparse ``A`` that holds none and has fewer than
+    ``n²/2`` ones, from products by ``A`` and ``Aᵀ`` (a subsample's scores: no Gram at all)."""
+    if isinstance(source, SparseMatrix) and "gram" not in vars(source):
+        n = source.shape[1]
+        if 2 * source.total < n * n:
+            return pattern_top_eigenpairs(source.csr.indptr, source.csr.indices, n, rank)
+    return top_eigenpairs(source.gram, rank)
+
+
+def _top_projector(pairs: tuple[np.ndarray, np.ndarray] | None, rank: int) -> np.ndarray | None:
     """``V_r Σ_r⁻¹`` (``n x r``, fewer columns when ``A`` has rank below ``r``) from the top
-    Lanczos pairs of ``AᵀA``; ``None`` when Lanczos gives none."""
-    pairs = top_eigenpairs(gram, rank)
+    Lanczos ``pairs`` of ``AᵀA``; ``None`` when Lanczos gives none."""
     if pairs is None:
         return None
     values, vectors = pairs[0][:rank], pairs[1][:, :rank]
@@ -230,8 +253,16 @@ def _score_matrix(gram: np.ndarray, m: int) -> np.ndarray:
 
 
 def _block_scores(block: np.ndarray, scores_matrix: np.ndarray) -> np.ndarray:
-    """Leverage scores ``a_i M a_iᵀ`` of the rows of ``block`` (row chunks keep the float
-    copy small)."""
+    """Leverage scores ``a_i M a_iᵀ`` of the rows of ``block``: summed over each row's pairs
+    of ones when they are few (a dask block of 125,000 x 200 at 1%: 0.23 -> 0.02 s), else
+    by products over row chunks (which keep the float copy small)."""
+    from bmfdsl.linalg import dense_quadratic_forms
+
+    block = np.asarray(block)
+    ones = np.count_nonzero(block, axis=1).astype(np.float64)
+    if float(np.dot(ones, ones)) <= _PAIRS_PER_PRODUCT * block.shape[0] * block.shape[1] ** 2:
+        scores = dense_quadratic_forms(block, np.ascontiguousarray(scores_matrix))
+        return np.maximum(scores, 0.0)  # rounding must not make a probability negative
     step = max(1, min(_SVD_MAX_ENTRIES, _CHUNK_ENTRIES) // block.shape[1])
     scores = np.empty(block.shape[0])
     for start in range(0, block.shape[0], step):
