@@ -437,9 +437,12 @@ def test_item12_listing_backends_imports_no_plugin_package(tmp_path, monkeypatch
 
 def test_entry_points_are_scanned_once_until_refreshed(monkeypatch):
     scans = []
+    real_entry_points = importlib.metadata.entry_points
 
-    def counting_entry_points(*, group=None):  # numba's start scans without a group
-        scans.append(group)
+    def counting_entry_points(**selection):
+        if "group" not in selection:  # numba's start reads every group
+            return real_entry_points(**selection)
+        scans.append(selection["group"])
         return []
 
     monkeypatch.setattr(registry.importlib.metadata, "entry_points", counting_entry_points)
