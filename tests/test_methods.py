@@ -204,6 +204,64 @@ def test_penalized_stops_on_convergence_test() -> None:
     assert not np.allclose(short[0], full[0])
 
 
+def _numpy_penalized_factors(A, rank, *, random_state, max_iter, test_conv=1000):
+    """penalized_factors' loop as numpy expressions (the form it had before its fused update)."""
+    eps = float(np.finfo(np.float64).eps)
+    A = np.asarray(A, dtype=np.float64)
+    rng = np.random.default_rng(random_state)
+    W = rng.uniform(0.0, A.max(), (A.shape[0], rank))
+    H = rng.uniform(0.0, A.max(), (rank, A.shape[1]))
+    D_w, D_h = np.diag(W.max(axis=0)), np.diag(H.max(axis=1))
+    W = W @ (D_w + eps) ** -0.5 @ (D_h + eps) ** 0.5
+    H = (D_h + eps) ** -0.5 @ (D_w + eps) ** 0.5 @ H
+
+    def ratio(numerator, denominator):
+        numerator[numerator == 0] = eps
+        denominator[denominator == 0] = eps
+        return numerator / denominator
+
+    penalty_h = penalty_w = 1.0 / max_iter
+    previous = current = float(np.finfo(np.float64).max)
+    for iteration in range(max_iter):
+        if iteration % test_conv == 0:
+            if iteration > 0 and (previous - current < 1e-5 or current > previous):
+                break
+            previous = current
+        H = H * ratio(
+            W.T @ A + 3.0 * penalty_h * H * H,
+            (W.T @ W) @ H + 2.0 * penalty_h * ((H + eps) * (H + eps) * (H + eps)) + penalty_h * H,
+        )
+        W = W * ratio(
+            A @ H.T + 3.0 * penalty_w * W * W,
+            W @ (H @ H.T) + 2.0 * penalty_w * ((W + eps) * (W + eps) * (W + eps)) + penalty_w * W,
+        )
+        penalty_h *= 1.1
+        penalty_w *= 1.1
+        np.maximum(H, eps, out=H)
+        np.maximum(W, eps, out=W)
+        if (iteration + 1) % test_conv == 0:
+            residual = A - W @ H
+            current = float(np.einsum("ij,ij->", residual, residual))
+    return W, H
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "rank", "density", "max_iter", "test_conv"),
+    [(100, 400, 5, 0.05, 1000, 1000), (101, 17, 10, 0.4, 1000, 1000), (30, 30, 3, 0.5, 200, 7)],
+)
+def test_penalized_fused_update_gives_the_numpy_expressions_bits(
+    m: int, n: int, rank: int, density: float, max_iter: int, test_conv: int
+) -> None:
+    rng = np.random.default_rng(m + n + rank)
+    A = (rng.random((m, n)) < density).astype(np.int8)
+    for seed in range(2):
+        W, H = penalized_factors(A, rank, random_state=seed, max_iter=max_iter, test_conv=test_conv)
+        W_ref, H_ref = _numpy_penalized_factors(
+            A, rank, random_state=seed, max_iter=max_iter, test_conv=test_conv
+        )
+        assert W.tobytes() == W_ref.tobytes() and H.tobytes() == H_ref.tobytes()
+
+
 @pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # nimfa uses np.matrix
 def test_penalized_matches_nimfa(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(np, "mat", np.asmatrix, raising=False)  # nimfa 1.4.0 predates numpy 2

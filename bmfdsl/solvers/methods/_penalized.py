@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numba
 import numpy as np
 
 from bmfdsl.errors import InvalidParameterError
@@ -141,14 +142,8 @@ def penalized_factors(
                 break
         if testing:
             previous = current
-        H = H * _eps_ratio(
-            W.T @ A + 3.0 * penalty_h * H * H,
-            (W.T @ W) @ H + 2.0 * penalty_h * _cube(H + _EPS) + penalty_h * H,
-        )
-        W = W * _eps_ratio(
-            A @ H.T + 3.0 * penalty_w * W * W,
-            W @ (H @ H.T) + 2.0 * penalty_w * _cube(W + _EPS) + penalty_w * W,
-        )
+        H = _penalized_update(H, W.T @ A, (W.T @ W) @ H, penalty_h)
+        W = _penalized_update(W, A @ H.T, W @ (H @ H.T), penalty_w)
         penalty_h *= lambda_h
         penalty_w *= lambda_w
         np.maximum(H, _EPS, out=H)  # avoid underflow to 0 (a fixed point of the updates)
@@ -160,16 +155,36 @@ def penalized_factors(
     return W, H
 
 
-def _cube(values: np.ndarray) -> np.ndarray:
-    """``values³`` by two products: several times faster than the generic ``power``."""
-    return values * values * values
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _penalized_update(
+    factor: np.ndarray, data_term: np.ndarray, model_term: np.ndarray, penalty: float
+) -> np.ndarray:
+    """One multiplicative update of ``factor`` (``H`` or ``W``), element by element:
+    ``F ∘ (D + 3λ F∘F) / (M + 2λ (F+eps)³ + λ F)`` with ``D`` the data term (``WᵀA`` or
+    ``AHᵀ``) and ``M`` the model term (``WᵀWH`` or ``WHHᵀ``); exact zeros in numerator and
+    denominator become eps (as nimfa's ``elop``).
 
-
-def _eps_ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
-    """Element-wise ratio with exact zeros replaced by eps (as nimfa's ``elop``)."""
-    numerator[numerator == 0] = _EPS
-    denominator[denominator == 0] = _EPS
-    return numerator / denominator
+    The same IEEE operations in the same order as the numpy expression
+    ``F * ((D + 3.0 * λ * F * F) / (M + 2.0 * λ * (F + eps) ** 3 + λ * F))`` (the cube as
+    two products), so the same bits, in one pass instead of a dozen temporaries: the numpy
+    form spent most of its time in their overhead at the cores the pipeline hands it.
+    """
+    updated = np.empty(factor.shape)
+    triple = 3.0 * penalty
+    double = 2.0 * penalty
+    for i in range(factor.shape[0]):
+        for j in range(factor.shape[1]):
+            value = factor[i, j]
+            numerator = data_term[i, j] + triple * value * value
+            shifted = value + _EPS
+            denominator = model_term[i, j] + double * (shifted * shifted * shifted)
+            denominator = denominator + penalty * value
+            if numerator == 0:
+                numerator = _EPS
+            if denominator == 0:
+                denominator = _EPS
+            updated[i, j] = value * (numerator / denominator)
+    return updated
 
 
 def _nimfa_normalize(W: np.ndarray, H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -124,7 +124,7 @@ def threshold_search(A: Any, W: Any, H: Any) -> tuple[np.ndarray, np.ndarray]:
     return U.reshape(m, rank), np.ascontiguousarray(H_binary.reshape(rank, n).T)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)  # the seed portfolio runs it beside other seeds
 def _search(
     A_columns: np.ndarray,
     w_rows: np.ndarray,
