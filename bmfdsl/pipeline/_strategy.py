@@ -35,9 +35,11 @@ bit-identical answers.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import time
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -159,6 +161,61 @@ def portfolio_seeds(
     ``method_rng`` is the generator in the state the comparison methods would find it in
     (each gets a copy); it is not advanced.
     """
+    return start_portfolio_seeds(data, core, rank, method_rng, sampled=sampled).result()
+
+
+class SeedsAhead:
+    """The portfolio's seeds being computed in threads (:func:`start_portfolio_seeds`).
+
+    BLAS runs on one thread from the start until :meth:`result` (or :meth:`close`): the seeds
+    make hundreds of small products, where BLAS threads only wait on a busy machine. The
+    setting is process-wide and only takes effect when made from the caller's thread (a
+    worker thread's own setting left BLAS on all threads, at 20x the time), so it is made
+    here; the caller's stages meanwhile make only exact integer products, whose answers no
+    thread count changes.
+    """
+
+    def __init__(self, jobs: list[Callable[[], list[Seed]]], sample: np.ndarray | None):
+        from bmfdsl.solvers.native import one_blas_thread
+
+        self._sample = sample
+        self._blas = contextlib.ExitStack()
+        self._blas.enter_context(one_blas_thread())
+        self._closer = weakref.finalize(self, self._blas.close)  # in case result never comes
+        pool = ThreadPoolExecutor(max_workers=_seed_threads(len(jobs)))
+        self._futures = [pool.submit(job) for job in jobs]
+        pool.shutdown(wait=False)  # its threads end with their jobs
+
+    def result(self) -> SeedSet:
+        """The seeds, in the jobs' order (waits for them; re-raises a job's error)."""
+        try:
+            found = [seed for future in self._futures for seed in future.result()]
+        finally:
+            self.close()
+        return SeedSet(found, self._sample)
+
+    def close(self) -> None:
+        """Give BLAS its threads back (the seeds still running go on)."""
+        self._closer()
+
+
+def start_portfolio_seeds(
+    data: BinaryMatrix,
+    core: np.ndarray,
+    rank: int,
+    method_rng: np.random.Generator,
+    *,
+    sampled: bool,
+) -> SeedsAhead:
+    """Start computing :func:`portfolio_seeds`' seeds in threads and return at once.
+
+    The seeds are independent (each draws from its own generator, drawn here in the
+    caller's thread) and spend their time in BLAS and nogil numba kernels, so threads overlap
+    them with each other and with what the caller does meanwhile (the pipeline: the core
+    solve); the answers are the same as one after the other. A 100 x 1,000 core at rank 5:
+    thresholded, penalized and the structure seeds take 0.08, 0.12 and 0.12 s one after the
+    other.
+    """
     from bmfdsl.solvers.methods import get_method
 
     rows = min(core.shape[0], max(rank, METHOD_CELLS // max(core.shape[1], 1)))
@@ -188,24 +245,7 @@ def portfolio_seeds(
     jobs: list[Callable[[], list[Seed]]] = [partial(method_seed, name) for name in SEED_METHODS]
     if sample is not None and rank <= min(sample.shape):
         jobs.append(partial(_structure_seeds, sample, rank, own))
-    found = [seed for seeds in _run_concurrently(jobs) for seed in seeds]
-    return SeedSet(found, sample if sampled and m * n > FULL_POLISH_CELLS else None)
-
-
-def _run_concurrently(jobs: list[Callable[[], list[Seed]]]) -> list[list[Seed]]:
-    """Each job's seeds, in the jobs' order, the jobs run side by side in threads.
-
-    The seeds are independent (each draws from its own generator) and spend their time in
-    BLAS and nogil numba kernels, so threads overlap them (a 100 x 1,000 core at rank 5:
-    thresholded, penalized and the structure seeds take 0.08, 0.14 and 0.12 s one after the
-    other); the answers are the same as one after the other.
-    """
-    from bmfdsl.solvers.native import one_blas_thread
-
-    # hundreds of small products: BLAS threads would only wait on a busy machine
-    with one_blas_thread(), ThreadPoolExecutor(max_workers=_seed_threads(len(jobs))) as pool:
-        futures = [pool.submit(job) for job in jobs]
-        return [future.result() for future in futures]
+    return SeedsAhead(jobs, sample if sampled and m * n > FULL_POLISH_CELLS else None)
 
 
 def _seed_threads(jobs: int) -> int:
