@@ -23,7 +23,7 @@ without depending on nimfa (whose numpy-matrix code needs ``np.mat`` on numpy 2)
 
 The update is one fused numba pass per factor (the same IEEE operations as the numpy
 expressions); on sparse input (at most :data:`SPARSE_DENSITY` ones) ``WᵀA`` and ``AHᵀ`` are
-summed over the ones of ``A``, which matches BLAS's products up to the last bits.
+summed over the ones of ``A``, equal to BLAS's products up to the last bits.
 """
 
 from __future__ import annotations
@@ -38,10 +38,11 @@ from bmfdsl.validation import check_binary_matrix, check_random_state, check_ran
 
 _EPS = float(np.finfo(np.float64).eps)
 #: Largest share of ones at which the data terms ``WᵀA`` and ``AHᵀ`` are summed over the ones
-#: of ``A`` (numba) rather than by dense BLAS products: 3.4x faster at 5% ones (100 x 1,000,
-#: rank 5), even at about 15%. The sums differ from BLAS's in the last bits only; the rounded
-#: ``U``, ``V`` were the same on every one of 136 instances tried (random, planted, the four
-#: UCI sets at k = 2, 5, 10), and tests compare them on more.
+#: of ``A`` (:meth:`bmfdsl.linalg.SparseMatrix.cross`, scipy's sums) rather than by dense BLAS
+#: products: penalized at 100 x 1,000, rank 5, 5% ones took 0.06 s instead of 0.13 s; beyond
+#: about 15% ones BLAS is faster. The sums differ from BLAS's in the last bits only; the rounded
+#: ``U``, ``V`` were the same on each of 154 instances tried (random at 2-12% ones, planted,
+#: the four UCI sets at k = 2, 5, 10), and tests compare them on more.
 SPARSE_DENSITY = 0.125
 
 
@@ -139,8 +140,7 @@ def penalized_factors(
                 f"got {W.shape} and {H.shape}"
             )
     W, H = _nimfa_normalize(W, H)
-    ones = np.count_nonzero(A)
-    pattern = _row_pattern(A) if ones <= SPARSE_DENSITY * A.size else None
+    sparse = _sparse_products(A)
 
     penalty_w = penalty_h = 1.0 / max_iter if max_iter else 0.1
     previous = current = float(np.finfo(np.float64).max)
@@ -154,9 +154,9 @@ def penalized_factors(
                 break
         if testing:
             previous = current
-        data_h = W.T @ A if pattern is None else _pattern_transposed_product(*pattern, W, n)
+        data_h = W.T @ A if sparse is None else sparse[1].cross(W).T
         H = _penalized_update(H, data_h, (W.T @ W) @ H, penalty_h)
-        data_w = A @ H.T if pattern is None else _pattern_product(*pattern, H)
+        data_w = A @ H.T if sparse is None else sparse[0].cross(H.T)
         W = _penalized_update(W, data_w, W @ (H @ H.T), penalty_w)
         penalty_h *= lambda_h
         penalty_w *= lambda_w
@@ -201,38 +201,17 @@ def _penalized_update(
     return updated
 
 
-def _row_pattern(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The ones of a 0/1 matrix as CSR row pointers and column indices (int64)."""
-    rows, columns = np.nonzero(A)
-    pointers = np.searchsorted(rows, np.arange(A.shape[0] + 1)).astype(np.int64)
-    return pointers, columns.astype(np.int64)
+def _sparse_products(A: np.ndarray) -> tuple[Any, Any] | None:
+    """``A`` and ``Aᵀ`` as sparse patterns whose ``cross`` gives ``A F`` summed over the ones
+    (scipy's sums), or ``None`` when ``A`` has more than :data:`SPARSE_DENSITY` ones."""
+    if np.count_nonzero(A) > SPARSE_DENSITY * A.size:
+        return None
+    import scipy.sparse
 
+    from bmfdsl.linalg import SparseMatrix
 
-@numba.njit(cache=True, nogil=True)
-def _pattern_transposed_product(
-    pointers: np.ndarray, columns: np.ndarray, W: np.ndarray, n: int
-) -> np.ndarray:
-    """``Wᵀ A`` (``r x n``) for a 0/1 ``A`` given by its ones, summed row by row of ``A``."""
-    product = np.zeros((W.shape[1], n))
-    for i in range(W.shape[0]):
-        for position in range(pointers[i], pointers[i + 1]):
-            j = columns[position]
-            for k in range(W.shape[1]):
-                product[k, j] += W[i, k]
-    return product
-
-
-@numba.njit(cache=True, nogil=True)
-def _pattern_product(pointers: np.ndarray, columns: np.ndarray, H: np.ndarray) -> np.ndarray:
-    """``A Hᵀ`` (``m x r``) for a 0/1 ``A`` given by its ones."""
-    m = pointers.shape[0] - 1
-    product = np.zeros((m, H.shape[0]))
-    for i in range(m):
-        for position in range(pointers[i], pointers[i + 1]):
-            j = columns[position]
-            for k in range(H.shape[0]):
-                product[i, k] += H[k, j]
-    return product
+    pattern = scipy.sparse.csr_array(A.astype(np.int8))
+    return SparseMatrix(pattern), SparseMatrix(pattern.T.tocsr())
 
 
 def _nimfa_normalize(W: np.ndarray, H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
