@@ -322,3 +322,33 @@ def test_every_method_has_the_same_calling_convention(name: str) -> None:
     U, V = get_method(name)(A, 2, random_state=0)
     assert U.shape == (6, 2) and V.shape == (4, 2)
     assert U.dtype == np.int8 and V.dtype == np.int8
+
+
+def test_nmf_on_sparse_binary_input_matches_the_dense_products() -> None:
+    # A sparse 0/1 matrix takes the products over its ones: BLAS's factors up to rounding, and
+    # the same thresholded answer.
+    rng = np.random.default_rng(23)
+    for trial in range(6):
+        A = (rng.random((60, 300)) < 0.05).astype(np.int8)
+        W, H = nmf(A, 4, random_state=trial)
+        W_dense, H_dense = _dense_nmf(A, 4, np.random.default_rng(trial))
+        np.testing.assert_allclose(W, W_dense, rtol=1e-7, atol=1e-12)
+        np.testing.assert_allclose(H, H_dense, rtol=1e-7, atol=1e-12)
+        U1, V1 = thresholded(A, 4, random_state=trial)
+        U2, V2 = thresholded(A, 4, random_state=trial, nmf=_dense_nmf)
+        assert np.array_equal(U1, U2) and np.array_equal(V1, V2)
+
+
+def _dense_nmf(A, rank, rng, iterations=300):
+    """nmf's updates with BLAS products only (its form before the sparse products)."""
+    eps = float(np.finfo(np.float64).eps)
+    A = np.asarray(A, dtype=np.float64)
+    scale = np.sqrt(max(A.mean(), 1e-12) / rank)
+    W = rng.uniform(0.0, scale, (A.shape[0], rank))
+    H = rng.uniform(0.0, scale, (rank, A.shape[1]))
+    for _ in range(iterations):
+        H *= (W.T @ A) / np.maximum((W.T @ W) @ H, 1e-12)
+        W *= (A @ H.T) / np.maximum(W @ (H @ H.T), 1e-12)
+        np.maximum(H, eps, out=H)
+        np.maximum(W, eps, out=W)
+    return W, H

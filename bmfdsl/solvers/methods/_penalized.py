@@ -140,7 +140,7 @@ def penalized_factors(
                 f"got {W.shape} and {H.shape}"
             )
     W, H = _nimfa_normalize(W, H)
-    sparse = _sparse_products(A)
+    sparse = sparse_products(A)
 
     penalty_w = penalty_h = 1.0 / max_iter if max_iter else 0.1
     previous = current = float(np.finfo(np.float64).max)
@@ -201,10 +201,16 @@ def _penalized_update(
     return updated
 
 
-def _sparse_products(A: np.ndarray) -> tuple[Any, Any] | None:
-    """``A`` and ``Aᵀ`` as sparse patterns whose ``cross`` gives ``A F`` summed over the ones
-    (scipy's sums), or ``None`` when ``A`` has more than :data:`SPARSE_DENSITY` ones."""
-    if np.count_nonzero(A) > SPARSE_DENSITY * A.size:
+def sparse_products(A: np.ndarray) -> tuple[Any, Any] | None:
+    """For a 0/1 ``A`` with at most :data:`SPARSE_DENSITY` ones: ``A`` and ``Aᵀ`` as sparse
+    patterns whose ``cross(F)`` is ``A F`` summed over the ones (scipy's sums); else ``None``
+    (dense BLAS products are faster, or ``A`` holds other values).
+
+    >>> sparse_products(np.eye(2)) is None, sparse_products(np.eye(9))[0].cross(np.ones((9, 1)))[0]
+    (True, array([1.]))
+    """
+    ones = np.count_nonzero(A)
+    if ones > SPARSE_DENSITY * A.size or ones != np.count_nonzero(A == 1):
         return None
     import scipy.sparse
 
