@@ -335,3 +335,23 @@ def test_seeds_started_in_threads_are_the_sequential_seeds_and_blas_gets_its_thr
         _, V = get_method(seed.name)(core, 3, random_state=copy.deepcopy(method_rng))
         assert np.array_equal(seed.V, V)
     assert np.array_equal(seed_set.sample, again.sample)
+
+
+def test_blas_gets_its_threads_back_when_the_core_solve_fails(monkeypatch):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    import gc
+
+    import bmfdsl.pipeline._factorize as pipeline
+
+    A = make_sparse_planted(3000, 120, 3, random_state=2)
+    factorize(A, 3, sample_rows="auto", random_state=0)  # libraries load
+    before = [pool["num_threads"] for pool in threadpoolctl.threadpool_info()]
+
+    def failing_solve(*args, **kwargs):
+        raise RuntimeError("solver crashed")
+
+    monkeypatch.setattr(pipeline, "_solve_compiled", failing_solve)
+    with pytest.raises(RuntimeError, match="solver crashed"):
+        factorize(A, 3, sample_rows="auto", random_state=0)
+    gc.collect()
+    assert [pool["num_threads"] for pool in threadpoolctl.threadpool_info()] == before
