@@ -204,6 +204,86 @@ def test_penalized_stops_on_convergence_test() -> None:
     assert not np.allclose(short[0], full[0])
 
 
+def _numpy_penalized_factors(A, rank, *, random_state, max_iter, test_conv=1000):
+    """penalized_factors' loop as numpy expressions (the form it had before its fused update)."""
+    eps = float(np.finfo(np.float64).eps)
+    A = np.asarray(A, dtype=np.float64)
+    rng = np.random.default_rng(random_state)
+    W = rng.uniform(0.0, A.max(), (A.shape[0], rank))
+    H = rng.uniform(0.0, A.max(), (rank, A.shape[1]))
+    D_w, D_h = np.diag(W.max(axis=0)), np.diag(H.max(axis=1))
+    W = W @ (D_w + eps) ** -0.5 @ (D_h + eps) ** 0.5
+    H = (D_h + eps) ** -0.5 @ (D_w + eps) ** 0.5 @ H
+
+    def ratio(numerator, denominator):
+        numerator[numerator == 0] = eps
+        denominator[denominator == 0] = eps
+        return numerator / denominator
+
+    penalty_h = penalty_w = 1.0 / max_iter
+    previous = current = float(np.finfo(np.float64).max)
+    for iteration in range(max_iter):
+        if iteration % test_conv == 0:
+            if iteration > 0 and (previous - current < 1e-5 or current > previous):
+                break
+            previous = current
+        H = H * ratio(
+            W.T @ A + 3.0 * penalty_h * H * H,
+            (W.T @ W) @ H + 2.0 * penalty_h * ((H + eps) * (H + eps) * (H + eps)) + penalty_h * H,
+        )
+        W = W * ratio(
+            A @ H.T + 3.0 * penalty_w * W * W,
+            W @ (H @ H.T) + 2.0 * penalty_w * ((W + eps) * (W + eps) * (W + eps)) + penalty_w * W,
+        )
+        penalty_h *= 1.1
+        penalty_w *= 1.1
+        np.maximum(H, eps, out=H)
+        np.maximum(W, eps, out=W)
+        if (iteration + 1) % test_conv == 0:
+            residual = A - W @ H
+            current = float(np.einsum("ij,ij->", residual, residual))
+    return W, H
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "rank", "density", "max_iter", "test_conv"),
+    [(100, 400, 5, 0.2, 1000, 1000), (101, 17, 10, 0.4, 1000, 1000), (30, 30, 3, 0.5, 200, 7)],
+)
+def test_penalized_fused_update_gives_the_numpy_expressions_bits(
+    m: int, n: int, rank: int, density: float, max_iter: int, test_conv: int
+) -> None:
+    rng = np.random.default_rng(m + n + rank)
+    A = (rng.random((m, n)) < density).astype(np.int8)
+    for seed in range(2):
+        W, H = penalized_factors(A, rank, random_state=seed, max_iter=max_iter, test_conv=test_conv)
+        W_ref, H_ref = _numpy_penalized_factors(
+            A, rank, random_state=seed, max_iter=max_iter, test_conv=test_conv
+        )
+        assert W.tobytes() == W_ref.tobytes() and H.tobytes() == H_ref.tobytes()
+
+
+def test_penalized_on_sparse_input_rounds_to_the_dense_products_answer() -> None:
+    # Below SPARSE_DENSITY the data terms are summed over the ones of A: the same values up to
+    # the last bits, and the same rounded U, V as the BLAS products give.
+    from bmfdsl.solvers.methods._penalized import SPARSE_DENSITY
+
+    rng = np.random.default_rng(17)
+    tried = 0
+    for trial in range(24):
+        m, n = int(rng.integers(5, 120)), int(rng.integers(5, 400))
+        rank = int(min(rng.integers(1, 9), m, n))
+        A = (rng.random((m, n)) < rng.choice([0.02, 0.05, 0.1])).astype(np.int8)
+        if np.count_nonzero(A) > SPARSE_DENSITY * A.size:
+            continue
+        tried += 1
+        W, H = penalized_factors(A, rank, random_state=trial)
+        W_ref, H_ref = _numpy_penalized_factors(A, rank, random_state=trial, max_iter=1000)
+        np.testing.assert_allclose(W, W_ref, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(H, H_ref, rtol=1e-9, atol=1e-12)
+        assert np.array_equal(W >= 0.5, W_ref >= 0.5) and np.array_equal(H >= 0.5, H_ref >= 0.5)
+    assert tried >= 15
+
+
 @pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # nimfa uses np.matrix
 def test_penalized_matches_nimfa(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(np, "mat", np.asmatrix, raising=False)  # nimfa 1.4.0 predates numpy 2
@@ -242,3 +322,33 @@ def test_every_method_has_the_same_calling_convention(name: str) -> None:
     U, V = get_method(name)(A, 2, random_state=0)
     assert U.shape == (6, 2) and V.shape == (4, 2)
     assert U.dtype == np.int8 and V.dtype == np.int8
+
+
+def test_nmf_on_sparse_binary_input_matches_the_dense_products() -> None:
+    # A sparse 0/1 matrix takes the products over its ones: BLAS's factors up to rounding, and
+    # the same thresholded answer.
+    rng = np.random.default_rng(23)
+    for trial in range(6):
+        A = (rng.random((60, 300)) < 0.05).astype(np.int8)
+        W, H = nmf(A, 4, random_state=trial)
+        W_dense, H_dense = _dense_nmf(A, 4, np.random.default_rng(trial))
+        np.testing.assert_allclose(W, W_dense, rtol=1e-7, atol=1e-12)
+        np.testing.assert_allclose(H, H_dense, rtol=1e-7, atol=1e-12)
+        U1, V1 = thresholded(A, 4, random_state=trial)
+        U2, V2 = thresholded(A, 4, random_state=trial, nmf=_dense_nmf)
+        assert np.array_equal(U1, U2) and np.array_equal(V1, V2)
+
+
+def _dense_nmf(A, rank, rng, iterations=300):
+    """nmf's updates with BLAS products only (its form before the sparse products)."""
+    eps = float(np.finfo(np.float64).eps)
+    A = np.asarray(A, dtype=np.float64)
+    scale = np.sqrt(max(A.mean(), 1e-12) / rank)
+    W = rng.uniform(0.0, scale, (A.shape[0], rank))
+    H = rng.uniform(0.0, scale, (rank, A.shape[1]))
+    for _ in range(iterations):
+        H *= (W.T @ A) / np.maximum((W.T @ W) @ H, 1e-12)
+        W *= (A @ H.T) / np.maximum(W @ (H @ H.T), 1e-12)
+        np.maximum(H, eps, out=H)
+        np.maximum(W, eps, out=W)
+    return W, H

@@ -306,3 +306,52 @@ def test_the_repair_stops_at_a_deadline():
     merged = np.array([[1, 1], [1, 1], [1, 1], [1, 0], [1, 0], [1, 0], [0, 0], [0, 0], [0, 0]])
     assert repair_seed(A, merged.astype(np.int8)) is not None
     assert repair_seed(A, merged.astype(np.int8), deadline=time.perf_counter() - 1) is None
+
+
+def test_seeds_started_in_threads_are_the_sequential_seeds_and_blas_gets_its_threads_back():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    import copy
+
+    from bmfdsl.pipeline._strategy import portfolio_seeds, start_portfolio_seeds
+    from bmfdsl.solvers.methods import get_method
+
+    def blas_threads():
+        return [pool["num_threads"] for pool in threadpoolctl.threadpool_info()]
+
+    A = make_sparse_planted(3000, 120, 3, random_state=2).toarray().astype(np.int8)
+    core = np.ascontiguousarray(A[:60])
+    method_rng = np.random.default_rng(7)
+    again = portfolio_seeds(as_matrix(A), core, 3, method_rng, sampled=True)  # libraries load
+    before = blas_threads()
+    ahead = start_portfolio_seeds(as_matrix(A), core, 3, method_rng, sampled=True)
+    seed_set = ahead.result()
+    assert blas_threads() == before
+    names = [seed.name for seed in seed_set.seeds]
+    assert names == [seed.name for seed in again.seeds]
+    assert names[:3] == ["baseline", "thresholded", "penalized"] and "nmf-threshold" in names
+    for seed, twin in zip(seed_set.seeds, again.seeds, strict=True):
+        assert np.array_equal(seed.V, twin.V)
+    for seed in seed_set.seeds[:3]:  # each method's own answer, as one call by itself gives it
+        _, V = get_method(seed.name)(core, 3, random_state=copy.deepcopy(method_rng))
+        assert np.array_equal(seed.V, V)
+    assert np.array_equal(seed_set.sample, again.sample)
+
+
+def test_blas_gets_its_threads_back_when_the_core_solve_fails(monkeypatch):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    import gc
+
+    import bmfdsl.pipeline._factorize as pipeline
+
+    A = make_sparse_planted(3000, 120, 3, random_state=2)
+    factorize(A, 3, sample_rows="auto", random_state=0)  # libraries load
+    before = [pool["num_threads"] for pool in threadpoolctl.threadpool_info()]
+
+    def failing_solve(*args, **kwargs):
+        raise RuntimeError("solver crashed")
+
+    monkeypatch.setattr(pipeline, "_solve_compiled", failing_solve)
+    with pytest.raises(RuntimeError, match="solver crashed"):
+        factorize(A, 3, sample_rows="auto", random_state=0)
+    gc.collect()
+    assert [pool["num_threads"] for pool in threadpoolctl.threadpool_info()] == before

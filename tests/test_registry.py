@@ -433,3 +433,23 @@ def test_item12_listing_backends_imports_no_plugin_package(tmp_path, monkeypatch
     assert "bmfdsl_fake_loud_pkg" not in sys.modules and "BMFDSL_FAKE_LOUD" not in os.environ
     assert type(get_backend("loud")).__name__ == "PluginSampler"
     assert os.environ.get("BMFDSL_FAKE_LOUD") == "1"
+
+
+def test_entry_points_are_scanned_once_until_refreshed(monkeypatch):
+    scans = []
+    real_entry_points = importlib.metadata.entry_points
+
+    def counting_entry_points(**selection):
+        if "group" not in selection:  # numba's start reads every group
+            return real_entry_points(**selection)
+        scans.append(selection["group"])
+        return []
+
+    monkeypatch.setattr(registry.importlib.metadata, "entry_points", counting_entry_points)
+    for _ in range(3):
+        list_backends()
+        factorize(np.eye(3, dtype=int), 1, method="baseline", als=False)
+    assert scans.count("bmfdsl.backends") == 1 and scans.count("bmfdsl.methods") == 1
+    shared_registry.refresh_entry_points()
+    list_backends()
+    assert scans.count("bmfdsl.backends") == 2

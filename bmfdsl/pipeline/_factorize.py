@@ -46,12 +46,14 @@ from bmfdsl.pipeline._bounds import (
     start_bound,
 )
 from bmfdsl.pipeline._strategy import (
+    SeedsAhead,
     portfolio_seeds,
     repair_seed,
     repeats,
     sampled_core_params,
     screening_rows,
     shortlist,
+    start_portfolio_seeds,
     uses_portfolio,
 )
 from bmfdsl.registry import check_known_names, normalize_name
@@ -213,6 +215,7 @@ def factorize(
     rank_core = check_rank(rank, core.shape)
 
     progress.stage(f"{method_key} solve on {core.shape[0]}x{core.shape[1]}")
+    seeds_ahead: SeedsAhead | None = None
     if method_key == "qubo":
         model = objective.default_model(model)
         with timer("compile"):
@@ -227,6 +230,10 @@ def factorize(
             method_key, model, backend, one_hot, weights, objective.observed
         ):
             core_params = sampled_core_params(core_params, core.shape, rank_core)
+            if _time_limit_end(backend_params, started) is None:  # else none starts late
+                seeds_ahead = start_portfolio_seeds(  # in threads, beside the core solve
+                    data, core, rank_core, method_rng, sampled=True
+                )
         with timer("solve"):
             solution = _solve_compiled(compiled, backend, rng, core_params, device)
     else:
@@ -259,7 +266,10 @@ def factorize(
             info,
             deadline=time_limit_end,
             device=device,
+            seeds_ahead=seeds_ahead,
         )
+    elif seeds_ahead is not None:
+        seeds_ahead.close()
     U, V = orientation.factors(U, V)
     if not _integer_bmf(solution):
         proof = _unbounded(solution, U, V, error, certify)
@@ -537,10 +547,12 @@ def _best_of_seeds(
     info: dict[str, Any],
     deadline: float | None = None,
     device: str = "cpu",
+    seeds_ahead: SeedsAhead | None = None,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """The best full-data answer of the core solve's and the portfolio's seeds
     (:mod:`bmfdsl.pipeline._strategy`), each extended and polished as the core solve's was
-    (under a time limit: no seed is started after ``deadline``).
+    (under a time limit: no seed is started after ``deadline``). ``seeds_ahead``: the seeds
+    already started beside the core solve (the ``seeds`` stage then times only the wait).
 
     ``info["portfolio"]`` lists the seeds tried, the final error of each one finished on the
     full data (large data: those that beat the core's answer on the screening sample) and the
@@ -553,7 +565,11 @@ def _best_of_seeds(
     progress.stage("portfolio seeds")
     started = timer.timings()
     with timer("seeds"):
-        seed_set = portfolio_seeds(data, core, rank, method_rng, sampled=s is not None)
+        seed_set = (
+            seeds_ahead.result()
+            if seeds_ahead is not None
+            else portfolio_seeds(data, core, rank, method_rng, sampled=s is not None)
+        )
         finished_seeds = shortlist(seed_set, best_V)
     if finished_seeds and (deadline is None or time.perf_counter() <= deadline):
         # all finished together: a seed without U gets it by exact BLS from its V

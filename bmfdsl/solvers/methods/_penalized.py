@@ -20,18 +20,30 @@ without depending on nimfa (whose numpy-matrix code needs ``np.mat`` on numpy 2)
    ``||A - WH||²`` is compared with the previous check: an improvement below
    ``min_residuals``, or an increase, stops the loop.
 4. Final rounding (Zhang et al.; nimfa leaves this to the caller): entries ``>= 0.5`` become 1.
+
+The update is one fused numba pass per factor (the same IEEE operations as the numpy
+expressions); on sparse input (at most :data:`SPARSE_DENSITY` ones) ``WᵀA`` and ``AHᵀ`` are
+summed over the ones of ``A``, equal to BLAS's products up to the last bits.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numba
 import numpy as np
 
 from bmfdsl.errors import InvalidParameterError
 from bmfdsl.validation import check_binary_matrix, check_random_state, check_rank
 
 _EPS = float(np.finfo(np.float64).eps)
+#: Largest share of ones at which the data terms ``WᵀA`` and ``AHᵀ`` are summed over the ones
+#: of ``A`` (:meth:`bmfdsl.linalg.SparseMatrix.cross`, scipy's sums) rather than by dense BLAS
+#: products: penalized at 100 x 1,000, rank 5, 5% ones took 0.06 s instead of 0.13 s; beyond
+#: about 15% ones BLAS is faster. The sums differ from BLAS's in the last bits only; the rounded
+#: ``U``, ``V`` were the same on each of 154 instances tried (random at 2-12% ones, planted,
+#: the four UCI sets at k = 2, 5, 10), and tests compare them on more.
+SPARSE_DENSITY = 0.125
 
 
 def penalized(
@@ -128,6 +140,7 @@ def penalized_factors(
                 f"got {W.shape} and {H.shape}"
             )
     W, H = _nimfa_normalize(W, H)
+    sparse = sparse_products(A)
 
     penalty_w = penalty_h = 1.0 / max_iter if max_iter else 0.1
     previous = current = float(np.finfo(np.float64).max)
@@ -141,14 +154,10 @@ def penalized_factors(
                 break
         if testing:
             previous = current
-        H = H * _eps_ratio(
-            W.T @ A + 3.0 * penalty_h * H * H,
-            (W.T @ W) @ H + 2.0 * penalty_h * _cube(H + _EPS) + penalty_h * H,
-        )
-        W = W * _eps_ratio(
-            A @ H.T + 3.0 * penalty_w * W * W,
-            W @ (H @ H.T) + 2.0 * penalty_w * _cube(W + _EPS) + penalty_w * W,
-        )
+        data_h = W.T @ A if sparse is None else sparse[1].cross(W).T
+        H = _penalized_update(H, data_h, (W.T @ W) @ H, penalty_h)
+        data_w = A @ H.T if sparse is None else sparse[0].cross(H.T)
+        W = _penalized_update(W, data_w, W @ (H @ H.T), penalty_w)
         penalty_h *= lambda_h
         penalty_w *= lambda_w
         np.maximum(H, _EPS, out=H)  # avoid underflow to 0 (a fixed point of the updates)
@@ -160,16 +169,55 @@ def penalized_factors(
     return W, H
 
 
-def _cube(values: np.ndarray) -> np.ndarray:
-    """``values³`` by two products: several times faster than the generic ``power``."""
-    return values * values * values
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _penalized_update(
+    factor: np.ndarray, data_term: np.ndarray, model_term: np.ndarray, penalty: float
+) -> np.ndarray:
+    """One multiplicative update of ``factor`` (``H`` or ``W``), element by element:
+    ``F ∘ (D + 3λ F∘F) / (M + 2λ (F+eps)³ + λ F)`` with ``D`` the data term (``WᵀA`` or
+    ``AHᵀ``) and ``M`` the model term (``WᵀWH`` or ``WHHᵀ``); exact zeros in numerator and
+    denominator become eps (as nimfa's ``elop``).
+
+    The same IEEE operations in the same order as the numpy expression
+    ``F * ((D + 3.0 * λ * F * F) / (M + 2.0 * λ * (F + eps) ** 3 + λ * F))`` (the cube as
+    two products), so the same bits, in one pass instead of a dozen temporaries: the numpy
+    form spent most of its time in their overhead at the cores the pipeline hands it.
+    """
+    updated = np.empty(factor.shape)
+    triple = 3.0 * penalty
+    double = 2.0 * penalty
+    for i in range(factor.shape[0]):
+        for j in range(factor.shape[1]):
+            value = factor[i, j]
+            numerator = data_term[i, j] + triple * value * value
+            shifted = value + _EPS
+            denominator = model_term[i, j] + double * (shifted * shifted * shifted)
+            denominator = denominator + penalty * value
+            if numerator == 0:
+                numerator = _EPS
+            if denominator == 0:
+                denominator = _EPS
+            updated[i, j] = value * (numerator / denominator)
+    return updated
 
 
-def _eps_ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
-    """Element-wise ratio with exact zeros replaced by eps (as nimfa's ``elop``)."""
-    numerator[numerator == 0] = _EPS
-    denominator[denominator == 0] = _EPS
-    return numerator / denominator
+def sparse_products(A: np.ndarray) -> tuple[Any, Any] | None:
+    """For a 0/1 ``A`` with at most :data:`SPARSE_DENSITY` ones: ``A`` and ``Aᵀ`` as sparse
+    patterns whose ``cross(F)`` is ``A F`` summed over the ones (scipy's sums); else ``None``
+    (dense BLAS products are faster, or ``A`` holds other values).
+
+    >>> sparse_products(np.eye(2)) is None, sparse_products(np.eye(9))[0].cross(np.ones((9, 1)))[0]
+    (True, array([1.]))
+    """
+    ones = np.count_nonzero(A)
+    if ones > SPARSE_DENSITY * A.size or ones != np.count_nonzero(A == 1):
+        return None
+    import scipy.sparse
+
+    from bmfdsl.linalg import SparseMatrix
+
+    pattern = scipy.sparse.csr_array(A.astype(np.int8))
+    return SparseMatrix(pattern), SparseMatrix(pattern.T.tocsr())
 
 
 def _nimfa_normalize(W: np.ndarray, H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

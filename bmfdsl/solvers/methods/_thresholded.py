@@ -15,6 +15,7 @@ import numba
 import numpy as np
 
 from bmfdsl.errors import InvalidParameterError
+from bmfdsl.solvers.methods._penalized import sparse_products
 from bmfdsl.validation import check_binary_matrix, check_random_state, check_rank
 
 _EPS = float(np.finfo(np.float64).eps)
@@ -33,7 +34,10 @@ def nmf(
     Frobenius loss; ``W`` (``m x r``) and ``H`` (``r x n``) start uniform on
     ``[0, sqrt(mean(A) / r))`` (scikit-learn's ``init="random"`` scale) and take a fixed
     number of updates ``H ← H ∘ (WᵀA) / (WᵀWH)``, ``W ← W ∘ (AHᵀ) / (WHHᵀ)`` (denominators
-    floored at 1e-12, entries floored at machine epsilon). Same seed, same factors.
+    floored at 1e-12, entries floored at machine epsilon). On a 0/1 ``A`` with at most
+    ``SPARSE_DENSITY`` ones (see :func:`~bmfdsl.solvers.methods._penalized.sparse_products`)
+    ``WᵀA`` and ``AHᵀ`` are summed over its ones: BLAS's products up to the last bits, in
+    about half the time (100 x 1,000, 5% ones). Same seed, same factors.
 
     >>> W, H = nmf(np.eye(2), 2, random_state=0)
     >>> bool(np.abs(W @ H - np.eye(2)).max() < 0.01)
@@ -45,9 +49,12 @@ def nmf(
     scale = np.sqrt(max(A.mean(), 1e-12) / rank)
     W = rng.uniform(0.0, scale, (m, rank))
     H = rng.uniform(0.0, scale, (rank, n))
+    sparse = sparse_products(A)  # 0/1 and sparse: products over the ones, as penalized
     for _ in range(iterations):
-        H *= (W.T @ A) / np.maximum((W.T @ W) @ H, 1e-12)
-        W *= (A @ H.T) / np.maximum(W @ (H @ H.T), 1e-12)
+        data_h = W.T @ A if sparse is None else sparse[1].cross(W).T
+        H *= data_h / np.maximum((W.T @ W) @ H, 1e-12)
+        data_w = A @ H.T if sparse is None else sparse[0].cross(H.T)
+        W *= data_w / np.maximum(W @ (H @ H.T), 1e-12)
         # Entries drifting to 0 would turn subnormal (very slow arithmetic); keep them at eps.
         np.maximum(H, _EPS, out=H)
         np.maximum(W, _EPS, out=W)
@@ -124,7 +131,7 @@ def threshold_search(A: Any, W: Any, H: Any) -> tuple[np.ndarray, np.ndarray]:
     return U.reshape(m, rank), np.ascontiguousarray(H_binary.reshape(rank, n).T)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)  # the seed portfolio runs it beside other seeds
 def _search(
     A_columns: np.ndarray,
     w_rows: np.ndarray,

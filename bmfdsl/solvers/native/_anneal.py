@@ -46,7 +46,7 @@ def row_codes(rank: int, exactly_one: bool) -> tuple[np.ndarray, np.ndarray]:
     return codes, np.array(flip_bit, dtype=np.int64)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def total_error(A: np.ndarray, U: np.ndarray, V: np.ndarray) -> np.int64:
     """``||A - U Vᵀ||²_F`` as an exact integer."""
     m, n = A.shape
@@ -62,7 +62,7 @@ def total_error(A: np.ndarray, U: np.ndarray, V: np.ndarray) -> np.int64:
     return err
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _resample_rows(
     B: np.ndarray,
     G: np.ndarray,
@@ -135,19 +135,19 @@ def _resample_rows(
     return total
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _half_sweep_u(A, At, U, V, codes_u, flips_u, temperature):
     B = dense_cross(A, V)
     return _resample_rows(B, gram(V), U, codes_u, flips_u, temperature)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _half_sweep_v(A, At, U, V, codes_v, flips_v, temperature):
     B = dense_cross(At, U)
     return _resample_rows(B, gram(U), V, codes_v, flips_v, temperature)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def anneal_replicas(
     A: np.ndarray,
     U: np.ndarray,
@@ -252,7 +252,7 @@ def als_polish(
     return np.int64(error), int(solves)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def bls_step(
     A: np.ndarray, At: np.ndarray, U: np.ndarray, V: np.ndarray, codes: np.ndarray, solve_u: bool
 ) -> np.int64:
@@ -266,7 +266,7 @@ def bls_step(
     return np.int64(solve_rows_exact(At, U, codes, V, True))
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def rank1_anneal(
     A: np.ndarray, v: np.ndarray, temperatures: np.ndarray, seed: int
 ) -> tuple[np.ndarray, np.int64]:

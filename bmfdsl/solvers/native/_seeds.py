@@ -20,6 +20,7 @@ restart) stays as it was; :func:`seed_work` is their price in the cost model's u
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -53,14 +54,42 @@ def one_blas_thread() -> contextlib.AbstractContextManager[Any]:
     5.2 s on two threads, 0.2 s on one, at load 7 on two cores). Without ``threadpoolctl``
     (it comes with scikit-learn) BLAS keeps its own setting.
 
+    BLAS's thread count is one setting per process, so the contexts nest across threads: the
+    first one entered sets it, the last one left restores it (the seed portfolio runs its seeds
+    in threads, each of which may enter it again).
+
     >>> with one_blas_thread():
-    ...     pass
+    ...     with one_blas_thread():
+    ...         pass
     """
+    return _one_blas_thread()
+
+
+_blas_limit_lock = threading.Lock()
+_blas_limit_users = 0  # contexts entered and not yet left, in every thread
+_blas_limit: Any = None  # threadpoolctl's limits while any context is entered
+
+
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    global _blas_limit_users, _blas_limit
+    with _blas_limit_lock:
+        if _blas_limit_users == 0:
+            try:
+                from threadpoolctl import threadpool_limits
+            except ImportError:  # pragma: no cover - the optional package is absent
+                pass
+            else:
+                _blas_limit = threadpool_limits(limits=1, user_api="blas")
+        _blas_limit_users += 1
     try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - the optional package is absent
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
+        yield
+    finally:
+        with _blas_limit_lock:
+            _blas_limit_users -= 1
+            if _blas_limit_users == 0 and _blas_limit is not None:
+                _blas_limit.restore_original_limits()
+                _blas_limit = None
 
 
 def threshold_rows(shape: tuple[int, int], rank: int) -> int:
