@@ -37,6 +37,7 @@ from bmfdsl.linalg import (
     start_kernels,
 )
 from bmfdsl.pipeline._bounds import (
+    BoundJob,
     LowerBound,
     Proof,
     certificate_error,
@@ -216,6 +217,7 @@ def factorize(
 
     progress.stage(f"{method_key} solve on {core.shape[0]}x{core.shape[1]}")
     seeds_ahead: SeedsAhead | None = None
+    bound_job: BoundJob | None = None
     if method_key == "qubo":
         model = objective.default_model(model)
         with timer("compile"):
@@ -234,6 +236,8 @@ def factorize(
                 seeds_ahead = start_portfolio_seeds(  # in threads, beside the core solve
                     data, core, rank_core, method_rng, sampled=True
                 )
+                if mask is None:  # the portfolio's model is integer BMF: its bound is known
+                    bound_job = start_bound(whole, rank)  # early, so done by the finish
         with timer("solve"):
             solution = _solve_compiled(compiled, backend, rng, core_params, device)
     else:
@@ -241,11 +245,8 @@ def factorize(
             solution = _solve_by_method(method_key, core, rank_core, rng)
     info.update(solution.info)
     time_limit_end = _time_limit_end(backend_params, started)
-    bound_job = (  # the spectral bound, computed while the full data is solved (same number)
-        start_bound(whole, rank)
-        if _integer_bmf(solution) and mask is None and time_limit_end is None
-        else None
-    )
+    if bound_job is None and _integer_bmf(solution) and mask is None and time_limit_end is None:
+        bound_job = start_bound(whole, rank)  # computed while the full data is solved
     U, V, error = _extend_and_polish(
         data, solution, objective, s is not None, side, als, timer, info, time_limit_end, device
     )
