@@ -325,17 +325,23 @@ def pattern_quadratic_forms(indptr: np.ndarray, indices: np.ndarray, M: np.ndarr
     rows = indptr.shape[0] - 1
     out = np.zeros(rows)
     for i in range(rows):
-        start, stop = indptr[i], indptr[i + 1]
-        total = 0.0
-        for p in range(start, stop):
-            j = indices[p]
-            total += M[j, j]
-            pairs = 0.0
-            for q in range(p + 1, stop):
-                pairs += M[j, indices[q]]
-            total += 2.0 * pairs
-        out[i] = total
+        out[i] = _pairs_quadratic(M, indices, indptr[i], indptr[i + 1])
     return out
+
+
+@numba.njit(cache=True)
+def _pairs_quadratic(M: np.ndarray, ones: np.ndarray, start: int, stop: int) -> float:
+    """``a M aᵀ`` for a 0/1 row ``a`` whose ones are ``ones[start:stop]``: the diagonal terms
+    and twice each pair's, in one fixed order (the sparse and dense kernels share it)."""
+    total = 0.0
+    for p in range(start, stop):
+        j = ones[p]
+        total += M[j, j]
+        pairs = 0.0
+        for q in range(p + 1, stop):
+            pairs += M[j, ones[q]]
+        total += 2.0 * pairs
+    return total
 
 
 @numba.njit(cache=True)
@@ -736,13 +742,5 @@ def dense_quadratic_forms(block: np.ndarray, M: np.ndarray) -> np.ndarray:
             if block[i, j] != 0:
                 ones[count] = j
                 count += 1
-        total = 0.0
-        for p in range(count):
-            j = ones[p]
-            total += M[j, j]
-            pairs = 0.0
-            for q in range(p + 1, count):
-                pairs += M[j, ones[q]]
-            total += 2.0 * pairs
-        out[i] = total
+        out[i] = _pairs_quadratic(M, ones, 0, count)
     return out

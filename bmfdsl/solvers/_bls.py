@@ -202,13 +202,7 @@ def solve_bls_with_error(
             f"V must have one row per column of A: A is {m}x{n} but V has "
             f"{V.shape[0]} rows; pass V of shape ({n}, rank)"
         )
-    options: dict[str, Any] = {
-        "one_hot": one_hot,
-        "chunk_rows": _check_chunk_rows(chunk_rows),
-        "backend": backend,
-        "backend_params": backend_params,
-        "device": check_device(device),
-    }
+    options = _solve_options(one_hot, chunk_rows, backend, backend_params, device)
     if isinstance(data, DaskMatrix):  # (blocks start from zero: no start per block)
         return _solve_blockwise(data, V, options)
     U, error, _ = _solve_in_memory(data, [V], [_check_start(start, (m, V.shape[1]))], options)[0]
@@ -253,13 +247,7 @@ def solve_bls_many(
         raise InvalidParameterError(
             f"starts must give one start (or None) per V: {len(factors)}; got {len(starts)}"
         )
-    options: dict[str, Any] = {
-        "one_hot": one_hot,
-        "chunk_rows": _check_chunk_rows(chunk_rows),
-        "backend": backend,
-        "backend_params": backend_params,
-        "device": check_device(device),
-    }
+    options = _solve_options(one_hot, chunk_rows, backend, backend_params, device)
     if isinstance(data, DaskMatrix):  # (blocks start from zero: no start per block)
         return _solve_blocks_and_cross(data, factors, options)
     rank = ranks.pop()
@@ -597,6 +585,19 @@ def _check_start(start: Any, shape: tuple[int, int]) -> np.ndarray | None:
     if codes.shape != shape:
         raise InvalidMatrixError(f"start must be {shape[0]} x {shape[1]}; got {codes.shape}")
     return np.ascontiguousarray(codes, dtype=np.int8)
+
+
+def _solve_options(
+    one_hot: bool, chunk_rows: Any, backend: Any, backend_params: Any, device: Any
+) -> dict[str, Any]:
+    """The checked keyword arguments every in-memory and blockwise solve passes on."""
+    return {
+        "one_hot": one_hot,
+        "chunk_rows": _check_chunk_rows(chunk_rows),
+        "backend": backend,
+        "backend_params": backend_params,
+        "device": check_device(device),
+    }
 
 
 def _check_chunk_rows(chunk_rows: int | None) -> int | None:
