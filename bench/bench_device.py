@@ -8,9 +8,11 @@ CPU path's compiled kernels). The start is the planted ``V₀`` with 10% of its 
 BLS solves ``U`` for it on all rows (timed as ``bls``), then ALS polishes from that pair
 (timed as ``als``: at most 20 solves, stop after 2 without gain). Every device must give the
 CPU's ``U``, ``V``, error and ALS history; the script stops with an error otherwise.
+``--factorize ROWS`` also times the whole default ``factorize(A, r, sample_rows="auto",
+random_state=0, device=D)`` on the ``ROWS x 500`` instance, whose full-data stages run on D.
 
     .venv/bin/python bench/bench_device.py
-    python bench/bench_device.py --rows 1000000 100000 500   # on a machine with a GPU
+    python bench/bench_device.py --rows 1000000 100000 500 --factorize 1000000  # with a GPU
 
 Writes ``bench/results/device.json`` and ``bench/results/device.md`` (``--name`` changes it).
 Timings are wall seconds of one run each, taken on whatever else the machine is running.
@@ -32,6 +34,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np
 from _machine import machine, write_results
 
+from bmfdsl import factorize
 from bmfdsl.errors import BackendUnavailableError
 from bmfdsl.linalg import get_array_module
 from bmfdsl.solvers import als, solve_bls_with_error
@@ -90,14 +93,31 @@ def run(A: np.ndarray, V_start: np.ndarray, device: str) -> dict[str, Any]:
     }
 
 
+def run_factorize(A: np.ndarray, rank: int, device: str) -> dict[str, Any]:
+    synchronize(device)
+    started = time.perf_counter()
+    result = factorize(A, rank, sample_rows="auto", random_state=0, device=device)
+    synchronize(device)
+    timings = result.info["timings"]
+    return {
+        "seconds": round(time.perf_counter() - started, 3),
+        "error": result.error,
+        "stages": {k: round(v, 3) for k, v in timings.items() if isinstance(v, float)},
+        "U": result.U,
+        "V": result.V,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 100_000, 500])
     parser.add_argument("--columns", type=int, default=500)
+    parser.add_argument("--factorize", type=int, nargs="*", default=[], metavar="ROWS")
     parser.add_argument("--name", default="device")
     args = parser.parse_args()
     found = devices()
     rows_out = []
+    factorize_rows: list[dict[str, Any]] = []
     for m in args.rows:
         rank = 8 if m * args.columns <= 2**18 else 10
         A, V0 = planted(m, args.columns, rank, seed=m)
@@ -130,14 +150,45 @@ def main() -> None:
                     **{k: v for k, v in result.items() if k not in ("U", "V", "bls_U")},
                 }
             )
+        if m in args.factorize:
+            factorize_rows += factorize_on_devices(A, rank, found)
         del A
     payload = {
         "command": "python " + " ".join(sys.argv),
         "devices": found,
         "environment": machine(os.environ["OPENBLAS_NUM_THREADS"], gpu="gpu" in found),
         "rows": rows_out,
+        "factorize": factorize_rows,
     }
     write_results(OUT, args.name, payload, report(payload), indent=1)
+
+
+def factorize_on_devices(A: np.ndarray, rank: int, found: list[str]) -> list[dict[str, Any]]:
+    """The whole default run on each device; every device must give the CPU's answer."""
+    for device in found:  # compile and transfer code paths once, outside the timing
+        run_factorize(A[:20_000], rank, device)
+    rows: list[dict[str, Any]] = []
+    reference: dict[str, Any] | None = None
+    for device in found:
+        print(f"factorize {A.shape[0]} x {A.shape[1]}, r = {rank}: {device}", flush=True)
+        result = run_factorize(A, rank, device)
+        reference = reference or result
+        same = np.array_equal(result["U"], reference["U"]) and np.array_equal(
+            result["V"], reference["V"]
+        )
+        if not same:
+            raise SystemExit(f"factorize on {device!r} differs from the CPU")
+        rows.append(
+            {
+                "rows": A.shape[0],
+                "columns": A.shape[1],
+                "rank": rank,
+                "device": device,
+                "equal_to_cpu": same,
+                **{k: v for k, v in result.items() if k not in ("U", "V")},
+            }
+        )
+    return rows
 
 
 def report(payload: dict[str, Any]) -> str:
@@ -183,6 +234,26 @@ def report(payload: dict[str, Any]) -> str:
         "errors come back.",
         "",
     ]
+    if payload["factorize"]:
+        lines += [
+            "## The whole default run",
+            "",
+            '`factorize(A, r, sample_rows="auto", random_state=0, device=D)`: the core solve '
+            "and its seeds run on the CPU whatever D is; the full-data BLS and ALS of every "
+            "candidate run on D. Seconds: wall, and the stages that D changes.",
+            "",
+            "| rows x columns | r | device | seconds | BLS s | ALS s | error | equal to cpu |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for row in payload["factorize"]:
+            stages = row["stages"]
+            lines.append(
+                f"| {row['rows']:,} x {row['columns']} | {row['rank']} | {row['device']} | "
+                f"{row['seconds']:.2f} | {stages.get('bls', 0.0):.2f} | "
+                f"{stages.get('als', 0.0):.2f} | {row['error']:,} | "
+                f"{'yes' if row['equal_to_cpu'] else 'NO'} |"
+            )
+        lines.append("")
     return "\n".join(lines)
 
 

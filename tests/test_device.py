@@ -20,7 +20,7 @@ from bmfdsl import factorize
 from bmfdsl.apps import BinaryMatrixFactorization, main
 from bmfdsl.errors import BackendUnavailableError, UnknownNameError
 from bmfdsl.linalg import _device as device_module
-from bmfdsl.linalg import as_matrix, first_minimum
+from bmfdsl.linalg import as_matrix, first_minimum, get_array_module
 from bmfdsl.solvers import als, solve_bls_with_error
 from bmfdsl.solvers._bls import solve_bls_from_stats
 
@@ -238,3 +238,43 @@ def test_an_unknown_device_lists_the_valid_ones():
     ):
         with pytest.raises(UnknownNameError, match="known devices: 'cpu', 'gpu', 'numpy'"):
             call()
+
+
+def _cuda_gpu() -> bool:
+    """Whether CuPy and a CUDA device are here (never in CI: these tests run on a GPU machine)."""
+    try:
+        get_array_module("gpu")
+    except BackendUnavailableError:
+        return False
+    return True
+
+
+needs_cuda = pytest.mark.skipif(
+    not _cuda_gpu(), reason='needs CuPy and a CUDA GPU (pip install "bmfdsl[gpu]")'
+)
+
+
+@needs_cuda
+@pytest.mark.parametrize("rank", [3, 9, 13])
+def test_a_real_gpu_gives_the_cpu_answer(rank):
+    rng = np.random.default_rng(rank)
+    A = _planted(rng, 3000, 60, rank)
+    U, V = _random(rng, (3000, rank), 0.3), _random(rng, (60, rank), 0.3)
+    U_gpu, error_gpu = solve_bls_with_error(A, V, device="gpu")
+    U_cpu, error_cpu = solve_bls_with_error(A, V)
+    assert np.array_equal(U_gpu, U_cpu) and error_gpu == error_cpu
+    assert error_cpu == _brute_force_error(A, V)
+    cpu, gpu = als(A, U, V), als(A, U, V, device="gpu")
+    assert gpu.history == cpu.history and np.array_equal(gpu.V, cpu.V)
+    assert np.array_equal(gpu.U, cpu.U)
+
+
+@needs_cuda
+def test_factorize_on_a_real_gpu_equals_the_cpu():
+    A = _planted(np.random.default_rng(7), 4000, 40, 4)
+    sparse = scipy.sparse.csr_matrix(A)
+    for data in (A, sparse):
+        cpu = factorize(data, 4, sample_rows=60, random_state=2)
+        gpu = factorize(data, 4, sample_rows=60, random_state=2, device="gpu")
+        assert np.array_equal(gpu.U, cpu.U) and np.array_equal(gpu.V, cpu.V)
+        assert gpu.error == cpu.error and gpu.info["device"] == "gpu"
