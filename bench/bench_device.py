@@ -66,6 +66,12 @@ def devices() -> list[str]:
     return found
 
 
+def gpu_name() -> str:
+    cupy = get_array_module("gpu")
+    name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
+    return f"{name.decode() if isinstance(name, bytes) else name} (CuPy {cupy.__version__})"
+
+
 def synchronize(device: str) -> None:
     if device == "gpu":
         get_array_module("gpu").cuda.Device().synchronize()
@@ -157,6 +163,7 @@ def main() -> None:
         "command": "python " + " ".join(sys.argv),
         "devices": found,
         "environment": machine(os.environ["OPENBLAS_NUM_THREADS"], gpu="gpu" in found),
+        "gpu_name": gpu_name() if "gpu" in found else None,
         "rows": rows_out,
         "factorize": factorize_rows,
     }
@@ -194,7 +201,7 @@ def factorize_on_devices(A: np.ndarray, rank: int, found: list[str]) -> list[dic
 def report(payload: dict[str, Any]) -> str:
     env = payload["environment"]
     gpu_note = (
-        "A CUDA GPU was available: the `gpu` rows ran on it."
+        f"A CUDA GPU was available, {payload.get('gpu_name')}: the `gpu` rows ran on it."
         if env["gpu"]
         else "**No GPU was available for this run**: the `gpu` device has no rows; `numpy` is "
         "the array path the GPU runs (the same code with CuPy as the array module)."
