@@ -293,12 +293,15 @@ def _fake_entry_points(monkeypatch, group, name, value, dist="third-party-bmf"):
     entry_point = types.SimpleNamespace(
         name=name, value=value, dist=types.SimpleNamespace(name=dist)
     )
+    real = importlib.metadata.entry_points
+
+    def entry_points(**kwargs):
+        if "group" not in kwargs:  # numba's first compile scans every group for its own
+            return real(**kwargs)
+        return [entry_point] if kwargs["group"] == group else []
+
     monkeypatch.setattr(shared_registry, "_warned_clashes", set())
-    monkeypatch.setattr(
-        importlib.metadata,
-        "entry_points",
-        lambda *, group_=group, **kwargs: [entry_point] if kwargs["group"] == group_ else [],
-    )
+    monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
 
 
 def test_third_party_models_come_from_entry_points(tmp_path, monkeypatch):
