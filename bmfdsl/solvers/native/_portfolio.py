@@ -370,8 +370,9 @@ def _stop_rule(
     """The rule that stops the search before the next restart, if one does.
 
     A restart starts only while one like the last of its kind (``expected_work``,
-    ``expected_seconds``) still fits the budget. Both patience rules ask for at least as
-    much search since the last improvement as it took to get there (restarts, work units).
+    ``expected_seconds``) still fits the budget, and after the first, the work patience.
+    Both patience rules grant at least as much search since the last improvement as it took
+    to get there (restarts, work units).
     """
     settings = solver.settings
     restarts = progress.restarts
@@ -385,9 +386,13 @@ def _stop_rule(
         settings.patience, progress.last_improvement
     ):
         return "patience"
-    stalled_work = solver.budget.work - progress.work_at_improvement
-    if settings.work_patience is not None and stalled_work >= max(
-        settings.work_patience, progress.work_at_improvement
+    # like the budget, the patience takes a restart only while one like the last fits it
+    # (the first always runs: at rank 10 one can cost more than the patience)
+    stalled_work = solver.budget.work - progress.work_at_improvement + expected_work
+    if (
+        settings.work_patience is not None
+        and restarts > 0
+        and stalled_work > max(settings.work_patience, progress.work_at_improvement)
     ):
         return "work_patience"
     return None

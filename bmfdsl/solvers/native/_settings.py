@@ -210,7 +210,7 @@ def portfolio_work_patience(shape: tuple[int, int]) -> float:
     and the repair step, so restarts that stopped improving give way early. On the UCI sets
     at ranks 2, 5 and 10 every improvement came within this much work of the one before it
     (the widest gap: 0.9e9 units, heart at rank 2), so the answers are the same, and the
-    solve ends after 1.1-2.0e9 units instead of 2.3-3.0e9 (lymp at rank 5, still improving
+    solve ends after 0.8-1.9e9 units instead of 2.3-3.0e9 (lymp at rank 5, still improving
     at 2.3e9, uses its whole budget).
 
     >>> portfolio_work_patience((30, 30))
