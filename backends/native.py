@@ -78,6 +78,9 @@ _DESCRIPTIONS = {
     "num_solutions": f"distinct solutions returned, best first {_default('num_solutions')}",
     "patience": "stop after this many restarts without improvement, and at least as many "
     f"as it took to find the best; math.inf: never stop early {_default('patience')}",
+    "work_patience": "stop once the restarts since the last improvement spent this many "
+    "work units and at least as many as it took to find the best (default: no such stop; "
+    "the default factorize sets it for its core solve)",
 }
 
 
@@ -124,6 +127,7 @@ class NativeSampler(StructuredSampler):
         max_enumeration: int | None = None,
         num_solutions: int | None = None,
         patience: int | None = None,
+        work_patience: float | None = None,
     ) -> dimod.SampleSet:
         """Solve the BMF of ``structure``; solutions best first, energy = objective.
 
@@ -151,6 +155,7 @@ class NativeSampler(StructuredSampler):
             "max_solves": max_solves,
             "max_enumeration": max_enumeration,
             "patience": patience,
+            "work_patience": work_patience,
         }
         weights = structure.effective_weights
         if not structure.is_integer_bmf:

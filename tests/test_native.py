@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -335,6 +336,7 @@ def test_native_passes_the_structured_conformance_kit():
         "max_enumeration": 1000,
         "num_solutions": 2,
         "patience": 3,
+        "work_patience": 1e8,
     }
     check_structured_sampler(
         NativeSampler(), example_values=examples, sample_params={"num_reads": 3}
@@ -395,6 +397,30 @@ def test_patience_stops_a_stalled_search_early():
     assert not full.info["stopped_early"] and full.info["restarts"] == 40
     with pytest.raises(InvalidParameterError, match="patience"):
         NativeSettings(patience=0)
+
+
+def test_work_patience_stops_a_stalled_search_by_counted_work():
+    A = make_bernoulli(40, 30, 0.5, random_state=5)
+    settings = NativeSettings(patience=None, work_limit=3e9, work_patience=2e8)
+    stalled = solve_bmf(A, 4, seed=0, settings=settings)
+    assert stalled.info["stopped_by"] == "work_patience" and stalled.info["stopped_early"]
+    units = stalled.info["work"]["units"]
+    assert units < 3e9
+    # counted, not timed: the same seed stops after the same restarts with the same answer
+    again = solve_bmf(A, 4, seed=0, settings=settings)
+    assert again.info["work"] == stalled.info["work"]
+    assert again.solutions[0][2] == stalled.solutions[0][2]
+    assert np.array_equal(again.solutions[0][0], stalled.solutions[0][0])
+    # without the rule the same search runs on, through the same restarts first
+    whole = solve_bmf(A, 4, seed=0, settings=NativeSettings(patience=None, work_limit=3e9))
+    assert whole.info["stopped_by"] == "work_limit"
+    assert whole.info["restarts"] > stalled.info["restarts"]
+    assert whole.solutions[0][2] <= stalled.solutions[0][2]
+    # a larger patience never stops earlier
+    later = solve_bmf(A, 4, seed=0, settings=replace(settings, work_patience=6e8))
+    assert later.info["restarts"] >= stalled.info["restarts"]
+    with pytest.raises(InvalidParameterError, match="work_patience"):
+        NativeSettings(work_patience=-1.0)
 
 
 def test_the_backend_can_ask_for_the_whole_budget():

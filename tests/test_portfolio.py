@@ -264,6 +264,31 @@ def test_a_sampled_core_gets_a_budget_sized_from_it_unless_the_caller_sets_one()
     assert unsampled.info["backend_info"]["work"]["limit"] == auto_work_limit((30, 20))
 
 
+def test_the_portfolio_core_stops_stalled_restarts_by_a_patience_sized_from_it():
+    import math
+
+    from bmfdsl.solvers.native import auto_work_limit, portfolio_work_patience
+
+    # the patience grows with the instance (the default budget does, beyond 300,000 cells)
+    assert portfolio_work_patience((30, 20)) < portfolio_work_patience((2000, 1000))
+    assert portfolio_work_patience((30, 20)) < auto_work_limit((30, 20))
+    A = (np.random.default_rng(4).random((60, 25)) < 0.4).astype(np.int8)
+    result = factorize(A, 4, random_state=0)
+    backend = result.info["backend_info"]
+    assert backend["settings"]["work_patience"] == portfolio_work_patience((60, 25))
+    assert backend["work"]["limit"] == auto_work_limit((60, 25))  # the budget is unchanged
+    again = factorize(A, 4, random_state=0)  # counted: the same stop, the same answer
+    assert again.info["backend_info"]["work"] == backend["work"]
+    assert again.error == result.error and np.array_equal(again.U, result.U)
+    # the caller's patience (math.inf: never stop early) turns the rule off
+    whole = factorize(A, 4, random_state=0, patience=math.inf)
+    assert whole.info["backend_info"]["settings"]["work_patience"] is None
+    assert whole.info["backend_info"]["restarts"] >= backend["restarts"]
+    # and only the portfolio's core solve gets it: a named backend keeps its defaults
+    named = factorize(A, 4, random_state=0, backend="native")
+    assert named.info["backend_info"]["settings"]["work_patience"] is None
+
+
 def test_the_repair_swaps_in_a_small_block_every_start_missed():
     from bmfdsl.pipeline._strategy import repair_seed
 

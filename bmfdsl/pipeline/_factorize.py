@@ -48,10 +48,10 @@ from bmfdsl.pipeline._bounds import (
 )
 from bmfdsl.pipeline._strategy import (
     SeedsAhead,
+    portfolio_core_params,
     portfolio_seeds,
     repair_seed,
     repeats,
-    sampled_core_params,
     screening_rows,
     shortlist,
     start_portfolio_seeds,
@@ -228,11 +228,12 @@ def factorize(
             _check_transposable(compiled[0])
         method_rng = copy.deepcopy(rng)  # the state method=... would hand its method
         core_params = dict(backend_params)
-        if s is not None and uses_portfolio(
-            method_key, model, backend, one_hot, weights, objective.observed
-        ):
-            core_params = sampled_core_params(core_params, core.shape, rank_core)
-            if _time_limit_end(backend_params, started) is None:  # else none starts late
+        if uses_portfolio(method_key, model, backend, one_hot, weights, objective.observed):
+            core_params = portfolio_core_params(
+                core_params, core.shape, rank_core, sampled=s is not None
+            )
+            # a sampled core's seeds start beside it (under a time limit none starts late)
+            if s is not None and _time_limit_end(backend_params, started) is None:
                 seeds_ahead = start_portfolio_seeds(  # in threads, beside the core solve
                     data, core, rank_core, method_rng, sampled=True
                 )

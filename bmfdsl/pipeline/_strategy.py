@@ -109,24 +109,34 @@ def uses_portfolio(
     )
 
 
-def sampled_core_params(
-    backend_params: dict[str, Any], shape: tuple[int, int], rank: int
+def portfolio_core_params(
+    backend_params: dict[str, Any], shape: tuple[int, int], rank: int, *, sampled: bool
 ) -> dict[str, Any]:
-    """The native solver's parameters for a sampled core in the portfolio: the caller's,
-    with a work budget sized from the core (:func:`~bmfdsl.solvers.native.
-    sampled_core_work_limit`, the core being one seed among several) unless the caller set
-    the budget (``work_limit``, ``time_limit`` or ``num_reads``).
+    """The native solver's parameters for the core solve of the portfolio: the caller's,
+    plus the budget of a core that is one seed among several. A sampled core gets a work
+    budget sized from the core (:func:`~bmfdsl.solvers.native.sampled_core_work_limit`)
+    unless the caller set the budget (``work_limit``, ``time_limit`` or ``num_reads``); any
+    core stops its restarts once they stall for
+    :func:`~bmfdsl.solvers.native.portfolio_work_patience` work units (counted, so the same
+    seed gives the same answer), unless the caller set the budget or a patience.
 
-    >>> sampled_core_params({"num_reads": 3}, (100, 1000), 5)
+    >>> portfolio_core_params({"num_reads": 3}, (100, 1000), 5, sampled=True)
     {'num_reads': 3}
-    >>> sorted(sampled_core_params({}, (100, 1000), 5))
-    ['work_limit']
+    >>> sorted(portfolio_core_params({}, (100, 1000), 5, sampled=True))
+    ['work_limit', 'work_patience']
+    >>> sorted(portfolio_core_params({"patience": 5}, (100, 17), 5, sampled=False))
+    ['patience']
     """
-    from bmfdsl.solvers.native import sampled_core_work_limit
+    from bmfdsl.solvers.native import portfolio_work_patience, sampled_core_work_limit
 
-    if any(name in backend_params for name in ("work_limit", "time_limit", "num_reads")):
-        return dict(backend_params)
-    return {**backend_params, "work_limit": sampled_core_work_limit(shape, rank)}
+    params = dict(backend_params)
+    if any(name in params for name in ("work_limit", "time_limit", "num_reads")):
+        return params
+    if sampled:
+        params["work_limit"] = sampled_core_work_limit(shape, rank)
+    if not any(name in params for name in ("patience", "work_patience")):
+        params["work_patience"] = portfolio_work_patience(shape)
+    return params
 
 
 def structure_sample_rows(shape: tuple[int, int], rank: int) -> int:

@@ -39,6 +39,7 @@ from bmfdsl.solvers.native._settings import (
     NativeSettings,
     auto_work_limit,
     exact_solve_seconds,
+    portfolio_work_patience,
     warn_if_rank_impractical,
 )
 from bmfdsl.solvers.native._weighted import solve_weighted_bmf, weighted_als, weighted_bls
@@ -58,6 +59,7 @@ __all__ = [
     "exact_solve_seconds",
     "one_blas_thread",
     "polish_family",
+    "portfolio_work_patience",
     "sampled_core_work_limit",
     "solve_bmf",
     "solve_family",

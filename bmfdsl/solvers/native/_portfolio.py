@@ -314,65 +314,87 @@ def _restart_modes(solver: PortfolioSolver) -> tuple[tuple[str, int], ...]:
 @dataclass(frozen=True)
 class _SearchOutcome:
     restarts: int
-    stopped_by: str  # "optimal", "num_reads", "work_limit", "time_limit" or "patience"
+    # "optimal", "num_reads", "work_limit", "time_limit", "patience" or "work_patience"
+    stopped_by: str
+
+
+@dataclass
+class _Progress:
+    """Where the search stands: restarts done, and the restart count and the work units
+    (``budget.work``) at the last improvement of the best error."""
+
+    restarts: int = 0
+    last_improvement: int = 0
+    work_at_improvement: float = 0.0
 
 
 def _search(solver: PortfolioSolver) -> _SearchOutcome:
     """Restarts, cycling through :func:`_restart_modes`, until one stop rule holds or the
     error is 0."""
     modes = _restart_modes(solver)
-    restarts = last_improvement = 0
+    progress = _Progress(work_at_improvement=solver.budget.work)  # the seeds' best
     # work units and seconds of the last restart in each slot of ``modes`` (they differ in cost)
     last_work: dict[int, float] = {}
     last_duration: dict[int, float] = {}
     while solver.pool.best_error != 0:
-        slot = restarts % len(modes)
+        slot = progress.restarts % len(modes)
         mode, core_rows = modes[slot]
         expected_work = last_work.get(slot, solver.restart_work(mode, core_rows))
         stop = _stop_rule(
             solver,
-            restarts,
-            last_improvement,
+            progress,
             expected_work,
             last_duration.get(slot, expected_work * solver.budget.seconds_per_unit),
         )
         if stop is not None:
-            return _SearchOutcome(restarts, stop)
+            return _SearchOutcome(progress.restarts, stop)
         before = solver.pool.best_error
         restart_started = time.perf_counter()
         work_before = solver.budget.work
         solver.anneal(mode, core_rows)
         last_duration[slot] = time.perf_counter() - restart_started
         last_work[slot] = solver.budget.work - work_before
-        restarts += 1
+        progress.restarts += 1
         if before is None or (solver.pool.best_error or 0) < before:
-            last_improvement = restarts
-    return _SearchOutcome(restarts, "optimal")
+            progress.last_improvement = progress.restarts
+            progress.work_at_improvement = solver.budget.work
+    return _SearchOutcome(progress.restarts, "optimal")
 
 
 def _stop_rule(
     solver: PortfolioSolver,
-    restarts: int,
-    last_improvement: int,
+    progress: _Progress,
     expected_work: float,
     expected_seconds: float,
 ) -> str | None:
     """The rule that stops the search before the next restart, if one does.
 
     A restart starts only while one like the last of its kind (``expected_work``,
-    ``expected_seconds``) still fits the budget.
+    ``expected_seconds``) still fits the budget, and after the first, the work patience.
+    Both patience rules grant at least as much search since the last improvement as it took
+    to get there (restarts, work units).
     """
     settings = solver.settings
+    restarts = progress.restarts
     if settings.num_reads is not None and restarts >= settings.num_reads:
         return "num_reads"
     if settings.num_reads is None and not solver.budget.fits_work(expected_work):
         return "work_limit"
     if not solver.budget.fits_time(expected_seconds):
         return "time_limit"
-    if settings.patience is not None and restarts - last_improvement >= max(
-        settings.patience, last_improvement
+    if settings.patience is not None and restarts - progress.last_improvement >= max(
+        settings.patience, progress.last_improvement
     ):
         return "patience"
+    # like the budget, the patience takes a restart only while one like the last fits it
+    # (the first always runs: at rank 10 one can cost more than the patience)
+    stalled_work = solver.budget.work - progress.work_at_improvement + expected_work
+    if (
+        settings.work_patience is not None
+        and restarts > 0
+        and stalled_work > max(settings.work_patience, progress.work_at_improvement)
+    ):
+        return "work_patience"
     return None
 
 
@@ -389,7 +411,7 @@ def _info(
         "solver": "native",
         "certificate": certificate,
         "restarts": search.restarts,
-        "stopped_early": search.stopped_by == "patience",
+        "stopped_early": search.stopped_by in ("patience", "work_patience"),
         "stopped_by": search.stopped_by,
         "work": {
             "restarts": search.restarts,
