@@ -242,7 +242,12 @@ _UINT16_ROWS = 2**16 - 1
 
 
 def pattern_gram(
-    indptr: np.ndarray, indices: np.ndarray, columns: int, *, threads: int | None = None
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    columns: int,
+    *,
+    threads: int | None = None,
+    between_chunks: Callable[[], object] | None = None,
 ) -> np.ndarray:
     """``AᵀA`` (``columns x columns``, float64, exact counts) of a 0/1 CSR pattern whose rows
     hold no duplicate column (canonical CSR; sorted indices are faster, not needed).
@@ -253,7 +258,9 @@ def pattern_gram(
     overflow; the lower triangle is mirrored at the end. Above :data:`PARALLEL_MIN_WORK`
     pairs the rows are split over ``threads`` (default :func:`default_threads`), each with
     its own partial Gram: integer sums are exact, so the result does not depend on the
-    thread count.
+    thread count. ``between_chunks`` (optional) is called before each chunk of 65,535 rows
+    (in the thread that sums it): a background caller raises from it to stop early. The
+    chunks are read in place, so they cost no copy of ``A``.
 
     >>> indptr, indices = np.array([0, 2, 3, 3]), np.array([0, 1, 1])  # rows {0, 1}, {1}, {}
     >>> pattern_gram(indptr, indices, 2).tolist()
@@ -270,7 +277,7 @@ def pattern_gram(
         )
         workers = max(1, min(threads or default_threads(), rows, int(affordable)))
     parts = _in_threads(
-        lambda first, stop: _upper_gram(indptr, indices, first, stop, columns),
+        lambda first, stop: _upper_gram(indptr, indices, first, stop, columns, between_chunks),
         _row_ranges(pairs, workers),
     )
     upper = parts[0]
@@ -279,29 +286,50 @@ def pattern_gram(
     return _mirror_upper(upper)
 
 
-@numba.njit(cache=True, nogil=True)
 def _upper_gram(
-    indptr: np.ndarray, indices: np.ndarray, first: int, stop: int, columns: int
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    first: int,
+    stop: int,
+    columns: int,
+    between_chunks: Callable[[], object] | None = None,
 ) -> np.ndarray:
-    """The upper triangle (``j <= k``) of the Gram matrix of rows ``first..stop-1``."""
+    """The upper triangle (``j <= k``) of the Gram matrix of rows ``first..stop-1``, counted
+    in chunks of :data:`_UINT16_ROWS` rows."""
     upper = np.zeros((columns, columns), dtype=np.float64)
     counts = np.zeros((columns, columns), dtype=np.uint16)
     for start in range(first, stop, _UINT16_ROWS):
-        for i in range(start, min(stop, start + _UINT16_ROWS)):
-            end = indptr[i + 1]
-            for p in range(indptr[i], end):
-                j = indices[p]
-                for q in range(p, end):
-                    k = indices[q]
-                    if j <= k:  # always, for sorted indices (a well-predicted branch)
-                        counts[j, k] += 1
-                    else:
-                        counts[k, j] += 1
-        for j in range(columns):
-            for k in range(j, columns):
-                upper[j, k] += counts[j, k]
-                counts[j, k] = 0
+        if between_chunks is not None:
+            between_chunks()
+        _add_upper_pairs(indptr, indices, start, min(stop, start + _UINT16_ROWS), counts, upper)
     return upper
+
+
+@numba.njit(cache=True, nogil=True)
+def _add_upper_pairs(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    first: int,
+    stop: int,
+    counts: np.ndarray,
+    upper: np.ndarray,
+) -> None:
+    """The pairs of ones of rows ``first..stop-1`` (at most 65,535) counted into the zeroed
+    uint16 ``counts`` (upper triangle), then added to ``upper`` and ``counts`` zeroed again."""
+    for i in range(first, stop):
+        end = indptr[i + 1]
+        for p in range(indptr[i], end):
+            j = indices[p]
+            for q in range(p, end):
+                k = indices[q]
+                if j <= k:  # always, for sorted indices (a well-predicted branch)
+                    counts[j, k] += 1
+                else:
+                    counts[k, j] += 1
+    for j in range(upper.shape[0]):
+        for k in range(j, upper.shape[0]):
+            upper[j, k] += counts[j, k]
+            counts[j, k] = 0
 
 
 @numba.njit(cache=True, nogil=True)

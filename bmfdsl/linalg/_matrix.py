@@ -127,7 +127,13 @@ def as_matrix(A: Any, chunk_rows: int | None = None) -> BinaryMatrix:
     return InMemoryMatrix(A, chunk_rows)
 
 
-def exact_gram(csr: Any, *, rows: bool = False, threads: int | None = None) -> np.ndarray:
+def exact_gram(
+    csr: Any,
+    *,
+    rows: bool = False,
+    threads: int | None = None,
+    between_chunks: Callable[[], object] | None = None,
+) -> np.ndarray:
     """``AᵀA`` (or ``A Aᵀ`` with ``rows``) of a 0/1 CSR matrix as exact integers in float64.
 
     Counts of pairs of ones, summed from the pattern (no dense copy of ``A``): the same
@@ -135,7 +141,9 @@ def exact_gram(csr: Any, *, rows: bool = False, threads: int | None = None) -> n
     ``Σ nnz_i²`` is above :func:`bit_gram_work`, row chunks are made dense and their bits
     counted. A CSR holding duplicate entries is canonicalized first (on a copy), so that
     each stored position counts once. ``threads``: those of the
-    pattern kernel (default: every CPU; the counts do not depend on it).
+    pattern kernel (default: every CPU; the counts do not depend on it). ``between_chunks``
+    (optional) is called before each chunk of rows (see
+    :func:`~bmfdsl.linalg._kernels.pattern_gram`): raise from it to stop a background sum.
 
     >>> import scipy.sparse
     >>> exact_gram(scipy.sparse.csr_array([[1, 1], [0, 1]])).tolist()
@@ -154,9 +162,17 @@ def exact_gram(csr: Any, *, rows: bool = False, threads: int | None = None) -> n
     if float(np.dot(counts, counts)) > bit_gram_work(*csr.shape):  # dense rows: count bits
         gram = np.zeros((csr.shape[1], csr.shape[1]))
         for start in range(0, csr.shape[0], _BIT_GRAM_CHUNK_ROWS):
+            if between_chunks is not None:
+                between_chunks()
             bit_gram(csr[start : start + _BIT_GRAM_CHUNK_ROWS].toarray(), gram)
         return gram
-    return pattern_gram(csr.indptr, csr.indices, int(csr.shape[1]), threads=threads)
+    return pattern_gram(
+        csr.indptr,
+        csr.indices,
+        int(csr.shape[1]),
+        threads=threads,
+        between_chunks=between_chunks,
+    )
 
 
 def bit_gram_work(rows: int, columns: int) -> float:
