@@ -142,3 +142,23 @@ def test_the_bit_counted_gram_is_exact_across_words_and_chunks(
     assert np.array_equal(dense_gram(A), expected)
     gram = np.ones((37, 37))
     assert np.array_equal(bit_gram(A, gram), expected + 1)  # added into a given array
+
+
+def test_a_dask_matrix_sums_its_gram_in_the_pass_that_checks_it() -> None:
+    import dask
+    import dask.array as da
+
+    rng = np.random.default_rng(3)
+    dense = (rng.random((1000, 30)) < 0.1).astype(np.int8)
+    tall = as_matrix(da.from_array(dense, chunks=(128, 30)))
+    assert "gram" in vars(tall)  # filled by the check's pass
+    assert np.array_equal(tall.gram, _reference(dense))
+    assert np.array_equal(tall.column_norms, dense.sum(axis=0))
+    wide = as_matrix(da.from_array(dense.T.copy(), chunks=(30, 128)))
+    assert "gram" not in vars(wide)  # a wide one is sampled as its transpose: not summed
+    with dask.config.set(scheduler="sync"):
+        assert np.array_equal(wide.T.gram, _reference(dense))
+    bad = dense.astype(np.float64)
+    bad[5, 5], bad[7, 1] = 2.0, np.nan
+    with pytest.raises(Exception, match="found 2 other value"):
+        as_matrix(da.from_array(bad, chunks=(128, 30)))

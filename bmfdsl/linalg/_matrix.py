@@ -44,6 +44,11 @@ _ERROR_CHUNK_ENTRIES = 2**20
 _FLOAT64_EXACT = 2**53  # integers below this are exact in float64
 # Rows per chunk of a dense Gram product (bit-packed: n x 1,024 words of 8 bytes per chunk).
 _BIT_GRAM_CHUNK_ROWS = 2**16
+# A tall dask matrix of at most this many columns sums its Gram matrix (bit counts: n²/64 word
+# operations a row, a few times the check's n reads) in the pass that checks it: sampling and
+# the bound need it (full-rank leverage scores up to 256 columns), and a pass over the blocks
+# of a cluster costs a round trip of its own.
+_GRAM_WITH_CHECK_MAX_COLUMNS = 256
 
 #: The most a sparse input may take once densified whole (one byte per entry), for the
 #: routes that need all of it dense.
@@ -417,16 +422,21 @@ class DaskMatrix:
             raise InvalidMatrixError(f"A must be a non-empty 2-D array; got shape {A.shape}")
         self.array = A.rechunk({1: -1})
         self.shape: tuple[int, int] = (int(self.array.shape[0]), int(self.array.shape[1]))
-        non_binary = ((self.array != 0) & (self.array != 1)).sum()
-        column_norms = (self.array != 0).sum(axis=0, dtype=np.int64)
-        non_binary, column_norms = self.compute(non_binary, column_norms)
-        if int(non_binary):
+        m, n = self.shape
+        # one pass checks the blocks and, where the Gram is cheap and wanted (the sampled
+        # orientation of the pipeline's dask input), sums it too: one round trip less
+        with_gram = n <= _GRAM_WITH_CHECK_MAX_COLUMNS and m >= n
+        parts = self.per_block(_checked_block, with_gram)
+        non_binary = sum(part[0] for part in parts)
+        if non_binary:
             raise InvalidMatrixError(
-                f"A must contain only 0 and 1; found {int(non_binary)} other value(s). "
+                f"A must contain only 0 and 1; found {non_binary} other value(s). "
                 "Binarize it first (e.g. (A >= threshold).astype(int))."
             )
-        self.column_norms = np.asarray(column_norms, dtype=np.int64)
+        self.column_norms = np.sum([part[1] for part in parts], axis=0, dtype=np.int64)
         self.total = int(self.column_norms.sum())
+        if with_gram:  # what the cached property would store (exact integer sums)
+            self.__dict__["gram"] = np.sum([part[2] for part in parts], axis=0)
 
     @property
     def num_blocks(self) -> int:
@@ -625,6 +635,21 @@ def _broadcast(args: tuple[Any, ...]) -> tuple[Any, ...]:
         client.scatter(arg, broadcast=True, hash=False) if isinstance(arg, np.ndarray) else arg
         for arg in args
     )
+
+
+def _checked_block(block: Any, with_gram: bool) -> tuple[int, np.ndarray, np.ndarray | None]:
+    """A dask block's count of entries other than 0 and 1, its column counts of ones and,
+    ``with_gram``, its ``blockᵀ block`` (:func:`dense_gram`; ``None`` without it or when the
+    block is not 0/1)."""
+    block = np.asarray(block)
+    if block.dtype.kind in "biu" and block.dtype.itemsize == 1:  # int8, uint8, bool: bytes
+        non_binary = int(np.count_nonzero(block.view(np.uint8) > 1))
+        column_norms = np.add.reduce(block, axis=0, dtype=np.int64)
+    else:
+        non_binary = int(np.count_nonzero((block != 0) & (block != 1)))
+        column_norms = np.count_nonzero(block, axis=0).astype(np.int64)
+    gram = dense_gram(block) if with_gram and not non_binary else None
+    return non_binary, column_norms, gram
 
 
 def _block_squared_error(block: np.ndarray, U: np.ndarray, V: np.ndarray) -> np.ndarray:
