@@ -19,6 +19,7 @@ import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numba
@@ -255,7 +256,10 @@ def pattern_gram(
     Every row adds 1 at each pair ``p <= q`` of its ones, into the upper triangle only
     (``Σ_i nnz_i (nnz_i + 1) / 2`` increments), counted in uint16 (a quarter of float64's
     memory traffic) and added to the float64 result every 65,535 rows, before a count could
-    overflow; the lower triangle is mirrored at the end. Above :data:`PARALLEL_MIN_WORK`
+    overflow; the lower triangle is mirrored at the end. Rows that repeat a pattern on the
+    frequent columns count its pairs once per pattern and row count instead (see
+    ``_upper_gram``: 3.6x less CPU at 5·10⁶ x 1,000 of ``make_sparse_planted``; where the
+    patterns do not repeat, the lookups stop after one chunk). Above :data:`PARALLEL_MIN_WORK`
     pairs the rows are split over ``threads`` (default :func:`default_threads`), each with
     its own partial Gram: integer sums are exact, so the result does not depend on the
     thread count. ``between_chunks`` (optional) is called before each chunk of 65,535 rows
@@ -295,14 +299,213 @@ def _upper_gram(
     between_chunks: Callable[[], object] | None = None,
 ) -> np.ndarray:
     """The upper triangle (``j <= k``) of the Gram matrix of rows ``first..stop-1``, counted
-    in chunks of :data:`_UINT16_ROWS` rows."""
+    in chunks of :data:`_UINT16_ROWS` rows.
+
+    Rows often repeat a pattern on their frequent ("hot") columns (planted blocks,
+    baskets): with ``a = h + c`` (its hot and cold ones), ``a aᵀ = h hᵀ + h cᵀ + c hᵀ + c cᵀ``,
+    and ``Σ h hᵀ`` is ``Σ_P count_P · P Pᵀ`` over the distinct hot patterns ``P``. Each such
+    row then costs a hash lookup of ``h`` and its ``|h| |c| + |c|²/2`` other pairs instead
+    of ``|a|²/2``: at 10⁶ x 1,000 of ``make_sparse_planted`` 44 M operations instead of
+    237 M pairs. Every term is an integer count, so the Gram is the same exact matrix.
+    """
     upper = np.zeros((columns, columns), dtype=np.float64)
     counts = np.zeros((columns, columns), dtype=np.uint16)
+    hot = _hot_columns(indptr, indices, first, stop, columns)
+    table = _PatternTable.empty() if hot.any() else None
+    split = table is not None
     for start in range(first, stop, _UINT16_ROWS):
         if between_chunks is not None:
             between_chunks()
-        _add_upper_pairs(indptr, indices, start, min(stop, start + _UINT16_ROWS), counts, upper)
+        end = min(stop, start + _UINT16_ROWS)
+        if table is not None and split:
+            _add_split_pairs(indptr, indices, start, end, counts, upper, hot, *table.arrays())
+            split = table.pays()
+        else:
+            _add_upper_pairs(indptr, indices, start, end, counts, upper)
+    if table is not None:
+        _add_pattern_pairs(
+            table.starts, table.ones, table.weights, table.used, table.hashes, upper
+        )
     return upper
+
+
+# Rows whose column counts pick the hot columns (the first of the range; the choice only
+# changes the speed, never the counts).
+_HOT_PILOT_ROWS = 2**16
+# A column is hot when its count in the pilot is above this many times the mean.
+_HOT_FACTOR = 2.0
+# Hot parts with fewer ones are counted directly (a lookup would cost more than their pairs).
+_MIN_PATTERN_ONES = 4
+# The table's limits: distinct patterns and their ones in all; rows with a new pattern beyond
+# them are counted directly.
+_MAX_PATTERNS = 2**16
+_MAX_PATTERN_ONES = 2**22
+# After a chunk, the rest of the rows are counted without lookups when fewer than this share
+# of the lookups so far found their pattern (rows with hot columns but no repeated pattern,
+# e.g. power-law columns: there the lookups doubled the time).
+_MIN_HIT_RATE = 0.5
+
+
+def _hot_columns(
+    indptr: np.ndarray, indices: np.ndarray, first: int, stop: int, columns: int
+) -> np.ndarray:
+    """The columns whose count of ones in the pilot rows is above twice the mean."""
+    pilot = indices[indptr[first] : indptr[min(stop, first + _HOT_PILOT_ROWS)]]
+    if pilot.size == 0:
+        return np.zeros(columns, dtype=np.bool_)
+    column_counts = np.bincount(pilot, minlength=columns)[:columns]
+    return column_counts > _HOT_FACTOR * pilot.size / max(columns, 1)
+
+
+@dataclass
+class _PatternTable:
+    """The distinct hot patterns seen so far: an open-addressing hash table of pattern ids,
+    each pattern's hash, ones (``starts`` into ``ones``) and count; ``used`` holds the number
+    of patterns, of stored ones, of lookups and of lookups that found their pattern."""
+
+    slots: np.ndarray
+    hashes: np.ndarray
+    starts: np.ndarray
+    ones: np.ndarray
+    weights: np.ndarray
+    used: np.ndarray
+
+    @classmethod
+    def empty(cls) -> _PatternTable:
+        return cls(
+            slots=np.full(2 * _MAX_PATTERNS, -1, dtype=np.int64),
+            hashes=np.zeros(_MAX_PATTERNS, dtype=np.uint64),
+            starts=np.zeros(_MAX_PATTERNS + 1, dtype=np.int64),
+            ones=np.zeros(_MAX_PATTERN_ONES, dtype=np.int64),
+            weights=np.zeros(_MAX_PATTERNS, dtype=np.int64),
+            used=np.zeros(4, dtype=np.int64),
+        )
+
+    def pays(self) -> bool:
+        """Whether the lookups found their pattern often enough to go on with them."""
+        lookups, hits = int(self.used[2]), int(self.used[3])
+        return hits >= _MIN_HIT_RATE * lookups
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return self.slots, self.starts, self.ones, self.weights, self.used, self.hashes
+
+
+@numba.njit(cache=True, nogil=True)
+def _add_split_pairs(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    first: int,
+    stop: int,
+    counts: np.ndarray,
+    upper: np.ndarray,
+    hot: np.ndarray,
+    slots: np.ndarray,
+    starts: np.ndarray,
+    ones: np.ndarray,
+    weights: np.ndarray,
+    used: np.ndarray,
+    hashes: np.ndarray,
+) -> None:
+    """:func:`_add_upper_pairs` with each row's hot part looked up in the pattern table
+    (counted there once per row) and only its other pairs counted into ``counts``."""
+    columns = upper.shape[0]
+    hot_ones = np.empty(columns, dtype=np.int64)
+    cold_ones = np.empty(columns, dtype=np.int64)
+    mask = np.uint64(slots.shape[0] - 1)
+    for i in range(first, stop):
+        nh = 0
+        nc = 0
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            if hot[j]:
+                hot_ones[nh] = j
+                nh += 1
+            else:
+                cold_ones[nc] = j
+                nc += 1
+        counted = False
+        if nh >= _MIN_PATTERN_ONES:
+            key = np.uint64(14695981039346656037)  # FNV-1a over the hot columns
+            for p in range(nh):
+                key = (key ^ np.uint64(hot_ones[p])) * np.uint64(1099511628211)
+            slot = key & mask
+            used[2] += 1
+            while slots[slot] >= 0:
+                pattern = slots[slot]
+                if hashes[pattern] == key and starts[pattern + 1] - starts[pattern] == nh:
+                    same = True
+                    base = starts[pattern]
+                    for p in range(nh):
+                        if ones[base + p] != hot_ones[p]:
+                            same = False
+                            break
+                    if same:
+                        weights[pattern] += 1
+                        used[3] += 1
+                        counted = True
+                        break
+                slot = (slot + np.uint64(1)) & mask
+            if not counted and used[0] < weights.shape[0] and used[1] + nh <= ones.shape[0]:
+                pattern = used[0]
+                slots[slot] = pattern
+                hashes[pattern] = key
+                base = used[1]
+                for p in range(nh):
+                    ones[base + p] = hot_ones[p]
+                starts[pattern + 1] = base + nh
+                weights[pattern] = 1
+                used[0] += 1
+                used[1] += nh
+                counted = True
+        if not counted:  # the hot part's own pairs, directly
+            for p in range(nh):
+                j = hot_ones[p]
+                for q in range(p, nh):
+                    k = hot_ones[q]
+                    if j <= k:
+                        counts[j, k] += 1
+                    else:
+                        counts[k, j] += 1
+        for p in range(nc):  # cold pairs and hot x cold pairs
+            j = cold_ones[p]
+            for q in range(p, nc):
+                k = cold_ones[q]
+                if j <= k:
+                    counts[j, k] += 1
+                else:
+                    counts[k, j] += 1
+            for q in range(nh):
+                k = hot_ones[q]
+                if j <= k:
+                    counts[j, k] += 1
+                else:
+                    counts[k, j] += 1
+    for j in range(columns):
+        for k in range(j, columns):
+            upper[j, k] += counts[j, k]
+            counts[j, k] = 0
+
+
+@numba.njit(cache=True, nogil=True)
+def _add_pattern_pairs(
+    starts: np.ndarray,
+    ones: np.ndarray,
+    weights: np.ndarray,
+    used: np.ndarray,
+    hashes: np.ndarray,
+    upper: np.ndarray,
+) -> None:
+    """``count_P`` added at every pair of ones of each stored pattern ``P``."""
+    for pattern in range(used[0]):
+        weight = weights[pattern]
+        for p in range(starts[pattern], starts[pattern + 1]):
+            j = ones[p]
+            for q in range(p, starts[pattern + 1]):
+                k = ones[q]
+                if j <= k:
+                    upper[j, k] += weight
+                else:
+                    upper[k, j] += weight
 
 
 @numba.njit(cache=True, nogil=True)

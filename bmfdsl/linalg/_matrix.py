@@ -433,7 +433,7 @@ class DaskMatrix:
                 f"A must contain only 0 and 1; found {non_binary} other value(s). "
                 "Binarize it first (e.g. (A >= threshold).astype(int))."
             )
-        self.column_norms = np.sum([part[1] for part in parts], axis=0, dtype=np.int64)
+        self.column_norms = np.asarray(np.sum([part[1] for part in parts], axis=0), np.int64)
         self.total = int(self.column_norms.sum())
         if with_gram:  # what the cached property would store (exact integer sums)
             self.__dict__["gram"] = np.sum([part[2] for part in parts], axis=0)
