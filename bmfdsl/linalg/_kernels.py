@@ -988,10 +988,18 @@ def _byte_words(block: np.ndarray) -> np.ndarray:
     return np.zeros((rows, 0), dtype=np.uint64)
 
 
+# The lowest set bit of a word by a de Bruijn multiplication: bit i maps to a distinct slot.
+_DE_BRUIJN = 0x03F79D71B4CB0A89
+_LOWEST_BIT = np.zeros(64, dtype=np.int64)
+for _bit in range(64):
+    _LOWEST_BIT[((_DE_BRUIJN << _bit) & (2**64 - 1)) >> 58] = _bit
+
+
 @numba.njit(cache=True, nogil=True)
 def _row_ones(block: np.ndarray, words: np.ndarray, i: int, ones: np.ndarray) -> int:
     """The columns of row ``i``'s ones written to ``ones`` in order; their number returned.
-    With ``words`` (the row as uint64 words), a zero word skips 8 bytes at once."""
+    With ``words`` (the row as uint64 words) only the nonzero bytes are visited: the lowest
+    set bit of the word gives the next one's byte, which is then cleared."""
     count = 0
     if words.shape[1] == 0:
         for j in range(block.shape[1]):
@@ -1000,12 +1008,23 @@ def _row_ones(block: np.ndarray, words: np.ndarray, i: int, ones: np.ndarray) ->
                 count += 1
         return count
     for w in range(words.shape[1]):
-        if words[i, w] != 0:
-            for j in range(8 * w, 8 * w + 8):
-                if block[i, j] != 0:
-                    ones[count] = j
-                    count += 1
+        x = words[i, w]
+        while x != 0:
+            lowest = x & (~x + np.uint64(1))
+            byte = _LOWEST_BIT[(lowest * np.uint64(_DE_BRUIJN)) >> np.uint64(58)] >> 3
+            ones[count] = 8 * w + byte
+            count += 1
+            x &= ~(np.uint64(0xFF) << np.uint64(8 * byte))
     return count
+
+
+@numba.njit(cache=True, nogil=True)
+def _nonzero_bytes(x: np.uint64) -> int:
+    """The number of nonzero bytes of ``x`` (each byte's bits folded into its lowest)."""
+    x = (x | (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    x = (x | (x >> np.uint64(2))) & np.uint64(0x0303030303030303)
+    x = (x | (x >> np.uint64(1))) & np.uint64(0x0101010101010101)
+    return int((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -1021,9 +1040,15 @@ def _dense_quadratic_forms(block: np.ndarray, words: np.ndarray, M: np.ndarray) 
 
 @numba.njit(cache=True, nogil=True)
 def _dense_row_pairs(block: np.ndarray, words: np.ndarray) -> float:
-    ones = np.empty(block.shape[1], dtype=np.int64)
     total = 0.0
     for i in range(block.shape[0]):
-        count = _row_ones(block, words, i, ones)
+        count = 0
+        if words.shape[1] == 0:
+            for j in range(block.shape[1]):
+                count += block[i, j] != 0
+        else:
+            for w in range(words.shape[1]):
+                if words[i, w] != 0:
+                    count += _nonzero_bytes(words[i, w])
         total += count * count
     return total
