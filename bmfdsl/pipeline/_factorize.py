@@ -220,13 +220,6 @@ def factorize(
     bound_job: BoundJob | None = None
     if method_key == "qubo":
         model = objective.default_model(model)
-        if (
-            s is not None
-            and mask is None  # the portfolio's model is integer BMF: its bound is known
-            and _time_limit_end(backend_params, started) is None
-            and uses_portfolio(method_key, model, backend, one_hot, weights, objective.observed)
-        ):
-            bound_job = start_bound(whole, rank)  # before the compile, so done by the finish
         with timer("compile"):
             compiled = _compile(
                 model, core, rank_core, side, weights, {**model_data, **objective.model_data()}
@@ -243,6 +236,8 @@ def factorize(
                 seeds_ahead = start_portfolio_seeds(  # in threads, beside the core solve
                     data, core, rank_core, method_rng, sampled=True
                 )
+                if mask is None:  # the portfolio's model is integer BMF: its bound is known
+                    bound_job = start_bound(whole, rank)  # early, so done by the finish
         with timer("solve"):
             solution = _solve_compiled(compiled, backend, rng, core_params, device)
     else:
