@@ -996,17 +996,11 @@ for _bit in range(64):
 
 
 @numba.njit(cache=True, nogil=True)
-def _row_ones(block: np.ndarray, words: np.ndarray, i: int, ones: np.ndarray) -> int:
-    """The columns of row ``i``'s ones written to ``ones`` in order; their number returned.
-    With ``words`` (the row as uint64 words) only the nonzero bytes are visited: the lowest
-    set bit of the word gives the next one's byte, which is then cleared."""
+def _word_row_ones(words: np.ndarray, i: int, ones: np.ndarray) -> int:
+    """The columns of row ``i``'s ones (its bytes as uint64 ``words``) written to ``ones`` in
+    order; their number returned. Only nonzero bytes are visited: the lowest set bit of a
+    word gives the next one's byte, which is then cleared."""
     count = 0
-    if words.shape[1] == 0:
-        for j in range(block.shape[1]):
-            if block[i, j] != 0:
-                ones[count] = j
-                count += 1
-        return count
     for w in range(words.shape[1]):
         x = words[i, w]
         while x != 0:
@@ -1015,6 +1009,17 @@ def _row_ones(block: np.ndarray, words: np.ndarray, i: int, ones: np.ndarray) ->
             ones[count] = 8 * w + byte
             count += 1
             x &= ~(np.uint64(0xFF) << np.uint64(8 * byte))
+    return count
+
+
+@numba.njit(cache=True, nogil=True)
+def _byte_row_ones(block: np.ndarray, i: int, ones: np.ndarray) -> int:
+    """:func:`_word_row_ones` of a row read entry by entry."""
+    count = 0
+    for j in range(block.shape[1]):
+        if block[i, j] != 0:
+            ones[count] = j
+            count += 1
     return count
 
 
@@ -1032,9 +1037,13 @@ def _dense_quadratic_forms(block: np.ndarray, words: np.ndarray, M: np.ndarray) 
     rows, columns = block.shape
     out = np.zeros(rows)
     ones = np.empty(columns, dtype=np.int64)
-    for i in range(rows):
-        count = _row_ones(block, words, i, ones)
-        out[i] = _pairs_quadratic(M, ones, 0, count)
+    by_words = words.shape[1] > 0  # two loops: one branch inside ran 1.7x slower
+    if by_words:
+        for i in range(rows):
+            out[i] = _pairs_quadratic(M, ones, 0, _word_row_ones(words, i, ones))
+    else:
+        for i in range(rows):
+            out[i] = _pairs_quadratic(M, ones, 0, _byte_row_ones(block, i, ones))
     return out
 
 
