@@ -216,3 +216,19 @@ def test_the_pattern_table_pays_only_when_lookups_find_their_pattern() -> None:
         distinct.indptr, distinct.indices, 0, 2000, counts, upper, hot, *table.arrays()
     )
     assert not table.pays()  # 2^16 possible hot parts among 2,000 rows: mostly misses
+
+
+def test_a_row_with_more_stored_entries_than_columns_is_counted_entry_by_entry() -> None:
+    # pattern_gram counts stored entries (exact_gram canonicalizes first); a row longer than
+    # the matrix is wide must not overrun the split kernel's buffers
+    indptr = np.array([0, 10, 12, 14, 16])  # 8 columns; row 0 stores 10 entries
+    indices = np.array([0, 1] * 5 + [0, 1, 0, 1, 2, 3])
+    expected = np.zeros((8, 8))
+    for i in range(4):
+        row = indices[indptr[i] : indptr[i + 1]]
+        for p, q in itertools.combinations_with_replacement(range(row.size), 2):
+            j, k = sorted((row[p], row[q]))
+            expected[j, k] += 1
+    expected = np.triu(expected) + np.triu(expected, 1).T
+    assert kernels._hot_columns(indptr, indices, 0, 4, 8)[:2].all()  # the split kernel runs
+    assert np.array_equal(kernels.pattern_gram(indptr, indices, 8, threads=1), expected)

@@ -413,6 +413,9 @@ def _add_split_pairs(
     cold_ones = np.empty(columns, dtype=np.int64)
     mask = np.uint64(slots.shape[0] - 1)
     for i in range(first, stop):
+        if indptr[i + 1] - indptr[i] > columns:  # repeated columns: more ones than buffer
+            _add_row_pairs(indices, indptr[i], indptr[i + 1], counts)
+            continue
         nh = 0
         nc = 0
         for p in range(indptr[i], indptr[i + 1]):
@@ -509,6 +512,19 @@ def _add_pattern_pairs(
 
 
 @numba.njit(cache=True, nogil=True)
+def _add_row_pairs(indices: np.ndarray, start: int, end: int, counts: np.ndarray) -> None:
+    """1 added at each pair ``p <= q`` of the ones ``indices[start:end]`` of a row."""
+    for p in range(start, end):
+        j = indices[p]
+        for q in range(p, end):
+            k = indices[q]
+            if j <= k:  # always, for sorted indices (a well-predicted branch)
+                counts[j, k] += 1
+            else:
+                counts[k, j] += 1
+
+
+@numba.njit(cache=True, nogil=True)
 def _add_upper_pairs(
     indptr: np.ndarray,
     indices: np.ndarray,
@@ -520,15 +536,7 @@ def _add_upper_pairs(
     """The pairs of ones of rows ``first..stop-1`` (at most 65,535) counted into the zeroed
     uint16 ``counts`` (upper triangle), then added to ``upper`` and ``counts`` zeroed again."""
     for i in range(first, stop):
-        end = indptr[i + 1]
-        for p in range(indptr[i], end):
-            j = indices[p]
-            for q in range(p, end):
-                k = indices[q]
-                if j <= k:  # always, for sorted indices (a well-predicted branch)
-                    counts[j, k] += 1
-                else:
-                    counts[k, j] += 1
+        _add_row_pairs(indices, indptr[i], indptr[i + 1], counts)
     for j in range(upper.shape[0]):
         for k in range(j, upper.shape[0]):
             upper[j, k] += counts[j, k]
