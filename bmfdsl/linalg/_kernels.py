@@ -339,7 +339,7 @@ _MIN_PATTERN_ONES = 4
 # The table's limits: distinct patterns and their ones in all; rows with a new pattern beyond
 # them are counted directly.
 _MAX_PATTERNS = 2**16
-_MAX_PATTERN_ONES = 2**22
+_MAX_PATTERN_ONES = 2**20  # int32: 4 MB (5·10⁶ x 1,000 planted: 9,296 patterns, 0.4 M ones)
 # After a chunk, the rest of the rows are counted without lookups when fewer than this share
 # of the lookups so far found their pattern (rows with hot columns but no repeated pattern,
 # e.g. power-law columns: there the lookups doubled the time).
@@ -376,7 +376,7 @@ class _PatternTable:
             slots=np.full(2 * _MAX_PATTERNS, -1, dtype=np.int64),
             hashes=np.zeros(_MAX_PATTERNS, dtype=np.uint64),
             starts=np.zeros(_MAX_PATTERNS + 1, dtype=np.int64),
-            ones=np.zeros(_MAX_PATTERN_ONES, dtype=np.int64),
+            ones=np.zeros(_MAX_PATTERN_ONES, dtype=np.int32),
             weights=np.zeros(_MAX_PATTERNS, dtype=np.int64),
             used=np.zeros(4, dtype=np.int64),
         )
