@@ -232,3 +232,29 @@ def test_a_row_with_more_stored_entries_than_columns_is_counted_entry_by_entry()
     expected = np.triu(expected) + np.triu(expected, 1).T
     assert kernels._hot_columns(indptr, indices, 0, 4, 8)[:2].all()  # the split kernel runs
     assert np.array_equal(kernels.pattern_gram(indptr, indices, 8, threads=1), expected)
+
+
+def test_lookups_that_miss_in_the_probe_rows_stop_there_and_the_counts_stay_exact(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rng = np.random.default_rng(13)
+    dense = (rng.random((3000, 60)) < 0.02).astype(np.int8)
+    dense[:, :16] |= rng.random((3000, 16)) < 0.5  # hot parts that rarely repeat
+    distinct = scipy.sparse.csr_array(dense)
+    repeated = _repeated_patterns(rng, 3000, 60)
+    monkeypatch.setattr(kernels, "_PROBE_ROWS", 200)
+    monkeypatch.setattr(kernels, "_UINT16_ROWS", 500)
+    looked_up: list[tuple[int, int]] = []
+    split_pairs = kernels._add_split_pairs
+
+    def recorded(indptr: np.ndarray, indices: np.ndarray, first: int, stop: int, *rest: object):
+        looked_up.append((first, stop))
+        return split_pairs(indptr, indices, first, stop, *rest)
+
+    monkeypatch.setattr(kernels, "_add_split_pairs", recorded)
+    chunks = [(start, min(3000, start + 500)) for start in range(200, 3000, 500)]
+    for A, expected_ranges in [(distinct, [(0, 200)]), (repeated, [(0, 200), *chunks])]:
+        looked_up.clear()
+        gram = kernels.pattern_gram(A.indptr, A.indices, 60, threads=1)
+        assert np.array_equal(gram, _reference(A.toarray()))
+        assert looked_up == expected_ranges
