@@ -39,11 +39,9 @@ INSTANCES: tuple[tuple[int, int, int, float], ...] = (
 
 
 def run(m: int, n: int, rank: int, p: float, sample_rows: Any, seed: int) -> dict[str, Any]:
-    import numpy as np
+    from bmfdsl import factorize, make_bernoulli
 
-    from bmfdsl import factorize
-
-    A = (np.random.default_rng(seed).random((m, n)) < p).astype(np.int8)
+    A = make_bernoulli(m, n, p, random_state=seed)
     row: dict[str, Any] = {"m": m, "n": n, "rank": rank, "p": p, "ones": int(A.sum())}
     for method in METHODS:
         started = time.perf_counter()

@@ -55,7 +55,6 @@ from bmfdsl.pipeline._strategy import (
     screening_rows,
     shortlist,
     start_portfolio_seeds,
-    takes_thresholded_whole,
     uses_portfolio,
 )
 from bmfdsl.registry import check_known_names, normalize_name
@@ -229,19 +228,16 @@ def factorize(
             _check_transposable(compiled[0])
         method_rng = copy.deepcopy(rng)  # the state method=... would hand its method
         core_params = dict(backend_params)
-        portfolio = uses_portfolio(method_key, model, backend, one_hot, weights, objective.observed)
-        no_time_limit = _time_limit_end(backend_params, started) is None  # else none starts late
-        if s is not None and portfolio:
+        if s is not None and uses_portfolio(
+            method_key, model, backend, one_hot, weights, objective.observed
+        ):
             core_params = sampled_core_params(core_params, core.shape, rank_core)
-            if no_time_limit:
+            if _time_limit_end(backend_params, started) is None:  # else none starts late
                 seeds_ahead = start_portfolio_seeds(  # in threads, beside the core solve
                     data, core, rank_core, method_rng, sampled=True
                 )
                 if mask is None:  # the portfolio's model is integer BMF: its bound is known
                     bound_job = start_bound(whole, rank)  # early, so done by the finish
-        elif portfolio and no_time_limit and takes_thresholded_whole(core.shape, sampled=False):
-            # thresholded's NMF on the whole core is the longest seed: beside the core solve
-            seeds_ahead = start_portfolio_seeds(data, core, rank_core, method_rng, sampled=False)
         with timer("solve"):
             solution = _solve_compiled(compiled, backend, rng, core_params, device)
     else:

@@ -13,8 +13,8 @@ the default backend, nothing constrained) also tries, beside the core solve:
   sample), or a uniform sample of its rows when it is all of ``A``, except for ``baseline``,
   which takes an unsampled ``A`` whole up to :data:`BASELINE_WHOLE_CELLS` entries, and
   ``thresholded``, which also runs on an unsampled ``A`` whole up to
-  :data:`THRESHOLDED_WHOLE_CELLS` entries (the seed ``"thresholded-whole"``, started beside
-  the core solve: on dense random data no row sample shows what it finds);
+  :data:`THRESHOLDED_WHOLE_CELLS` entries (the seed ``"thresholded-whole"``: on dense
+  random data no row sample shows what it finds);
 * on a sampled run, the native solver's structure seeds (NMF-threshold, row and column
   clusters) on a uniform sample of :func:`structure_sample_rows` rows, sized from rank and
   shape so that every component is seen, independent of ``sample_rows`` (a larger sample never
@@ -168,9 +168,20 @@ def portfolio_seeds(
     """The seeds beside the core solve (see the module docstring).
 
     ``method_rng`` is the generator in the state the comparison methods would find it in
-    (each gets a copy); it is not advanced.
+    (each gets a copy); it is not advanced. The seed ``"thresholded-whole"``
+    (:func:`takes_thresholded_whole`) is computed last, in the caller's thread: its NMF's
+    products on all of ``A`` then use BLAS as the caller set it, as ``method="thresholded"``
+    does (the seeds' threads hold BLAS on one thread), so it is that method's own answer, in
+    its time.
     """
-    return start_portfolio_seeds(data, core, rank, method_rng, sampled=sampled).result()
+    seed_set = start_portfolio_seeds(data, core, rank, method_rng, sampled=sampled).result()
+    if not takes_thresholded_whole(core.shape, sampled=sampled):
+        return seed_set
+    from bmfdsl.solvers.methods import get_method
+
+    U, V = get_method("thresholded")(core, rank, random_state=copy.deepcopy(method_rng))
+    whole = Seed("thresholded-whole", np.asarray(V, dtype=np.int8), np.asarray(U, dtype=np.int8))
+    return SeedSet([*seed_set.seeds, whole], seed_set.sample)  # last: it wins no earlier tie
 
 
 class SeedsAhead:
@@ -251,13 +262,7 @@ def start_portfolio_seeds(
         full_U = np.asarray(U, dtype=np.int8) if covers_all or whole else None
         return [Seed(name, np.asarray(V, dtype=np.int8), full_U)]
 
-    def thresholded_whole() -> list[Seed]:
-        U, V = get_method("thresholded")(core, rank, random_state=copy.deepcopy(method_rng))
-        return [Seed("thresholded-whole", np.asarray(V, np.int8), np.asarray(U, np.int8))]
-
     jobs: list[Callable[[], list[Seed]]] = [partial(method_seed, name) for name in SEED_METHODS]
-    if takes_thresholded_whole(core.shape, sampled=sampled):
-        jobs.append(thresholded_whole)  # last: it wins no tie the others won before
     if sample is not None and rank <= min(sample.shape):
         jobs.append(partial(_structure_seeds, sample, rank, own))
     return SeedsAhead(jobs, sample if sampled and m * n > FULL_POLISH_CELLS else None)
