@@ -8,7 +8,7 @@ them on the same input and seed, and not slower than ``thresholded``.
 
     .venv/bin/python bench/bench_dense_random.py            # writes bench/results/dense_random.*
     .venv/bin/python bench/bench_dense_random.py --quick    # the two smallest instances
-    .venv/bin/python bench/bench_dense_random.py --out /tmp/dense --sample-rows auto
+    .venv/bin/python bench/bench_dense_random.py --sample-rows auto --name dense_random_auto
 
 Every call runs in this one process (numba compiled once, outside the timings); seconds are
 wall time on a machine shared with other jobs, so they are indicative only.

@@ -67,7 +67,7 @@ CHEAP_METHODS = ("baseline", "thresholded")
 #: rows lost to it there (18,846,586 against its 18,846,410).
 BASELINE_WHOLE_CELLS = 2**26
 #: Largest unsampled core (entries) ``thresholded`` also takes whole (the seed
-#: ``"thresholded-whole"``, its own answer, beside the one on a row prefix): on dense random
+#: ``"thresholded-whole"``, its own answer, beside the one on a row sample): on dense random
 #: data the structure it finds is the whole matrix's noise, which no row sample shows
 #: (Bernoulli(0.5), 5,000 x 1,000, r = 10: 2,288,870 without it, 2,276,881 with it). Its NMF
 #: makes 600 passes over ``A`` (a float64 copy of ``A``: 1 GiB at this size).
