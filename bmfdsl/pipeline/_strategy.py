@@ -72,6 +72,13 @@ BASELINE_WHOLE_CELLS = 2**26
 #: (Bernoulli(0.5), 5,000 x 1,000, r = 10: 2,288,870 without it, 2,276,881 with it). Its NMF
 #: makes 600 passes over ``A`` (a float64 copy of ``A``: 1 GiB at this size).
 THRESHOLDED_WHOLE_CELLS = 2**27
+#: ... and only where the core solve's answer explains little of ``A``: its error at least this
+#: share of the best constant answer's (all zeros or all ones). Dense random data is mostly
+#: noise (share 0.9 and above), which thresholded on the whole matrix fits better than a row
+#: sample shows; where there is structure the seeds on a sample find it (planted families,
+#: MNIST: below 0.5), and the 600 passes over ``A`` only cost time (bench_families' unsampled
+#: rows took 2-5x as long with them, no answer changed).
+THRESHOLDED_WHOLE_MIN_ERROR_SHARE = 0.75
 #: The comparison methods tried as seeds, in the order ``info["portfolio"]`` lists them.
 SEED_METHODS = ("baseline", "thresholded", "penalized")
 #: Data (entries) up to which every seed is finished on the full data; beyond it the seeds are
@@ -174,18 +181,19 @@ def portfolio_seeds(
     method_rng: np.random.Generator,
     *,
     sampled: bool,
+    thresholded_whole: bool = False,
 ) -> SeedSet:
     """The seeds beside the core solve (see the module docstring).
 
     ``method_rng`` is the generator in the state the comparison methods would find it in
-    (each gets a copy); it is not advanced. The seed ``"thresholded-whole"``
-    (:func:`takes_thresholded_whole`) is computed last, in the caller's thread: its NMF's
-    products on all of ``A`` then use BLAS as the caller set it, as ``method="thresholded"``
-    does (the seeds' threads hold BLAS on one thread), so it is that method's own answer, in
-    its time.
+    (each gets a copy); it is not advanced. With ``thresholded_whole`` (the caller asks
+    :func:`takes_thresholded_whole`) the seed ``"thresholded-whole"`` is computed last, in the
+    caller's thread: its NMF's products on all of ``A`` then use BLAS as the caller set it,
+    as ``method="thresholded"`` does (the seeds' threads hold BLAS on one thread), so it is
+    that method's own answer, in its time.
     """
     seed_set = start_portfolio_seeds(data, core, rank, method_rng, sampled=sampled).result()
-    if not takes_thresholded_whole(core.shape, sampled=sampled):
+    if not thresholded_whole:
         return seed_set
     from bmfdsl.solvers.methods import get_method
 
@@ -278,20 +286,31 @@ def start_portfolio_seeds(
     return SeedsAhead(jobs, sample if sampled and m * n > FULL_POLISH_CELLS else None)
 
 
-def takes_thresholded_whole(shape: tuple[int, int], *, sampled: bool) -> bool:
+def takes_thresholded_whole(
+    shape: tuple[int, int], ones: int, core_error: int, *, sampled: bool
+) -> bool:
     """Whether the portfolio adds ``thresholded`` on the whole core (see
     :data:`THRESHOLDED_WHOLE_CELLS`): an unsampled core that the comparison methods otherwise
-    see only a row sample of.
+    see only a row sample of, where the core solve's answer (error ``core_error``; ``A`` has
+    ``ones`` ones) leaves most of ``A`` unexplained
+    (:data:`THRESHOLDED_WHOLE_MIN_ERROR_SHARE`).
 
-    >>> takes_thresholded_whole((5000, 1000), sampled=False)
+    >>> takes_thresholded_whole((5000, 1000), 2_500_000, 2_300_000, sampled=False)
     True
-    >>> takes_thresholded_whole((100, 1000), sampled=False)
+    >>> takes_thresholded_whole((5000, 1000), 500_000, 100_000, sampled=False)  # structure
     False
-    >>> takes_thresholded_whole((5000, 1000), sampled=True)
+    >>> takes_thresholded_whole((100, 1000), 50_000, 46_000, sampled=False)  # methods see all
+    False
+    >>> takes_thresholded_whole((5000, 1000), 2_500_000, 2_300_000, sampled=True)
     False
     """
     cells = shape[0] * shape[1]
-    return not sampled and METHOD_CELLS < cells <= THRESHOLDED_WHOLE_CELLS
+    constant_error = min(ones, cells - ones)  # all zeros, or one all-ones component
+    return (
+        not sampled
+        and METHOD_CELLS < cells <= THRESHOLDED_WHOLE_CELLS
+        and core_error >= THRESHOLDED_WHOLE_MIN_ERROR_SHARE * constant_error
+    )
 
 
 def _seed_threads(jobs: int) -> int:
