@@ -160,3 +160,24 @@ def test_dask_input_is_solved_blockwise() -> None:
     got = solve_bls_with_error(da.from_array(A, chunks=(16, 5)), V, one_hot=True)
     np.testing.assert_array_equal(got[0], expected[0])
     assert got[1] == expected[1]
+
+
+def test_dask_row_blocks_without_rows_are_solved_like_the_others() -> None:
+    # dask arrays may hold empty chunks (after filtering, or chunks=(700, 0, 1300)); they were
+    # already checked with the whole matrix, so each block pass must accept zero rows
+    da = pytest.importorskip("dask.array")
+    from bmfdsl.linalg import as_matrix
+    from bmfdsl.solvers import solve_bls_many
+
+    rng = np.random.default_rng(10)
+    A = _random_binary(rng, (60, 9))
+    Vs = [_random_binary(rng, (9, 2)), _random_binary(rng, (9, 2))]
+    chunked = da.from_array(A, chunks=((20, 0, 40, 0), (9,)))
+    expected = solve_bls_with_error(A, Vs[0])
+    got = solve_bls_with_error(chunked, Vs[0])
+    np.testing.assert_array_equal(got[0], expected[0])
+    assert got[1] == expected[1]
+    for (U, error, _), V in zip(solve_bls_many(as_matrix(chunked), Vs), Vs, strict=True):
+        want_U, want_error = solve_bls_with_error(A, V)
+        np.testing.assert_array_equal(U, want_U)
+        assert error == want_error

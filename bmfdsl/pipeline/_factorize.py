@@ -55,6 +55,7 @@ from bmfdsl.pipeline._strategy import (
     screening_rows,
     shortlist,
     start_portfolio_seeds,
+    takes_thresholded_whole,
     uses_portfolio,
 )
 from bmfdsl.registry import check_known_names, normalize_name
@@ -566,11 +567,17 @@ def _best_of_seeds(
     chosen = "core"
     progress.stage("portfolio seeds")
     started = timer.timings()
+    # thresholded on all of A cannot stop at a deadline: never under a time limit
+    whole = deadline is None and takes_thresholded_whole(
+        core.shape, data.total, best_error, sampled=s is not None
+    )
     with timer("seeds"):
         seed_set = (
             seeds_ahead.result()
             if seeds_ahead is not None
-            else portfolio_seeds(data, core, rank, method_rng, sampled=s is not None)
+            else portfolio_seeds(
+                data, core, rank, method_rng, sampled=s is not None, thresholded_whole=whole
+            )
         )
         finished_seeds = shortlist(seed_set, best_V)
     if finished_seeds and (deadline is None or time.perf_counter() <= deadline):

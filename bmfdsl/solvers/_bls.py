@@ -318,7 +318,7 @@ def _solve_block_and_cross(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A row block's codes for every ``V`` stacked in ``stacked`` (side by side), the error of
     each, and ``blockᵀ [U_1 … U_k]`` (exact: float32 sums of chunks below 2^24 rows)."""
-    block = check_binary_matrix(np.asarray(block))
+    block = _dask_block(block)
     codes, row_errors = _block_codes(block, stacked, rank, options)
     cross = np.zeros((block.shape[1], codes.shape[1]), dtype=np.int64)
     step = max(1, _TRANSPOSED_CHUNK_BYTES // (4 * block.shape[1]))  # small float32 copies
@@ -359,8 +359,15 @@ def _solve_blockwise(
     return np.ascontiguousarray(codes, dtype=np.int8), int(error)
 
 
+def _dask_block(block: Any) -> np.ndarray:
+    """A row block of a :class:`~bmfdsl.linalg.DaskMatrix` as contiguous ``int8``: its values
+    were checked when the matrix was wrapped, and a block may hold no rows (a dask array's
+    chunks may be empty), which :func:`check_binary_matrix` would reject."""
+    return np.ascontiguousarray(block, dtype=np.int8)
+
+
 def _solve_block(block: np.ndarray, V: np.ndarray, options: dict[str, Any]) -> np.ndarray:
-    block = check_binary_matrix(block)
+    block = _dask_block(block)
     codes, row_errors = _block_codes(block, V, V.shape[1], options)
     return np.concatenate([codes.astype(np.int64), row_errors], axis=1)
 
