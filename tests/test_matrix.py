@@ -104,6 +104,54 @@ def test_dask_matrix_agrees_with_memory():
         as_matrix(da.from_array(A * 2, chunks=(7, 3)))
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.uint32, np.bool_, np.float64])
+def test_dask_matrix_takes_any_0_1_dtype(dtype):
+    da = pytest.importorskip("dask.array")
+    A = _random((60, 5), seed=11)
+    U, V = _random((60, 2), seed=12), _random((5, 2), seed=13)
+    for lazy, dense in (
+        (da.from_array(A.astype(dtype), chunks=(13, 5)), A),
+        (da.from_array(A.T.astype(dtype), chunks=(2, 60)), A.T),
+    ):
+        data = DaskMatrix(lazy)  # tall: Gram in the check pass; wide: Gram by its own pass
+        assert data.gram.tolist() == (dense.T.astype(int) @ dense).tolist()
+        assert data.column_norms.tolist() == dense.sum(axis=0).tolist()
+    data = DaskMatrix(da.from_array(A.astype(dtype), chunks=(13, 5)))
+    assert data.squared_error(U, V) == int(((A - U.astype(int) @ V.T) ** 2).sum())
+    assert data.transposed_cross(U).tolist() == (A.T.astype(int) @ U).tolist()
+    if dtype is not np.bool_:
+        with pytest.raises(InvalidMatrixError, match="found 1 other"):
+            DaskMatrix(
+                da.from_array(
+                    np.where(np.arange(300).reshape(60, 5) == 7, 2, A).astype(dtype), chunks=(13, 5)
+                )
+            )
+
+
+def test_dask_check_pass_holds_one_gram_whatever_the_block_count():
+    dask = pytest.importorskip("dask")
+    import tracemalloc
+
+    import dask.array as da
+
+    n = 256
+    gram_bytes = n * n * 8
+    peaks = []
+    for blocks in (30, 30, 300):  # the first run loads numba's kernels (not counted)
+        A = (np.random.default_rng(blocks).random((blocks * 10, n)) < 0.3).astype(np.int8)
+        with dask.config.set(scheduler="sync"):
+            lazy = da.from_array(A, chunks=(10, n)).persist()
+            tracemalloc.start()
+            data = DaskMatrix(lazy)  # tall, n <= 256: the Gram is summed in the check pass
+            peaks.append(tracemalloc.get_traced_memory()[1] / gram_bytes)
+            tracemalloc.stop()
+        assert data.gram.tolist() == (A.T.astype(int) @ A).tolist()
+    # one Gram per block held by the client grew by 270 Grams (and its stacked copy by as
+    # many) from 30 to 300 blocks; reduced as dask goes, only the graph grows (~9 Grams)
+    assert peaks[2] - peaks[1] < 30, peaks
+    assert peaks[2] < 64, peaks
+
+
 def test_orientation_round_trips():
     A = _random((3, 5), seed=8)
     U, V = _random((3, 2), seed=9), _random((5, 2), seed=10)

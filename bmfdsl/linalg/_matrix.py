@@ -426,19 +426,26 @@ class DaskMatrix:
         self.shape: tuple[int, int] = (int(self.array.shape[0]), int(self.array.shape[1]))
         m, n = self.shape
         # one pass checks the blocks and, where the Gram is cheap and wanted (the sampled
-        # orientation of the pipeline's dask input), sums it too: one round trip less
+        # orientation of the pipeline's dask input), sums it too: one round trip less. Each
+        # block gives one flat vector that dask sums as it goes (a tree reduction), so the
+        # client holds one n x n Gram, not one per block
         with_gram = n <= _GRAM_WITH_CHECK_MAX_COLUMNS and m >= n
-        parts = self.per_block(_checked_block, with_gram)
-        non_binary = sum(part[0] for part in parts)
+        size = 1 + n + (n * n if with_gram else 0)
+        sums = self.sum_blocks(_checked_block_sums, with_gram, shape=(size,), dtype=np.float64)
+        non_binary = int(sums[0])  # counts in float64: exact below 2^53
         if non_binary:
             raise InvalidMatrixError(
                 f"A must contain only 0 and 1; found {non_binary} other value(s). "
                 "Binarize it first (e.g. (A >= threshold).astype(int))."
             )
-        self.column_norms = np.asarray(np.sum([part[1] for part in parts], axis=0), np.int64)
+        self.column_norms = sums[1 : 1 + n].astype(np.int64)
         self.total = int(self.column_norms.sum())
         if with_gram:  # what the cached property would store (exact integer sums)
-            self.__dict__["gram"] = np.sum([part[2] for part in parts], axis=0)
+            self.__dict__["gram"] = sums[1 + n :].reshape(n, n)
+        if self.array.dtype != np.int8:
+            # checked 0/1: the numba kernels of later passes get int8 blocks (one
+            # specialization each; float16 has none)
+            self.array = self.array.astype(np.int8)
 
     @property
     def num_blocks(self) -> int:
@@ -571,6 +578,7 @@ class DaskMatrix:
             *args,
             dtype=dtype,
             chunks=((1,) * self.num_blocks, (size,)),
+            meta=np.empty((0, 0), dtype=dtype),  # no trial call on an empty block
         )
         return np.asarray(parts.sum(axis=0).compute(), dtype=dtype).reshape(shape)
 
@@ -677,10 +685,14 @@ def _take_block_rows(block: Any, rows: slice | np.ndarray) -> np.ndarray:
     return np.asarray(block)[rows]
 
 
-def _checked_block(block: Any, with_gram: bool) -> tuple[int, np.ndarray, np.ndarray | None]:
+def _checked_block_sums(block: Any, with_gram: bool) -> np.ndarray:
     """A dask block's count of entries other than 0 and 1, its column counts of ones and,
-    ``with_gram``, its ``blockᵀ block`` (:func:`dense_gram`; ``None`` without it or when the
-    block is not 0/1)."""
+    ``with_gram``, its ``blockᵀ block`` (:func:`dense_gram`; zeros when the block is not
+    0/1), as one flat float64 vector (exact integers) that sums over the blocks.
+
+    >>> _checked_block_sums(np.array([[1.0, 2.0], [0.0, 1.0]], dtype=np.float16), False).tolist()
+    [1.0, 1.0, 2.0]
+    """
     block = np.asarray(block)
     if block.dtype.kind in "biu" and block.dtype.itemsize == 1:  # int8, uint8, bool: bytes
         non_binary = int(np.count_nonzero(block.view(np.uint8) > 1))
@@ -688,8 +700,13 @@ def _checked_block(block: Any, with_gram: bool) -> tuple[int, np.ndarray, np.nda
     else:
         non_binary = int(np.count_nonzero((block != 0) & (block != 1)))
         column_norms = np.count_nonzero(block, axis=0).astype(np.int64)
-    gram = dense_gram(block) if with_gram and not non_binary else None
-    return non_binary, column_norms, gram
+    n = block.shape[1]
+    sums = np.zeros(1 + n + (n * n if with_gram else 0), dtype=np.float64)
+    sums[0] = non_binary
+    sums[1 : 1 + n] = column_norms
+    if with_gram and not non_binary:  # 0/1 checked: int8 is exact, and numba's kernels take it
+        sums[1 + n :] = dense_gram(block.astype(np.int8, copy=False)).ravel()
+    return sums
 
 
 def _block_squared_error(block: np.ndarray, U: np.ndarray, V: np.ndarray) -> np.ndarray:
