@@ -257,6 +257,11 @@ def test_a_sampled_core_gets_a_budget_sized_from_it_unless_the_caller_sets_one()
     limit = result.info["backend_info"]["work"]["limit"]
     assert limit == round(sampled_core_work_limit(core, 3)) < auto_work_limit(core)
     assert result.info["backend_info"]["work"]["units"] <= limit
+    # its own seeds only: no annealing restart (the portfolio's seeds cover what they found)
+    assert result.info["backend_info"]["restarts"] == 0
+    assert result.info["backend_info"]["stopped_by"] == "num_reads"
+    again = factorize(A, 3, sample_rows="auto", random_state=0)
+    assert np.array_equal(again.U, result.U) and np.array_equal(again.V, result.V)
     mine = factorize(A, 3, sample_rows="auto", random_state=0, work_limit=5e8)
     assert mine.info["backend_info"]["work"]["limit"] == 5e8
     small = (np.random.default_rng(0).random((30, 20)) < 0.4).astype(np.int8)
