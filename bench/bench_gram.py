@@ -95,7 +95,7 @@ def _sparse_rows(A: Any, old: Any, args: argparse.Namespace) -> list[dict[str, A
     instance = f"sparse {A.shape[0]:,} x {n:,}, {A.nnz:,} ones"
     rows = _rows_of(
         {
-            f"before ({args.before}), 1 thread": lambda: old.pattern_gram(ptr, ind, n),
+            f"before ({args.before}), 1 thread": lambda: old.pattern_gram(ptr, ind, n, threads=1),
             "after, 1 thread": lambda: kernels.pattern_gram(ptr, ind, n, threads=1),
             "after, 2 threads": lambda: kernels.pattern_gram(ptr, ind, n, threads=2),
         },

@@ -265,7 +265,9 @@ def _markdown(payload: dict[str, Any]) -> str:
         f"ours, in MiB. Losses to the best classical method: **{losses}** "
         f"of {len(rows)}. `dask_planted`: every method gets a persisted `dask.array` on an "
         f"in-process LocalCluster of {DASK_WORKERS} one-thread workers ({DASK_BLOCKS} row "
-        "blocks); its Gram matrix is part of `sampling` (200 columns: full-rank scores).",
+        "blocks); its Gram matrix (200 columns: full-rank scores) is summed in the pass that "
+        "checks the input, before any stage, and `sampling` is the scores pass, the draw and "
+        "the gather of the core's rows.",
         "",
         "| instance | shape | r | s | error | ÷ planted | ÷ thr. | ÷ base. | ÷ best | "
         "ours s | thr. s | gram | sampling | solve | seeds | BLS | ALS | bounds | RSS MiB | "

@@ -479,23 +479,53 @@ def test_a_cancelled_bound_job_stops_between_row_chunks(monkeypatch: pytest.Monk
 
     import scipy.sparse
 
+    from bmfdsl.linalg import _kernels as kernels_module
     from bmfdsl.linalg import as_matrix
     from bmfdsl.pipeline import _bounds as bounds_module
 
     entered, chunks = threading.Event(), []
+    check = bounds_module.BoundJob._check
 
-    def slow_gram(csr, **kwargs):
-        chunks.append(csr.shape[0])
+    def slow_check(job):
+        chunks.append(1)
         entered.set()
         time.sleep(0.02)
-        return np.zeros((csr.shape[1], csr.shape[1]))
+        check(job)
 
-    monkeypatch.setattr(bounds_module, "exact_gram", slow_gram)
-    monkeypatch.setattr(bounds_module, "_JOB_CHUNK_ROWS", 10)
+    monkeypatch.setattr(bounds_module.BoundJob, "_check", slow_check)
+    monkeypatch.setattr(kernels_module, "_UINT16_ROWS", 10)  # 100 chunks of 10 rows
     job = bounds_module.BoundJob(as_matrix(scipy.sparse.eye(1000, 300, format="csr")), 2)
     assert entered.wait(10)
     job.cancel()
     assert not job.alive() and len(chunks) < 100  # stopped long before its 100 chunks
+    with pytest.raises(RuntimeError, match="cancelled"):
+        job.result()
+
+
+def test_a_cancelled_dense_bound_job_stops_between_row_chunks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+    import time
+
+    from bmfdsl.linalg import as_matrix
+    from bmfdsl.pipeline import _bounds as bounds_module
+
+    entered, chunks = threading.Event(), []
+    check = bounds_module.BoundJob._check
+
+    def slow_check(job):
+        chunks.append(1)
+        entered.set()
+        time.sleep(0.02)
+        check(job)
+
+    monkeypatch.setattr(bounds_module.BoundJob, "_check", slow_check)
+    monkeypatch.setattr(bounds_module, "_JOB_CHUNK_ROWS", 10)
+    job = bounds_module.BoundJob(as_matrix(np.eye(1000, 300, dtype=np.int8)), 2)
+    assert entered.wait(10)
+    job.cancel()
+    assert not job.alive() and len(chunks) < 100
     with pytest.raises(RuntimeError, match="cancelled"):
         job.result()
 

@@ -142,3 +142,93 @@ def test_the_bit_counted_gram_is_exact_across_words_and_chunks(
     assert np.array_equal(dense_gram(A), expected)
     gram = np.ones((37, 37))
     assert np.array_equal(bit_gram(A, gram), expected + 1)  # added into a given array
+
+
+def test_a_dask_matrix_sums_its_gram_in_the_pass_that_checks_it() -> None:
+    import dask
+    import dask.array as da
+
+    rng = np.random.default_rng(3)
+    dense = (rng.random((1000, 30)) < 0.1).astype(np.int8)
+    tall = as_matrix(da.from_array(dense, chunks=(128, 30)))
+    assert "gram" in vars(tall)  # filled by the check's pass
+    assert np.array_equal(tall.gram, _reference(dense))
+    assert np.array_equal(tall.column_norms, dense.sum(axis=0))
+    wide = as_matrix(da.from_array(dense.T.copy(), chunks=(30, 128)))
+    assert "gram" not in vars(wide)  # a wide one is sampled as its transpose: not summed
+    with dask.config.set(scheduler="sync"):
+        assert np.array_equal(wide.T.gram, _reference(dense))
+    bad = dense.astype(np.float64)
+    bad[5, 5], bad[7, 1] = 2.0, np.nan
+    with pytest.raises(Exception, match="found 2 other value"):
+        as_matrix(da.from_array(bad, chunks=(128, 30)))
+
+
+def _repeated_patterns(rng: np.random.Generator, m: int, n: int) -> scipy.sparse.csr_array:
+    """Rows that repeat one of a few patterns on the first 20 columns, plus sparse noise."""
+    patterns = (rng.random((4, 20)) < 0.5).astype(np.int8)
+    dense = (rng.random((m, n)) < 0.01).astype(np.int8)
+    dense[:, :20] |= patterns[rng.integers(0, 4, m)]
+    dense[rng.random(m) < 0.3, :20] = 0  # rows without a pattern
+    return scipy.sparse.csr_array(dense)
+
+
+def test_rows_that_repeat_a_hot_pattern_are_counted_once_per_pattern_exactly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rng = np.random.default_rng(11)
+    A = _repeated_patterns(rng, 3000, 120)
+    expected = _reference(A.toarray())
+    assert kernels._hot_columns(A.indptr, A.indices, 0, 3000, 120)[:20].all()
+    assert np.array_equal(kernels.pattern_gram(A.indptr, A.indices, 120, threads=1), expected)
+    assert np.array_equal(kernels.pattern_gram(A.indptr, A.indices, 120, threads=3), expected)
+    shuffled = A.copy()  # unsorted rows: the same set in another order is another pattern
+    for i in range(0, 3000, 2):
+        start, stop = shuffled.indptr[i], shuffled.indptr[i + 1]
+        shuffled.indices[start:stop] = shuffled.indices[start:stop][::-1].copy()
+    assert np.array_equal(exact_gram(shuffled), expected)
+    # a full table (new patterns counted directly), and the lookups given up after a chunk
+    monkeypatch.setattr(kernels, "_MAX_PATTERNS", 2)
+    monkeypatch.setattr(kernels, "_MAX_PATTERN_ONES", 15)
+    assert np.array_equal(kernels.pattern_gram(A.indptr, A.indices, 120, threads=1), expected)
+    monkeypatch.setattr(kernels, "_UINT16_ROWS", 100)
+    monkeypatch.setattr(kernels, "_MIN_HIT_RATE", 1.1)  # no lookup pays: stop after one chunk
+    assert np.array_equal(kernels.pattern_gram(A.indptr, A.indices, 120, threads=1), expected)
+
+
+def test_the_pattern_table_pays_only_when_lookups_find_their_pattern() -> None:
+    rng = np.random.default_rng(12)
+    repeated = _repeated_patterns(rng, 2000, 60)
+    table = kernels._PatternTable.empty()
+    hot = kernels._hot_columns(repeated.indptr, repeated.indices, 0, 2000, 60)
+    counts, upper = np.zeros((60, 60), np.uint16), np.zeros((60, 60))
+    kernels._add_split_pairs(
+        repeated.indptr, repeated.indices, 0, 2000, counts, upper, hot, *table.arrays()
+    )
+    assert table.pays() and table.used[0] < 50 < 1000 < table.used[3]  # 4 patterns, and noise
+    dense = np.eye(2000, 60, dtype=np.int8)
+    dense[:, :16] = np.random.default_rng(1).random((2000, 16)) < 0.5  # random hot parts
+    distinct = scipy.sparse.csr_array(dense)
+    table = kernels._PatternTable.empty()
+    hot = np.zeros(60, dtype=bool)
+    hot[:16] = True
+    kernels._add_split_pairs(
+        distinct.indptr, distinct.indices, 0, 2000, counts, upper, hot, *table.arrays()
+    )
+    assert not table.pays()  # 2^16 possible hot parts among 2,000 rows: mostly misses
+
+
+def test_a_row_with_more_stored_entries_than_columns_is_counted_entry_by_entry() -> None:
+    # pattern_gram counts stored entries (exact_gram canonicalizes first); a row longer than
+    # the matrix is wide must not overrun the split kernel's buffers
+    indptr = np.array([0, 10, 12, 14, 16])  # 8 columns; row 0 stores 10 entries
+    indices = np.array([0, 1] * 5 + [0, 1, 0, 1, 2, 3])
+    expected = np.zeros((8, 8))
+    for i in range(4):
+        row = indices[indptr[i] : indptr[i + 1]]
+        for p, q in itertools.combinations_with_replacement(range(row.size), 2):
+            j, k = sorted((row[p], row[q]))
+            expected[j, k] += 1
+    expected = np.triu(expected) + np.triu(expected, 1).T
+    assert kernels._hot_columns(indptr, indices, 0, 4, 8)[:2].all()  # the split kernel runs
+    assert np.array_equal(kernels.pattern_gram(indptr, indices, 8, threads=1), expected)

@@ -153,3 +153,24 @@ def test_every_matrix_kind_implements_the_binary_matrix_protocol_alike():
         assert data.T.shape == (6, 23) and data.T.dense().tolist() == A.T.tolist()
     assert [data.in_memory for data in kinds] == [True, True, False]
     assert [data.layout() for data in kinds] == [{}, {}, {"dask_blocks": 5}]
+
+
+def test_dask_take_rows_gathers_slices_and_scattered_rows_alike(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import dask.array as da
+
+    from bmfdsl.linalg import _matrix as matrix_module
+
+    rng = np.random.default_rng(5)
+    dense = (rng.random((1000, 12)) < 0.3).astype(np.int8)
+    data = as_matrix(da.from_array(dense, chunks=(128, 12)))
+    consecutive = np.arange(100, 400)  # slices of three blocks
+    scattered = np.array([999, 3, 3, 500, 130, 0, 640, 641])  # repeats, any order
+    for rows in (consecutive, scattered, np.concatenate([scattered, consecutive])):
+        assert np.array_equal(data.take_rows(rows), dense[rows])
+    assert data.take_rows(np.array([], dtype=np.int64)).shape == (0, 12)
+    monkeypatch.setattr(matrix_module, "_TAKE_MAX_SCATTERED_ROWS", 2)  # dask's fancy indexing
+    assert np.array_equal(data.take_rows(scattered), dense[scattered])
+    with pytest.raises(IndexError):
+        data.take_rows(np.array([1000]))

@@ -115,6 +115,50 @@ def test_threshold_search_equals_brute_force(seed: int) -> None:
     np.testing.assert_array_equal(V.T, q <= H)
 
 
+def _scanned_thresholds(A: np.ndarray, W: np.ndarray, H: np.ndarray) -> tuple[int, int]:
+    """S1 Algorithm 4's scan as written: each prefix of W's order (descending, ties by
+    position) against the prefixes of H's until W'H' leaves {0, 1}; the first strict
+    improvement wins. Returns the prefix lengths ``(a, b)``."""
+    w_order = np.argsort(-W.ravel(), kind="stable")
+    h_order = np.argsort(-H.ravel(), kind="stable")
+    best, best_ab = int(A.sum()), (0, 0)
+    for a in range(1, w_order.size + 1):
+        W_binary = np.zeros(W.size, dtype=np.int64)
+        W_binary[w_order[:a]] = 1
+        for b in range(1, h_order.size + 1):
+            H_binary = np.zeros(H.size, dtype=np.int64)
+            H_binary[h_order[:b]] = 1
+            X = W_binary.reshape(W.shape) @ H_binary.reshape(H.shape)
+            if X.max() > 1:
+                break
+            error = int(((A - X) ** 2).sum())
+            if error < best:
+                best, best_ab = error, (a, b)
+    return best_ab
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_threshold_search_picks_the_scans_pair_ties_included(seed: int) -> None:
+    # the incremental search must return the very pair the plain scan picks (same U and V,
+    # not only the same error), also when entries of W and H tie
+    rng = np.random.default_rng(seed)
+    m, n, r = [(6, 8, 2), (5, 5, 3), (7, 4, 2)][seed % 3]
+    A = (rng.random((m, n)) < rng.uniform(0.2, 0.8)).astype(np.int8)
+    W = np.round(rng.random((m, r)), 1)  # rounded: many ties
+    H = np.round(rng.random((r, n)), 1)
+    U, V = threshold_search(A, W, H)
+    if n < m:  # the search runs on the transposed problem Aᵀ ≈ Hᵀ Wᵀ then
+        A, W, H = A.T, H.T, W.T
+        U, V = V, U
+    a, b = _scanned_thresholds(A, W, H)
+    expected_U = np.zeros(W.size, dtype=np.int8)
+    expected_U[np.argsort(-W.ravel(), kind="stable")[:a]] = 1
+    expected_H = np.zeros(H.size, dtype=np.int8)
+    expected_H[np.argsort(-H.ravel(), kind="stable")[:b]] = 1
+    np.testing.assert_array_equal(U, expected_U.reshape(W.shape))
+    np.testing.assert_array_equal(V.T, expected_H.reshape(H.shape))
+
+
 def test_threshold_search_from_an_nmf_equals_brute_force() -> None:
     rng = np.random.default_rng(11)
     A = (rng.random((8, 6)) < 0.5).astype(np.int8)

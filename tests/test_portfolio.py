@@ -182,6 +182,19 @@ def test_the_default_holds_baselines_answer_on_a_large_unsampled_matrix():
     assert ours.error <= factorize(A, 3, method="baseline", random_state=0).error
 
 
+def test_never_worse_than_a_comparison_method_on_unsampled_dense_random_data():
+    # a Bernoulli(0.5) matrix has no structure but its own noise, which a row sample of it
+    # does not show: thresholded on all of A beat the default before it took A whole too
+    A = (np.random.default_rng(1).random((700, 200)) < 0.5).astype(np.int8)
+    assert A.size > 2**17  # the other methods see a row sample of it
+    ours = factorize(A, 3, random_state=0)
+    for method in ("baseline", "thresholded", "penalized"):
+        theirs = factorize(A, 3, method=method, random_state=0)
+        assert ours.error <= theirs.error, method
+        if method == "thresholded":  # its own answer is a candidate
+            assert ours.info["portfolio"]["errors"]["thresholded-whole"] == theirs.error
+
+
 def dense_planted(m: int, n: int, rank: int, seed: int) -> np.ndarray:
     """Dense planted factors (p = 0.2-0.5): overlaps give integer products above 1; 3% noise
     both ways. The family the seed portfolio was not tuned on (bench/bench_families.py)."""

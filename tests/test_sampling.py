@@ -227,3 +227,23 @@ def test_block_scores_by_pairs_of_ones_equal_the_products_and_the_pattern_route(
     dense = np.ones((30, 40), dtype=np.int8)  # all pairs: the products' route, same scores
     M_dense = np.eye(40) / 30
     np.testing.assert_allclose(sampling._block_scores(dense, M_dense), np.full(30, 40 / 30))
+
+
+@pytest.mark.parametrize("columns", [40, 37])  # words of 8 bytes, and a width that has none
+def test_dense_quadratic_forms_read_words_and_bytes_alike(columns: int) -> None:
+    import scipy.sparse
+
+    from bmfdsl.linalg import dense_quadratic_forms, dense_row_pairs, pattern_quadratic_forms
+
+    rng = np.random.default_rng(columns)
+    block = (rng.random((500, columns)) < 0.05).astype(np.int8)
+    block[:3] = 0
+    block[3, -1] = block[4, 0] = 1  # ones at both ends of a row
+    M = rng.standard_normal((columns, columns))
+    M = M + M.T
+    csr = scipy.sparse.csr_array(block)
+    expected = pattern_quadratic_forms(csr.indptr, csr.indices, M)
+    # C-contiguous bytes (words where the width allows), a strided view, bools, floats
+    for variant in (block, np.asfortranarray(block), block.astype(bool), block.astype(float)):
+        assert np.array_equal(dense_quadratic_forms(variant, M), expected)
+        assert dense_row_pairs(variant) == float(np.sum(np.diff(csr.indptr) ** 2))

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         deflated_shift,
         dense_cross,
         dense_quadratic_forms,
+        dense_row_pairs,
         gram,
         pattern_gram_matvec,
         pattern_quadratic_forms,

@@ -44,6 +44,13 @@ _ERROR_CHUNK_ENTRIES = 2**20
 _FLOAT64_EXACT = 2**53  # integers below this are exact in float64
 # Rows per chunk of a dense Gram product (bit-packed: n x 1,024 words of 8 bytes per chunk).
 _BIT_GRAM_CHUNK_ROWS = 2**16
+# A tall dask matrix of at most this many columns sums its Gram matrix (bit counts: n²/64 word
+# operations a row, a few times the check's n reads) in the pass that checks it: sampling and
+# the bound need it (full-rank leverage scores up to 256 columns), and a pass over the blocks
+# of a cluster costs a round trip of its own.
+_GRAM_WITH_CHECK_MAX_COLUMNS = 256
+# DaskMatrix.take_rows sends at most this many scattered row numbers in its own tasks.
+_TAKE_MAX_SCATTERED_ROWS = 2**12
 
 #: The most a sparse input may take once densified whole (one byte per entry), for the
 #: routes that need all of it dense.
@@ -127,7 +134,13 @@ def as_matrix(A: Any, chunk_rows: int | None = None) -> BinaryMatrix:
     return InMemoryMatrix(A, chunk_rows)
 
 
-def exact_gram(csr: Any, *, rows: bool = False, threads: int | None = None) -> np.ndarray:
+def exact_gram(
+    csr: Any,
+    *,
+    rows: bool = False,
+    threads: int | None = None,
+    between_chunks: Callable[[], object] | None = None,
+) -> np.ndarray:
     """``AᵀA`` (or ``A Aᵀ`` with ``rows``) of a 0/1 CSR matrix as exact integers in float64.
 
     Counts of pairs of ones, summed from the pattern (no dense copy of ``A``): the same
@@ -135,7 +148,9 @@ def exact_gram(csr: Any, *, rows: bool = False, threads: int | None = None) -> n
     ``Σ nnz_i²`` is above :func:`bit_gram_work`, row chunks are made dense and their bits
     counted. A CSR holding duplicate entries is canonicalized first (on a copy), so that
     each stored position counts once. ``threads``: those of the
-    pattern kernel (default: every CPU; the counts do not depend on it).
+    pattern kernel (default: every CPU; the counts do not depend on it). ``between_chunks``
+    (optional) is called before each chunk of rows (see
+    :func:`~bmfdsl.linalg._kernels.pattern_gram`): raise from it to stop a background sum.
 
     >>> import scipy.sparse
     >>> exact_gram(scipy.sparse.csr_array([[1, 1], [0, 1]])).tolist()
@@ -154,9 +169,17 @@ def exact_gram(csr: Any, *, rows: bool = False, threads: int | None = None) -> n
     if float(np.dot(counts, counts)) > bit_gram_work(*csr.shape):  # dense rows: count bits
         gram = np.zeros((csr.shape[1], csr.shape[1]))
         for start in range(0, csr.shape[0], _BIT_GRAM_CHUNK_ROWS):
+            if between_chunks is not None:
+                between_chunks()
             bit_gram(csr[start : start + _BIT_GRAM_CHUNK_ROWS].toarray(), gram)
         return gram
-    return pattern_gram(csr.indptr, csr.indices, int(csr.shape[1]), threads=threads)
+    return pattern_gram(
+        csr.indptr,
+        csr.indices,
+        int(csr.shape[1]),
+        threads=threads,
+        between_chunks=between_chunks,
+    )
 
 
 def bit_gram_work(rows: int, columns: int) -> float:
@@ -401,16 +424,21 @@ class DaskMatrix:
             raise InvalidMatrixError(f"A must be a non-empty 2-D array; got shape {A.shape}")
         self.array = A.rechunk({1: -1})
         self.shape: tuple[int, int] = (int(self.array.shape[0]), int(self.array.shape[1]))
-        non_binary = ((self.array != 0) & (self.array != 1)).sum()
-        column_norms = (self.array != 0).sum(axis=0, dtype=np.int64)
-        non_binary, column_norms = self.compute(non_binary, column_norms)
-        if int(non_binary):
+        m, n = self.shape
+        # one pass checks the blocks and, where the Gram is cheap and wanted (the sampled
+        # orientation of the pipeline's dask input), sums it too: one round trip less
+        with_gram = n <= _GRAM_WITH_CHECK_MAX_COLUMNS and m >= n
+        parts = self.per_block(_checked_block, with_gram)
+        non_binary = sum(part[0] for part in parts)
+        if non_binary:
             raise InvalidMatrixError(
-                f"A must contain only 0 and 1; found {int(non_binary)} other value(s). "
+                f"A must contain only 0 and 1; found {non_binary} other value(s). "
                 "Binarize it first (e.g. (A >= threshold).astype(int))."
             )
-        self.column_norms = np.asarray(column_norms, dtype=np.int64)
+        self.column_norms = np.asarray(np.sum([part[1] for part in parts], axis=0), np.int64)
         self.total = int(self.column_norms.sum())
+        if with_gram:  # what the cached property would store (exact integer sums)
+            self.__dict__["gram"] = np.sum([part[2] for part in parts], axis=0)
 
     @property
     def num_blocks(self) -> int:
@@ -444,10 +472,33 @@ class DaskMatrix:
         return tuple(dask.compute(*collections))
 
     def take_rows(self, indices: Any) -> np.ndarray:
-        """Rows ``indices`` (repeats allowed, any order) gathered as an ``int8`` numpy array."""
+        """Rows ``indices`` (repeats allowed, any order) gathered as an ``int8`` numpy array:
+        one task per row block that holds any, given a slice of it or a few row numbers
+        (dask's fancy indexing ran 3x slower for the 100 rows of a core); many scattered
+        rows take dask's fancy indexing (their numbers would make a large graph)."""
+        import dask
+
         unique, inverse = np.unique(np.asarray(indices, dtype=np.int64), return_inverse=True)
-        rows = check_binary_matrix(np.asarray(self.array[unique].compute()))
-        return np.ascontiguousarray(rows[np.ravel(inverse)])
+        if unique.size == 0:
+            return np.zeros((0, self.shape[1]), dtype=np.int8)
+        edges = np.cumsum((0, *self.array.chunks[0]))
+        block_of = np.searchsorted(edges, unique, side="right") - 1
+        picks: list[tuple[int, slice | np.ndarray]] = []
+        scattered = 0
+        for block in np.unique(block_of):
+            rows = unique[block_of == block] - edges[block]
+            if rows[-1] - rows[0] + 1 == rows.size:  # consecutive: a slice
+                picks.append((int(block), slice(int(rows[0]), int(rows[-1]) + 1)))
+            else:
+                picks.append((int(block), rows))
+                scattered += rows.size
+        if scattered > _TAKE_MAX_SCATTERED_ROWS or not 0 <= unique[0] <= unique[-1] < edges[-1]:
+            gathered = np.asarray(self.array[unique].compute())
+        else:
+            blocks = self.array.to_delayed().ravel()
+            tasks = [dask.delayed(_take_block_rows)(blocks[block], rows) for block, rows in picks]
+            gathered = np.concatenate([np.asarray(part) for part in dask.compute(*tasks)])
+        return np.ascontiguousarray(check_binary_matrix(gathered)[np.ravel(inverse)])
 
     def row_aligned(self, factor: np.ndarray) -> Any:
         """``factor`` (one row per row of ``A``) as a dask array chunked like ``A``'s rows.
@@ -480,12 +531,23 @@ class DaskMatrix:
         workers once on a distributed cluster (see :func:`_broadcast`).
         """
         args = _broadcast(args)
+        # meta given: dask would otherwise call func on an empty array of its own layout to
+        # learn it (a numba kernel compiled a new specialization for it: 0.25 s per process)
         if columns is None:
             return self.array.map_blocks(
-                func, *args, dtype=dtype, drop_axis=1, chunks=(self.array.chunks[0],)
+                func,
+                *args,
+                dtype=dtype,
+                drop_axis=1,
+                chunks=(self.array.chunks[0],),
+                meta=np.empty((0,), dtype=dtype),
             )
         return self.array.map_blocks(
-            func, *args, dtype=dtype, chunks=(self.array.chunks[0], (columns,))
+            func,
+            *args,
+            dtype=dtype,
+            chunks=(self.array.chunks[0], (columns,)),
+            meta=np.empty((0, 0), dtype=dtype),
         )
 
     def per_block(self, func: Callable[..., Any], *args: Any) -> list[Any]:
@@ -609,6 +671,25 @@ def _broadcast(args: tuple[Any, ...]) -> tuple[Any, ...]:
         client.scatter(arg, broadcast=True, hash=False) if isinstance(arg, np.ndarray) else arg
         for arg in args
     )
+
+
+def _take_block_rows(block: Any, rows: slice | np.ndarray) -> np.ndarray:
+    return np.asarray(block)[rows]
+
+
+def _checked_block(block: Any, with_gram: bool) -> tuple[int, np.ndarray, np.ndarray | None]:
+    """A dask block's count of entries other than 0 and 1, its column counts of ones and,
+    ``with_gram``, its ``blockᵀ block`` (:func:`dense_gram`; ``None`` without it or when the
+    block is not 0/1)."""
+    block = np.asarray(block)
+    if block.dtype.kind in "biu" and block.dtype.itemsize == 1:  # int8, uint8, bool: bytes
+        non_binary = int(np.count_nonzero(block.view(np.uint8) > 1))
+        column_norms = np.add.reduce(block, axis=0, dtype=np.int64)
+    else:
+        non_binary = int(np.count_nonzero((block != 0) & (block != 1)))
+        column_norms = np.count_nonzero(block, axis=0).astype(np.int64)
+    gram = dense_gram(block) if with_gram and not non_binary else None
+    return non_binary, column_norms, gram
 
 
 def _block_squared_error(block: np.ndarray, U: np.ndarray, V: np.ndarray) -> np.ndarray:

@@ -74,7 +74,8 @@ _SPECTRAL_MIN_FLOPS = 10**8
 #: Data (entries) from which :func:`start_bound` computes the spectral bound in the
 #: background.
 BACKGROUND_BOUND_CELLS = 2**20
-# Rows a background bound job sums at a time: it checks for cancellation between them.
+# Rows of a dense matrix a background bound job sums at a time: it checks for cancellation
+# between them (a sparse one's kernel checks between its own chunks).
 _JOB_CHUNK_ROWS = 2**16
 _SPECTRAL_WORK_PER_CELL = 15
 #: Gram matrices up to this size get all their eigenvalues; larger ones a proven bound on
@@ -210,17 +211,15 @@ class BoundJob:
         tall = self._tall
         if "gram" in vars(tall):
             return np.asarray(tall.gram)
-        n = tall.shape[1]
-        gram: np.ndarray | None = None
-        step = _JOB_CHUNK_ROWS
-        for start in range(0, tall.shape[0], step):
+        if isinstance(tall, SparseMatrix):  # one thread: the caller's stages run beside it
+            # the kernel reads the rows in place and checks between its chunks: slicing the
+            # CSR into chunks and summing their Grams cost as much as the counting
+            return exact_gram(tall.csr, threads=1, between_chunks=self._check)
+        gram = np.zeros((tall.shape[1], tall.shape[1]))
+        for start in range(0, tall.shape[0], _JOB_CHUNK_ROWS):
             self._check()
-            if isinstance(tall, SparseMatrix):  # one thread: the caller's stages run beside it
-                part = exact_gram(tall.csr[start : start + step], threads=1)
-                gram = part if gram is None else np.add(gram, part, out=gram)
-            else:
-                gram = bit_gram(tall.array[start : start + step], gram)
-        return np.zeros((n, n)) if gram is None else gram
+            bit_gram(tall.array[start : start + _JOB_CHUNK_ROWS], gram)
+        return gram
 
     def result(self) -> int:
         """The spectral bound (waits for the thread); eigenvalues it left to the caller (256

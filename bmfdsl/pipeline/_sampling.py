@@ -256,12 +256,11 @@ def _block_scores(block: np.ndarray, scores_matrix: np.ndarray) -> np.ndarray:
     """Leverage scores ``a_i M a_iᵀ`` of the rows of ``block``: summed over each row's pairs
     of ones when they are few (a dask block of 125,000 x 200 at 1%: 0.23 -> 0.02 s), else
     by products over row chunks (which keep the float copy small)."""
-    from bmfdsl.linalg import dense_quadratic_forms
+    from bmfdsl.linalg import dense_quadratic_forms, dense_row_pairs
 
     block = np.asarray(block)
-    ones = np.count_nonzero(block, axis=1).astype(np.float64)
-    if float(np.dot(ones, ones)) <= _PAIRS_PER_PRODUCT * block.shape[0] * block.shape[1] ** 2:
-        scores = dense_quadratic_forms(block, np.ascontiguousarray(scores_matrix))
+    if dense_row_pairs(block) <= _PAIRS_PER_PRODUCT * block.shape[0] * block.shape[1] ** 2:
+        scores = dense_quadratic_forms(block, scores_matrix)
         return np.maximum(scores, 0.0)  # rounding must not make a probability negative
     step = max(1, min(_SVD_MAX_ENTRIES, _CHUNK_ENTRIES) // block.shape[1])
     scores = np.empty(block.shape[0])

@@ -11,7 +11,10 @@ the default backend, nothing constrained) also tries, beside the core solve:
   candidates, so it is never worse than any of them on the same input and seed; a larger core
   hands them its first rows (the sampled rows are independent draws, so a prefix is a smaller
   sample), or a uniform sample of its rows when it is all of ``A``, except for ``baseline``,
-  which takes an unsampled ``A`` whole up to :data:`BASELINE_WHOLE_CELLS` entries;
+  which takes an unsampled ``A`` whole up to :data:`BASELINE_WHOLE_CELLS` entries, and
+  ``thresholded``, which also runs on an unsampled ``A`` whole up to
+  :data:`THRESHOLDED_WHOLE_CELLS` entries (the seed ``"thresholded-whole"``: on dense
+  random data no row sample shows what it finds);
 * on a sampled run, the native solver's structure seeds (NMF-threshold, row and column
   clusters) on a uniform sample of :func:`structure_sample_rows` rows, sized from rank and
   shape so that every component is seen, independent of ``sample_rows`` (a larger sample never
@@ -63,6 +66,12 @@ CHEAP_METHODS = ("baseline", "thresholded")
 #: the greedy costs about one pass (0.5 s at 20,000 x 2,000, r = 10), and a prefix of the
 #: rows lost to it there (18,846,586 against its 18,846,410).
 BASELINE_WHOLE_CELLS = 2**26
+#: Largest unsampled core (entries) ``thresholded`` also takes whole (the seed
+#: ``"thresholded-whole"``, its own answer, beside the one on a row sample): on dense random
+#: data the structure it finds is the whole matrix's noise, which no row sample shows
+#: (Bernoulli(0.5), 5,000 x 1,000, r = 10: 2,288,870 without it, 2,276,881 with it). Its NMF
+#: makes 600 passes over ``A`` (a float64 copy of ``A``: 1 GiB at this size).
+THRESHOLDED_WHOLE_CELLS = 2**27
 #: The comparison methods tried as seeds, in the order ``info["portfolio"]`` lists them.
 SEED_METHODS = ("baseline", "thresholded", "penalized")
 #: Data (entries) up to which every seed is finished on the full data; beyond it the seeds are
@@ -179,9 +188,20 @@ def portfolio_seeds(
     """The seeds beside the core solve (see the module docstring).
 
     ``method_rng`` is the generator in the state the comparison methods would find it in
-    (each gets a copy); it is not advanced.
+    (each gets a copy); it is not advanced. The seed ``"thresholded-whole"``
+    (:func:`takes_thresholded_whole`) is computed last, in the caller's thread: its NMF's
+    products on all of ``A`` then use BLAS as the caller set it, as ``method="thresholded"``
+    does (the seeds' threads hold BLAS on one thread), so it is that method's own answer, in
+    its time.
     """
-    return start_portfolio_seeds(data, core, rank, method_rng, sampled=sampled).result()
+    seed_set = start_portfolio_seeds(data, core, rank, method_rng, sampled=sampled).result()
+    if not takes_thresholded_whole(core.shape, sampled=sampled):
+        return seed_set
+    from bmfdsl.solvers.methods import get_method
+
+    U, V = get_method("thresholded")(core, rank, random_state=copy.deepcopy(method_rng))
+    whole = Seed("thresholded-whole", np.asarray(V, dtype=np.int8), np.asarray(U, dtype=np.int8))
+    return SeedSet([*seed_set.seeds, whole], seed_set.sample)  # last: it wins no earlier tie
 
 
 class SeedsAhead:
@@ -266,6 +286,22 @@ def start_portfolio_seeds(
     if sample is not None and rank <= min(sample.shape):
         jobs.append(partial(_structure_seeds, sample, rank, own))
     return SeedsAhead(jobs, sample if sampled and m * n > FULL_POLISH_CELLS else None)
+
+
+def takes_thresholded_whole(shape: tuple[int, int], *, sampled: bool) -> bool:
+    """Whether the portfolio adds ``thresholded`` on the whole core (see
+    :data:`THRESHOLDED_WHOLE_CELLS`): an unsampled core that the comparison methods otherwise
+    see only a row sample of.
+
+    >>> takes_thresholded_whole((5000, 1000), sampled=False)
+    True
+    >>> takes_thresholded_whole((100, 1000), sampled=False)
+    False
+    >>> takes_thresholded_whole((5000, 1000), sampled=True)
+    False
+    """
+    cells = shape[0] * shape[1]
+    return not sampled and METHOD_CELLS < cells <= THRESHOLDED_WHOLE_CELLS
 
 
 def _seed_threads(jobs: int) -> int:
