@@ -43,7 +43,7 @@ import copy
 import os
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -334,13 +334,9 @@ def shortlist(seed_set: SeedSet, answer_V: np.ndarray, keep: int = SHORTLIST) ->
     if sample is None:
         return seeds
 
-    def screened(V: np.ndarray) -> tuple[int, bytes]:
-        error, _, polished_V = _screened_answer(sample, V)
-        return error, _column_set(polished_V)
-
-    with one_blas_thread():
-        to_beat, answer_key = screened(answer_V)
-        judged = [screened(seed.V) for seed in seeds]
+    with one_blas_thread():  # the answer and every seed in one batch
+        answers = _screened_answers(sample, [answer_V, *(seed.V for seed in seeds)])
+    (to_beat, answer_key), *judged = [(error, _column_set(V)) for error, _, V in answers]
     ranked = sorted(range(len(seeds)), key=lambda index: (judged[index][0], index))
     seen = {answer_key}
     chosen: list[Seed] = []
@@ -394,12 +390,7 @@ def repair_seed(
             if block is None:
                 break
             round_best = best
-            for k in range(best[2].shape[1]):
-                if deadline is not None and time.perf_counter() > deadline:
-                    break
-                swapped = best[2].copy()
-                swapped[:, k] = block
-                tried = _screened_answer(sample, swapped)
+            for tried in _swaps_screened(sample, best[2], block, deadline):
                 if tried[0] < round_best[0]:
                     round_best = tried
             if round_best[0] >= best[0]:
@@ -427,18 +418,50 @@ def screening_rows(data: BinaryMatrix, seed_set: SeedSet, rank: int) -> np.ndarr
     return np.ascontiguousarray(data.take_rows(np.linspace(0, m - 1, size).astype(np.int64)))
 
 
+def _swaps_screened(
+    sample: np.ndarray, V: np.ndarray, block: np.ndarray, deadline: float | None
+) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    """:func:`_screened_answer` of ``V`` with each column in turn replaced by ``block``: all
+    in one batch, or under a ``deadline`` one at a time while it holds."""
+    swaps = []
+    for k in range(V.shape[1]):
+        swapped = V.copy()
+        swapped[:, k] = block
+        swaps.append(swapped)
+    if deadline is None:
+        yield from _screened_answers(sample, swaps)
+        return
+    for swapped in swaps:
+        if time.perf_counter() > deadline:
+            return
+        yield _screened_answer(sample, swapped)
+
+
 def _screened_answer(sample: np.ndarray, V: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
     """How a start is judged on ``sample``: BLS for ``U`` from ``V``, then ALS; the error and
     the polished ``U`` and ``V``."""
-    from bmfdsl.solvers import als, solve_bls_with_error
+    return _screened_answers(sample, [V])[0]
 
-    U, _ = solve_bls_with_error(sample, V)
-    polished = als(sample, U, V)
-    return (
-        int(polished.error),
-        np.asarray(polished.U, dtype=np.int8),
-        np.asarray(polished.V, dtype=np.int8),
-    )
+
+def _screened_answers(
+    sample: np.ndarray, Vs: list[np.ndarray]
+) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """:func:`_screened_answer` of each of ``Vs`` (one rank), in one batch: one pass over
+    ``sample`` per half-step for all of them, and each ends exactly as it would alone
+    (:func:`~bmfdsl.solvers.solve_bls_many`, :func:`~bmfdsl.solvers.als_batch`)."""
+    from bmfdsl.linalg import as_matrix
+    from bmfdsl.solvers import ALSStart, als_batch, solve_bls_many
+
+    solved = solve_bls_many(as_matrix(sample), Vs)
+    starts = [ALSStart(U, V, error=error) for (U, error, _), V in zip(solved, Vs, strict=True)]
+    return [
+        (
+            int(polished.error),
+            np.asarray(polished.U, dtype=np.int8),
+            np.asarray(polished.V, dtype=np.int8),
+        )
+        for polished in als_batch(sample, starts)
+    ]
 
 
 def _uncovered_block(sample: np.ndarray, U: np.ndarray, V: np.ndarray) -> np.ndarray | None:
