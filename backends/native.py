@@ -63,8 +63,8 @@ _DESCRIPTIONS = {
     f"{DEFAULT_FAMILY_WORK:g}, a few seconds)",
     "time_limit": "opt-in wall-clock limit in seconds (restarts and polishes check the "
     "clock inside); the answer then depends on machine load: not reproducible",
-    "num_reads": "maximum annealing restarts, >= 1 (default: as many as the budget allows; "
-    f"masked/weighted: {_WEIGHTED_READS} restarts)",
+    "num_reads": "maximum annealing restarts, >= 0 (0: the certificate and the seeds only; "
+    f"default: as many as the budget allows; masked/weighted: >= 1, {_WEIGHTED_READS} restarts)",
     "seed": "seed in [0, 2**31); the same seed gives the same result unless time_limit is set",
     "initial_factors": "warm starts: a list of (U, V) pairs",
     "sweeps": f"maximum sweeps per annealing run {_default('sweeps')}",
@@ -142,7 +142,8 @@ class NativeSampler(StructuredSampler):
         seed = check_seed(seed)
         # checked as every backend checks them, before the time left for the answer is taken
         # off (a clamp first would turn -1 or NaN into a valid 0)
-        num_reads = None if num_reads is None else check_num_reads(num_reads)
+        # plain BMF takes 0 (its seeds only: the pipeline's sampled core); the others need 1
+        num_reads = None if num_reads is None else check_count(num_reads, "num_reads", minimum=0)
         time_limit = None if time_limit is None else check_time_limit(time_limit)
         plain_only = {
             "time_limit": time_limit,
@@ -165,8 +166,9 @@ class NativeSampler(StructuredSampler):
             answer = _solve_family(structure, work_limit, time_limit, seed, initial_factors)
         elif weights is not None:
             _refuse_plain_only(plain_only)
+            reads = None if num_reads is None else check_num_reads(num_reads)
             answer = _solve_weighted(
-                structure, weights, num_reads, seed, initial_factors, num_solutions
+                structure, weights, reads, seed, initial_factors, num_solutions
             )
         else:
             settings = _plain_settings(structure, plain_only, num_reads, num_solutions)

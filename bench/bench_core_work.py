@@ -7,8 +7,8 @@ instance (the four UCI sets at r = 2, 5, 10; the whole-matrix families of
 ``bench_families.py``) is factorized both ways with ``random_state`` fixed: the error (must be
 equal), the core solve's work units and restarts (counted: the same on any machine) and the
 call's CPU seconds (``time.process_time``, threads included; under load from other jobs).
-Sampled runs are left out: their core's budget (``sampled_core_work_limit``) ends before
-the patience can act, so they do the same work either way.
+Sampled runs are left out: their core runs no restart (``num_reads=0``), so the patience
+has nothing to stop.
 
 Run from the repository root::
 

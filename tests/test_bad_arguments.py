@@ -99,7 +99,7 @@ def test_item2_native_rejects_nan_time_limit(time_limit):
         ("sweeps", "x"),
         ("replicas", 2.5),
         ("work_limit", float("inf")),
-        ("num_reads", 0),
+        ("num_reads", -1),  # 0 is valid: the seeds only
         ("patience", True),
         ("initial_factors", "garbage"),
         ("initial_factors", [(np.ones((3, 2)), np.full((3, 2), 2))]),
@@ -126,12 +126,12 @@ def test_item2_neal_refuses_a_nan_time_limit_that_would_never_end():
         factorize(A, 2, backend="neal", time_limit=float("nan"), random_state=0)
 
 
-def test_item2_the_cli_refuses_a_nan_time_limit_and_zero_reads(tmp_path, capsys):
+def test_item2_the_cli_refuses_a_nan_time_limit_and_negative_reads(tmp_path, capsys):
     from bmfdsl.apps import _cli as cli
 
     (tmp_path / "a.csv").write_text("1,1,0\n1,1,0\n0,1,1\n")
     argv = ["factorize", str(tmp_path / "a.csv"), "-r", "2", "--out", str(tmp_path / "o")]
-    for extra in (["--time-limit", "nan"], ["--num-reads", "0"]):
+    for extra in (["--time-limit", "nan"], ["--num-reads", "-1"]):
         assert cli.main([*argv, *extra]) != 0
         assert extra[0].removeprefix("--").replace("-", "_") in capsys.readouterr().err
 

@@ -295,6 +295,23 @@ def test_warm_start_is_used_and_validated():
         solve_bmf(A, 3, initial_factors=[(U0[:5], V0)])
 
 
+def test_the_backend_takes_num_reads_0_as_the_seeds_only_on_plain_bmf():
+    from bmfdsl import factorize
+
+    A = (np.random.default_rng(5).random((40, 25)) < 0.4).astype(np.int8)
+    seeds_only = factorize(A, 3, backend="native", random_state=0, num_reads=0)
+    one_more = factorize(A, 3, backend="native", random_state=0, num_reads=1)
+    assert seeds_only.info["backend_info"]["restarts"] == 0
+    assert seeds_only.info["backend_info"]["stopped_by"] == "num_reads"
+    assert one_more.info["backend_info"]["restarts"] == 1
+    # the same seeds come first, so a restart can only keep or lower the core's error
+    assert one_more.info["error_before_als"] <= seeds_only.info["error_before_als"]
+    mask = np.ones_like(A)
+    mask[0, 0] = 0
+    with pytest.raises(InvalidParameterError, match="num_reads"):  # restarted weighted ALS
+        factorize(A, 3, mask=mask, backend="native", random_state=0, num_reads=0)
+
+
 def test_all_zero_matrix_and_bad_settings():
     result = solve_bmf(np.zeros((5, 4), dtype=int), 2, settings=NativeSettings(num_reads=1))
     assert result.solutions[0][2] == 0

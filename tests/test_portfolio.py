@@ -254,11 +254,14 @@ def test_screening_keeps_a_methods_answer_within_the_margin_only(monkeypatch):
     screened = {0: 1000, 1: 1040, 2: 1040, 3: 990}  # start's code -> screened error
     ends = {0: 0, 1: 1, 2: 2, 3: 3}  # where ALS ends (the screened V)
 
-    def fake_als(sample, U, V):
-        code = int(V[0, 0]) + 2 * int(V[0, 1])
-        return types.SimpleNamespace(error=screened[code], U=U, V=V_of(ends[code]))
+    def fake_als_batch(sample, starts):
+        codes = [int(start.V[0, 0]) + 2 * int(start.V[0, 1]) for start in starts]
+        return [
+            types.SimpleNamespace(error=screened[code], U=start.U, V=V_of(ends[code]))
+            for code, start in zip(codes, starts, strict=True)
+        ]
 
-    monkeypatch.setattr(bmfdsl.solvers, "als", fake_als)
+    monkeypatch.setattr(bmfdsl.solvers, "als_batch", fake_als_batch)
     sample = np.ones((4, 3), dtype=np.int8)
     assert 1040 <= 1000 * (1 + METHOD_SCREEN_MARGIN) < 1060
     seeds = [Seed("thresholded", V_of(1)), Seed("nmf-threshold", V_of(2))]
@@ -283,6 +286,11 @@ def test_a_sampled_core_gets_a_budget_sized_from_it_unless_the_caller_sets_one()
     limit = result.info["backend_info"]["work"]["limit"]
     assert limit == round(sampled_core_work_limit(core, 3)) < auto_work_limit(core)
     assert result.info["backend_info"]["work"]["units"] <= limit
+    # its own seeds only: no annealing restart (the portfolio's seeds cover what they found)
+    assert result.info["backend_info"]["restarts"] == 0
+    assert result.info["backend_info"]["stopped_by"] == "num_reads"
+    again = factorize(A, 3, sample_rows="auto", random_state=0)
+    assert np.array_equal(again.U, result.U) and np.array_equal(again.V, result.V)
     mine = factorize(A, 3, sample_rows="auto", random_state=0, work_limit=5e8)
     assert mine.info["backend_info"]["work"]["limit"] == 5e8
     small = (np.random.default_rng(0).random((30, 20)) < 0.4).astype(np.int8)
@@ -335,6 +343,24 @@ def test_the_repair_swaps_in_a_small_block_every_start_missed():
     _, error = solve_bls_with_error(A, seed.V)
     assert error <= planted
     assert repair_seed(A, V) is None  # nothing to swap in at the planted answer
+
+
+def test_the_screenings_run_in_one_batch_and_end_as_each_alone():
+    from bmfdsl.pipeline._strategy import _screened_answers, repair_seed
+    from bmfdsl.solvers import als
+
+    rng = np.random.default_rng(7)
+    A = (rng.random((120, 40)) < 0.3).astype(np.int8)
+    Vs = [(rng.random((40, 3)) < 0.3).astype(np.int8) for _ in range(4)]
+    for V, (error, U_end, V_end) in zip(Vs, _screened_answers(A, Vs), strict=True):
+        U, _ = solve_bls_with_error(A, V)
+        alone = als(A, U, V)
+        assert error == alone.error
+        assert np.array_equal(U_end, alone.U) and np.array_equal(V_end, alone.V)
+    # the repair's swaps: batched, or one at a time under a deadline, the same start
+    batched, timed = repair_seed(A, Vs[0]), repair_seed(A, Vs[0], deadline=float("inf"))
+    assert batched is not None and timed is not None  # a swap helps this random start
+    assert np.array_equal(batched.V, timed.V)
 
 
 def test_a_seed_that_only_ties_the_answer_on_the_sample_is_not_finished():

@@ -43,7 +43,7 @@ import copy
 import os
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -129,17 +129,22 @@ def portfolio_core_params(
     backend_params: dict[str, Any], shape: tuple[int, int], rank: int, *, sampled: bool
 ) -> dict[str, Any]:
     """The native solver's parameters for the core solve of the portfolio: the caller's,
-    plus the budget of a core that is one seed among several. A sampled core gets a work
-    budget sized from the core (:func:`~bmfdsl.solvers.native.sampled_core_work_limit`)
-    unless the caller set the budget (``work_limit``, ``time_limit`` or ``num_reads``); any
-    core stops its restarts once they stall for
-    :func:`~bmfdsl.solvers.native.portfolio_work_patience` work units (counted, so the same
-    seed gives the same answer), unless the caller set the budget or a patience.
+    plus the budget of a core that is one seed among several, unless the caller set the
+    budget (``work_limit``, ``time_limit`` or ``num_reads``). A sampled core is solved by its
+    own seeds only (``num_reads=0``: no annealing restart) within a work budget sized from
+    the core (:func:`~bmfdsl.solvers.native.sampled_core_work_limit`): the portfolio's
+    seeds on the larger uniform sample beside it cover what the restarts found (on the 35
+    sampled runs of bench_scale and bench_families, no restart changed the final error, and
+    they took 0.2-1.5 s of a 0.5-4 s run). An unsampled core stops its restarts once they
+    stall for :func:`~bmfdsl.solvers.native.portfolio_work_patience` work units (counted,
+    so the same seed gives the same answer), unless the caller set a patience.
 
     >>> portfolio_core_params({"num_reads": 3}, (100, 1000), 5, sampled=True)
     {'num_reads': 3}
-    >>> sorted(portfolio_core_params({}, (100, 1000), 5, sampled=True))
-    ['work_limit', 'work_patience']
+    >>> sorted(portfolio_core_params({}, (100, 1000), 5, sampled=True).items())[0]
+    ('num_reads', 0)
+    >>> sorted(portfolio_core_params({}, (100, 17), 5, sampled=False))
+    ['work_patience']
     >>> sorted(portfolio_core_params({"patience": 5}, (100, 17), 5, sampled=False))
     ['patience']
     """
@@ -148,6 +153,11 @@ def portfolio_core_params(
     params = dict(backend_params)
     if any(name in params for name in ("work_limit", "time_limit", "num_reads")):
         return params
+    if sampled:
+        return {**params, "work_limit": sampled_core_work_limit(shape, rank), "num_reads": 0}
+    if not any(name in params for name in ("patience", "work_patience")):
+        params["work_patience"] = portfolio_work_patience(shape)
+    return params
     if sampled:
         params["work_limit"] = sampled_core_work_limit(shape, rank)
     if not any(name in params for name in ("patience", "work_patience")):
@@ -343,13 +353,9 @@ def shortlist(seed_set: SeedSet, answer_V: np.ndarray, keep: int = SHORTLIST) ->
     if sample is None:
         return seeds
 
-    def screened(V: np.ndarray) -> tuple[int, bytes]:
-        error, _, polished_V = _screened_answer(sample, V)
-        return error, _column_set(polished_V)
-
-    with one_blas_thread():
-        to_beat, answer_key = screened(answer_V)
-        judged = [screened(seed.V) for seed in seeds]
+    with one_blas_thread():  # the answer and every seed in one batch
+        answers = _screened_answers(sample, [answer_V, *(seed.V for seed in seeds)])
+    (to_beat, answer_key), *judged = [(error, _column_set(V)) for error, _, V in answers]
     ranked = sorted(range(len(seeds)), key=lambda index: (judged[index][0], index))
     seen = {answer_key}
     chosen: list[Seed] = []
@@ -403,12 +409,7 @@ def repair_seed(
             if block is None:
                 break
             round_best = best
-            for k in range(best[2].shape[1]):
-                if deadline is not None and time.perf_counter() > deadline:
-                    break
-                swapped = best[2].copy()
-                swapped[:, k] = block
-                tried = _screened_answer(sample, swapped)
+            for tried in _swaps_screened(sample, best[2], block, deadline):
                 if tried[0] < round_best[0]:
                     round_best = tried
             if round_best[0] >= best[0]:
@@ -436,18 +437,50 @@ def screening_rows(data: BinaryMatrix, seed_set: SeedSet, rank: int) -> np.ndarr
     return np.ascontiguousarray(data.take_rows(np.linspace(0, m - 1, size).astype(np.int64)))
 
 
+def _swaps_screened(
+    sample: np.ndarray, V: np.ndarray, block: np.ndarray, deadline: float | None
+) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    """:func:`_screened_answer` of ``V`` with each column in turn replaced by ``block``: all
+    in one batch, or under a ``deadline`` one at a time while it holds."""
+    swaps = []
+    for k in range(V.shape[1]):
+        swapped = V.copy()
+        swapped[:, k] = block
+        swaps.append(swapped)
+    if deadline is None:
+        yield from _screened_answers(sample, swaps)
+        return
+    for swapped in swaps:
+        if time.perf_counter() > deadline:
+            return
+        yield _screened_answer(sample, swapped)
+
+
 def _screened_answer(sample: np.ndarray, V: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
     """How a start is judged on ``sample``: BLS for ``U`` from ``V``, then ALS; the error and
     the polished ``U`` and ``V``."""
-    from bmfdsl.solvers import als, solve_bls_with_error
+    return _screened_answers(sample, [V])[0]
 
-    U, _ = solve_bls_with_error(sample, V)
-    polished = als(sample, U, V)
-    return (
-        int(polished.error),
-        np.asarray(polished.U, dtype=np.int8),
-        np.asarray(polished.V, dtype=np.int8),
-    )
+
+def _screened_answers(
+    sample: np.ndarray, Vs: list[np.ndarray]
+) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """:func:`_screened_answer` of each of ``Vs`` (one rank), in one batch: one pass over
+    ``sample`` per half-step for all of them, and each ends exactly as it would alone
+    (:func:`~bmfdsl.solvers.solve_bls_many`, :func:`~bmfdsl.solvers.als_batch`)."""
+    from bmfdsl.linalg import as_matrix
+    from bmfdsl.solvers import ALSStart, als_batch, solve_bls_many
+
+    solved = solve_bls_many(as_matrix(sample), Vs)
+    starts = [ALSStart(U, V, error=error) for (U, error, _), V in zip(solved, Vs, strict=True)]
+    return [
+        (
+            int(polished.error),
+            np.asarray(polished.U, dtype=np.int8),
+            np.asarray(polished.V, dtype=np.int8),
+        )
+        for polished in als_batch(sample, starts)
+    ]
 
 
 def _uncovered_block(sample: np.ndarray, U: np.ndarray, V: np.ndarray) -> np.ndarray | None:

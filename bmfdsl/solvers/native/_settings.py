@@ -59,7 +59,8 @@ class NativeSettings:
             then depends on machine speed and load: **not reproducible**. Restarts and ALS
             polishes check the clock inside, so the solve ends within about 10% of it.
         num_reads: maximum number of annealing restarts (``None``: as many as the budget
-            allows).
+            allows; 0: the certificate and the seeds only, as the pipeline solves a sampled
+            core).
         sweeps: maximum sweeps per annealing run (fewer on big inputs so a run takes at most a
             quarter of the remaining budget).
         replicas: chains per run (independent for annealing, a temperature ladder for
