@@ -13,8 +13,10 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+import scipy.sparse
 
 import bmfdsl
+from bmfdsl import factorize
 from bmfdsl.apps import make_bernoulli, make_exact_rank
 from bmfdsl.backends.native import NativeSampler
 from bmfdsl.errors import InvalidParameterError
@@ -486,3 +488,26 @@ def test_a_cold_numba_cache_costs_no_search_time(tmp_path):
     da_compile, da_anneal = timing["da"]
     assert da_compile > 0.3
     assert 0.2 < da_anneal < 0.8
+
+
+def test_a_rank_that_covers_a_side_is_solved_exactly_without_any_search():
+    # two nonzero columns at rank 3: the baseline seed does not apply to the reduced matrix,
+    # and a seeds-only solve (num_reads=0) or a tiny budget must still give an answer
+    A = np.zeros((30, 20), np.int8)
+    A[:, 3] = 1
+    A[::2, 7] = 1
+    for B in (A, A.T.copy(), np.zeros((6, 5), np.int8)):
+        result = solve_bmf(B, 3, seed=0, settings=NativeSettings(num_reads=0))
+        U, V, error = result.solutions[0]
+        assert error == 0 == int(((B - U.astype(int) @ V.T) ** 2).sum())
+    for budget in ({"work_limit": 1.0}, {"time_limit": 1e-9}):
+        assert factorize(A, 3, random_state=0, **budget).error == 0
+
+
+def test_a_sampled_default_run_narrower_than_the_rank_has_an_answer():
+    rng = np.random.default_rng(0)
+    dense = np.zeros((40_000, 300), np.int8)
+    dense[:, 5] = rng.random(40_000) < 0.3
+    dense[:, 9] = rng.random(40_000) < 0.3
+    result = factorize(scipy.sparse.csr_array(dense), 3, sample_rows="auto", random_state=0)
+    assert result.info["sampled_rows"] is not None and result.error == 0

@@ -276,12 +276,33 @@ def _certify(solver: PortfolioSolver, settings: NativeSettings) -> dict[str, Any
     return {"optimal": False, "reason": None}
 
 
+def covering_factors(A: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray]:
+    """An exact factorization when ``rank`` covers a side: each column (or each row) of ``A``
+    its own component.
+
+    >>> A = np.array([[1, 0], [1, 1], [0, 1]], dtype=np.int8)
+    >>> U, V = covering_factors(A, 3)
+    >>> bool((U.astype(int) @ V.T == A).all())
+    True
+    """
+    m, n = A.shape
+    if rank < min(m, n):
+        raise ValueError(f"rank {rank} covers neither side of a {m} x {n} matrix")
+    U, V = np.zeros((m, rank), np.int8), np.zeros((n, rank), np.int8)
+    if n <= rank:
+        U[:, :n], V[:, :n] = A, np.eye(n, dtype=np.int8)
+    else:
+        U[:, :m], V[:, :m] = np.eye(m, dtype=np.int8), A.T
+    return U, V
+
+
 def _polish_seeds(solver: PortfolioSolver, warm: list[tuple[np.ndarray, np.ndarray]]) -> None:
     """ALS from the warm starts, the greedy baseline (the paper's S1 Algorithm 2) and the
     structure seeds (NMF-threshold, clusters: :mod:`bmfdsl.solvers.native._seeds`)."""
     A, rank = solver.A, solver.rank
-    # the baseline needs rank <= min(m, n), which dropping zero lines can break
-    seeds = [*warm, baseline(A, rank)] if rank <= min(A.shape) else warm
+    # the baseline needs rank <= min(m, n), which dropping zero lines can break; beyond it the
+    # rank covers a side, so an exact answer needs no search (and a seeds-only solve has one)
+    seeds = [*warm, baseline(A, rank) if rank <= min(A.shape) else covering_factors(A, rank)]
     for U, V in seeds:
         solver.polish(U, V, within_work_limit=True)
         solver.counts["seeds"] += 1
