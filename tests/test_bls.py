@@ -181,3 +181,36 @@ def test_dask_row_blocks_without_rows_are_solved_like_the_others() -> None:
         want_U, want_error = solve_bls_with_error(A, V)
         np.testing.assert_array_equal(U, want_U)
         assert error == want_error
+
+
+@pytest.mark.parametrize("hash_collides", [False, True])
+def test_local_search_solves_each_distinct_row_once_with_every_rows_answer(
+    hash_collides, monkeypatch
+):
+    from bmfdsl.linalg import solve_rows_local
+
+    rank = bls_module.MAX_ENUMERATION_RANK + 2  # beyond enumeration: the local search
+    rng = np.random.default_rng(5)
+    V = (rng.random((40, rank)) < 0.3).astype(np.int64)
+    patterns = (rng.random((30, 40)) < 0.3).astype(np.int64)
+    A = patterns[rng.integers(0, 30, size=3000)]  # rows repeat by the hundred
+    cross, gram = A @ V, V.T @ V
+    starts = (rng.random((3, rank)) < 0.2).astype(np.int8)
+    start = starts[rng.integers(0, 3, size=3000)]  # equal rows of cross, different starts
+    expected = start.copy()
+    solve_rows_local(cross, gram, expected, bls_module.LOCAL_MOVES_PER_RANK * rank)
+    solved = []
+    real = bls_module.solve_rows_local
+
+    def counted(cross, gram, out, moves):
+        solved.append(len(out))
+        return real(cross, gram, out, moves)
+
+    monkeypatch.setattr(bls_module, "solve_rows_local", counted)
+    if hash_collides:  # every key equal: the exact check must send every row to the search
+        monkeypatch.setattr(bls_module, "_PAIR_HASH_MULTIPLIERS", np.zeros(128, dtype=np.int64))
+    codes, error = solve_bls_from_stats(cross, gram, (A * A).sum(axis=1), start=start)
+    assert np.array_equal(codes, expected)
+    assert error == int(((A - expected.astype(np.int64) @ V.T) ** 2).sum())
+    assert solved == ([3000] if hash_collides else [len(np.unique(np.c_[cross, start], axis=0))])
+    assert hash_collides or solved[0] < 300

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from functools import partial
 
 import numpy as np
 import pytest
@@ -432,3 +433,54 @@ def test_blas_gets_its_threads_back_when_the_core_solve_fails(monkeypatch):
         factorize(A, 3, sample_rows="auto", random_state=0)
     gc.collect()
     assert [pool["num_threads"] for pool in threadpoolctl.threadpool_info()] == before
+
+
+@pytest.mark.parametrize(
+    "A",
+    [
+        dense_planted(120, 30, 5, seed=3),  # UCI-sized: the seeds run beside the core solve
+        # dense random: "thresholded-whole" is added after the core answer, in this thread
+        (np.random.default_rng(1).random((700, 200)) < 0.5).astype(np.int8),
+    ],
+    ids=["small", "thresholded-whole"],
+)
+def test_unsampled_seeds_start_before_the_core_solve_and_end_as_when_started_after(A, monkeypatch):
+    import bmfdsl.pipeline._factorize as pipeline
+    from bmfdsl.pipeline._strategy import SeedSet
+
+    real_start, real_solve = pipeline.start_portfolio_seeds, pipeline._solve_compiled
+    events: list[str] = []
+
+    def spied_start(*args, **kwargs):
+        events.append("seeds")
+        return real_start(*args, **kwargs)
+
+    def spied_solve(*args, **kwargs):
+        events.append("solve")
+        return real_solve(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "start_portfolio_seeds", spied_start)
+    monkeypatch.setattr(pipeline, "_solve_compiled", spied_solve)
+    ahead = factorize(A, 3, random_state=0)
+    assert events == ["seeds", "solve"]
+
+    class AfterTheSolve:  # the seeds computed only when asked for: after the core solve
+        def __init__(self, *args, **kwargs):
+            self.start = partial(real_start, *args, **kwargs)
+            self.found: SeedSet | None = None
+
+        def result(self) -> SeedSet:
+            self.found = self.found or self.start().result()
+            return self.found
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(pipeline, "start_portfolio_seeds", AfterTheSolve)
+    after = factorize(A, 3, random_state=0)
+    assert ahead.error == after.error
+    assert np.array_equal(ahead.U, after.U) and np.array_equal(ahead.V, after.V)
+    assert ahead.info["portfolio"]["errors"] == after.info["portfolio"]["errors"]
+    assert ahead.info["portfolio"]["chosen"] == after.info["portfolio"]["chosen"]
+    whole = "thresholded-whole" in ahead.info["portfolio"]["errors"]
+    assert whole == (A.size > 2**17)

@@ -49,7 +49,6 @@ from bmfdsl.pipeline._bounds import (
 from bmfdsl.pipeline._strategy import (
     SeedsAhead,
     portfolio_core_params,
-    portfolio_seeds,
     repair_seed,
     repeats,
     screening_rows,
@@ -57,6 +56,7 @@ from bmfdsl.pipeline._strategy import (
     start_portfolio_seeds,
     takes_thresholded_whole,
     uses_portfolio,
+    with_thresholded_whole,
 )
 from bmfdsl.registry import check_known_names, normalize_name
 from bmfdsl.result import Factorization, to_jsonable
@@ -233,15 +233,21 @@ def factorize(
             core_params = portfolio_core_params(
                 core_params, core.shape, rank_core, sampled=s is not None
             )
-            # a sampled core's seeds start beside it (under a time limit none starts late)
-            if s is not None and _time_limit_end(backend_params, started) is None:
+            # the seeds start beside the core solve (under a time limit none starts late)
+            if _time_limit_end(backend_params, started) is None:
                 seeds_ahead = start_portfolio_seeds(  # in threads, beside the core solve
-                    data, core, rank_core, method_rng, sampled=True
+                    data, core, rank_core, method_rng, sampled=s is not None
                 )
-                if mask is None:  # the portfolio's model is integer BMF: its bound is known
+                if s is not None and mask is None:  # the portfolio's model is integer BMF
                     bound_job = start_bound(whole, rank)  # early, so done by the finish
         with timer("solve"):
             solution = _solve_compiled(compiled, backend, rng, core_params, device)
+        if seeds_ahead is not None and s is None:
+            if objective.certified_error(solution.info) is None:
+                with timer("seeds"):  # done by now: the full data's stages get BLAS back
+                    seeds_ahead.result()
+            else:  # the core's answer is proven optimal: no seed is finished
+                seeds_ahead.close()
     else:
         with timer("solve"):
             solution = _solve_by_method(method_key, core, rank_core, rng)
@@ -293,9 +299,7 @@ def factorize(
         )
     info.update(lower_bound=proof.bound.to_info(), **({"certify": proof.info} if certify else {}))
     # "total" includes the proof; a backend's JIT compilation gets its own name
-    info["timings"] = _with_jit(
-        {**proof.timings, **timer.timings()}, solution.info, runtime_start
-    )
+    info["timings"] = _with_jit({**proof.timings, **timer.timings()}, solution.info, runtime_start)
     return Factorization(
         U=proof.U,
         V=proof.V,
@@ -572,13 +576,11 @@ def _best_of_seeds(
         core.shape, data.total, best_error, sampled=s is not None
     )
     with timer("seeds"):
-        seed_set = (
-            seeds_ahead.result()
-            if seeds_ahead is not None
-            else portfolio_seeds(
-                data, core, rank, method_rng, sampled=s is not None, thresholded_whole=whole
-            )
-        )
+        if seeds_ahead is None:
+            seeds_ahead = start_portfolio_seeds(data, core, rank, method_rng, sampled=s is not None)
+        seed_set = seeds_ahead.result()
+        if whole:  # decided by the core's error: computed now, in this thread
+            seed_set = with_thresholded_whole(seed_set, core, rank, method_rng)
         finished_seeds = shortlist(seed_set, best_V)
     if finished_seeds and (deadline is None or time.perf_counter() <= deadline):
         # all finished together: a seed without U gets it by exact BLS from its V

@@ -205,11 +205,22 @@ def portfolio_seeds(
     seed_set = start_portfolio_seeds(data, core, rank, method_rng, sampled=sampled).result()
     if not thresholded_whole:
         return seed_set
+    return with_thresholded_whole(seed_set, core, rank, method_rng)
+
+
+def with_thresholded_whole(
+    seed_set: SeedSet, core: np.ndarray, rank: int, method_rng: np.random.Generator
+) -> SeedSet:
+    """``seed_set`` with the seed ``"thresholded-whole"`` (``method="thresholded"`` on all of
+    ``core``) last, so that it wins no earlier tie. Call it from the caller's thread after the
+    other seeds' :meth:`SeedsAhead.result`: its NMF's products then use BLAS as the caller
+    set it, as that method does, so it is that method's own answer, in its time.
+    """
     from bmfdsl.solvers.methods import get_method
 
     U, V = get_method("thresholded")(core, rank, random_state=copy.deepcopy(method_rng))
     whole = Seed("thresholded-whole", np.asarray(V, dtype=np.int8), np.asarray(U, dtype=np.int8))
-    return SeedSet([*seed_set.seeds, whole], seed_set.sample)  # last: it wins no earlier tie
+    return SeedSet([*seed_set.seeds, whole], seed_set.sample)
 
 
 class SeedsAhead:
@@ -227,6 +238,7 @@ class SeedsAhead:
         from bmfdsl.solvers.native import one_blas_thread
 
         self._sample = sample
+        self._found: SeedSet | None = None
         self._blas = contextlib.ExitStack()
         self._blas.enter_context(one_blas_thread())
         self._closer = weakref.finalize(self, self._blas.close)  # in case result never comes
@@ -235,12 +247,15 @@ class SeedsAhead:
         pool.shutdown(wait=False)  # its threads end with their jobs
 
     def result(self) -> SeedSet:
-        """The seeds, in the jobs' order (waits for them; re-raises a job's error)."""
-        try:
-            found = [seed for future in self._futures for seed in future.result()]
-        finally:
-            self.close()
-        return SeedSet(found, self._sample)
+        """The seeds, in the jobs' order (waits for them the first time; re-raises a job's
+        error)."""
+        if self._found is None:
+            try:
+                found = [seed for future in self._futures for seed in future.result()]
+            finally:
+                self.close()
+            self._found = SeedSet(found, self._sample)
+        return self._found
 
     def close(self) -> None:
         """Give BLAS its threads back (the seeds still running go on)."""
