@@ -297,8 +297,8 @@ def _blockwise_leverage_scores(data: DaskMatrix) -> np.ndarray:
 
 def _gathered_scores(data: DaskMatrix, block_scores: Any, matrix: np.ndarray) -> np.ndarray:
     """``block_scores(block, matrix)`` of every row block, each sent to the client as it is
-    done and joined there (a dask array's compute first moved them all to one worker to join:
-    1,000,000 x 200 in 8 blocks on 2 workers, 3 transfers of 0.2-0.3 s under load)."""
+    done and joined there (a dask array's compute first joined them on one worker: 4,000,000
+    x 200 in 32 blocks on 2 workers, the workers' CPU 2.61 -> 2.24-2.33 s)."""
     return np.concatenate(data.per_block(block_scores, matrix)).astype(np.float64, copy=False)
 
 
