@@ -229,6 +229,38 @@ def test_block_scores_by_pairs_of_ones_equal_the_products_and_the_pattern_route(
     np.testing.assert_allclose(sampling._block_scores(dense, M_dense), np.full(30, 40 / 30))
 
 
+def _reference_quadratic_form(M: np.ndarray, ones: list[int]) -> float:
+    """``a M aᵀ`` summed in the kernels' documented order, one pair chain after another."""
+    total = 0.0
+    for p, j in enumerate(ones):
+        total += M[j, j]
+        pairs = 0.0
+        for k in ones[p + 1 :]:
+            pairs += M[j, k]
+        total += 2.0 * pairs
+    return total
+
+
+@pytest.mark.parametrize("share", [0.02, 0.3, 0.9])  # below and above the dense row listing
+def test_quadratic_forms_keep_their_order_of_sums_bit_for_bit(share: float) -> None:
+    # the sampled rows of a seed depend on these bits: chains run side by side in the kernel,
+    # each in its order (rows of 0 to 64 ones: every remainder of the chains' groups of 4)
+    import scipy.sparse
+
+    from bmfdsl.linalg import dense_quadratic_forms, pattern_quadratic_forms
+
+    rng = np.random.default_rng(int(share * 100))
+    block = (rng.random((200, 64)) < share).astype(np.int8)
+    block[0] = 0
+    block[1] = 1
+    M = rng.standard_normal((64, 64)) * 1e3
+    M = M + M.T
+    expected = [_reference_quadratic_form(M, list(np.flatnonzero(row))) for row in block]
+    assert np.array_equal(dense_quadratic_forms(block, M), expected)
+    csr = scipy.sparse.csr_array(block)
+    assert np.array_equal(pattern_quadratic_forms(csr.indptr, csr.indices, M), expected)
+
+
 @pytest.mark.parametrize("columns", [40, 37])  # words of 8 bytes, and a width that has none
 def test_dense_quadratic_forms_read_words_and_bytes_alike(columns: int) -> None:
     import scipy.sparse

@@ -578,16 +578,50 @@ def pattern_quadratic_forms(indptr: np.ndarray, indices: np.ndarray, M: np.ndarr
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _pairs_quadratic(M: np.ndarray, ones: np.ndarray, start: int, stop: int) -> float:
     """``a M aᵀ`` for a 0/1 row ``a`` whose ones are ``ones[start:stop]``: the diagonal terms
-    and twice each pair's, in one fixed order (the sparse and dense kernels share it)."""
+    and twice each pair's, in one fixed order (the sparse and dense kernels share it).
+
+    The pair sums of the ones ``p`` and ``p+1 .. p+3`` are independent chains of additions;
+    they run side by side, four at a time, each in its own order (bit for bit the sums of
+    one chain after another, which waited on the adder's latency: 125,000 x 200 rows at 30%
+    ones, 0.165 -> 0.085 s).
+    """
     total = 0.0
-    for p in range(start, stop):
-        j = ones[p]
+    p = start
+    while p + 4 <= stop:
+        j0, j1, j2, j3 = ones[p], ones[p + 1], ones[p + 2], ones[p + 3]
+        pairs0 = 0.0
+        pairs0 += M[j0, j1]
+        pairs0 += M[j0, j2]
+        pairs0 += M[j0, j3]
+        pairs1 = 0.0
+        pairs1 += M[j1, j2]
+        pairs1 += M[j1, j3]
+        pairs2 = 0.0
+        pairs2 += M[j2, j3]
+        pairs3 = 0.0
+        for q in range(p + 4, stop):
+            column = ones[q]
+            pairs0 += M[j0, column]
+            pairs1 += M[j1, column]
+            pairs2 += M[j2, column]
+            pairs3 += M[j3, column]
+        total += M[j0, j0]
+        total += 2.0 * pairs0
+        total += M[j1, j1]
+        total += 2.0 * pairs1
+        total += M[j2, j2]
+        total += 2.0 * pairs2
+        total += M[j3, j3]
+        total += 2.0 * pairs3
+        p += 4
+    for rest in range(p, stop):
+        j = ones[rest]
         total += M[j, j]
         pairs = 0.0
-        for q in range(p + 1, stop):
+        for q in range(rest + 1, stop):
             pairs += M[j, ones[q]]
         total += 2.0 * pairs
     return total
@@ -1031,6 +1065,21 @@ def _word_row_ones(words: np.ndarray, i: int, ones: np.ndarray) -> int:
 
 
 @numba.njit(cache=True, nogil=True)
+def _dense_word_row_ones(words: np.ndarray, i: int, ones: np.ndarray) -> int:
+    """:func:`_word_row_ones` for rows with many ones: each nonzero word's 8 bytes are read
+    without a branch (every column is written, the count moves past the ones), where the
+    lowest-bit loop mispredicted its exit (125,000 x 200 at 30% ones: 0.036 -> 0.012 s)."""
+    count = 0
+    for w in range(words.shape[1]):
+        x = words[i, w]
+        if x != 0:
+            for byte in range(8):
+                ones[count] = 8 * w + byte
+                count += ((x >> np.uint64(8 * byte)) & np.uint64(0xFF)) != 0
+    return count
+
+
+@numba.njit(cache=True, nogil=True)
 def _byte_row_ones(block: np.ndarray, i: int, ones: np.ndarray) -> int:
     """:func:`_word_row_ones` of a row read entry by entry."""
     count = 0
@@ -1055,14 +1104,36 @@ def _dense_quadratic_forms(block: np.ndarray, words: np.ndarray, M: np.ndarray) 
     rows, columns = block.shape
     out = np.zeros(rows)
     ones = np.empty(columns, dtype=np.int64)
-    by_words = words.shape[1] > 0  # two loops: one branch inside ran 1.7x slower
-    if by_words:
+    by_words = words.shape[1] > 0  # separate loops: one branch inside ran 1.7x slower
+    head = min(rows, _DENSE_ROW_PROBE)  # the first rows tell (a pass over all cost 15% at 1%)
+    if by_words and _nonzero_byte_count(words[:head]) >= _DENSE_ROW_SHARE * head * columns:
+        for i in range(rows):
+            out[i] = _pairs_quadratic(M, ones, 0, _dense_word_row_ones(words, i, ones))
+    elif by_words:
         for i in range(rows):
             out[i] = _pairs_quadratic(M, ones, 0, _word_row_ones(words, i, ones))
     else:
         for i in range(rows):
             out[i] = _pairs_quadratic(M, ones, 0, _byte_row_ones(block, i, ones))
     return out
+
+
+# From this share of ones on, rows' ones are listed by reading every byte of a nonzero word
+# (125,000 x 200: 10% ones 0.019 -> 0.017 s, 3% 0.0075 -> 0.0086 s: the lowest-bit loop wins).
+_DENSE_ROW_SHARE = 1 / 16
+# ... counted in this many first rows of the block.
+_DENSE_ROW_PROBE = 1024
+
+
+@numba.njit(cache=True, nogil=True)
+def _nonzero_byte_count(words: np.ndarray) -> int:
+    """The number of nonzero bytes in ``words`` (a block's ones)."""
+    count = 0
+    for i in range(words.shape[0]):
+        for w in range(words.shape[1]):
+            if words[i, w] != 0:
+                count += _nonzero_bytes(words[i, w])
+    return count
 
 
 @numba.njit(cache=True, nogil=True)
