@@ -78,8 +78,8 @@ _DESCRIPTIONS = {
     "num_solutions": f"distinct solutions returned, best first {_default('num_solutions')}",
     "patience": "stop after this many restarts without improvement, and at least as many "
     f"as it took to find the best; math.inf: never stop early {_default('patience')}",
-    "work_patience": "stop once the restarts since the last improvement spent this many "
-    "work units and at least as many as it took to find the best (default: no such stop; "
+    "work_patience": "start no restart that would take the work since the last improvement "
+    "past this many units and past what it took to find the best (default: no such stop; "
     "the default factorize sets it for its core solve)",
 }
 

@@ -484,3 +484,39 @@ def test_unsampled_seeds_start_before_the_core_solve_and_end_as_when_started_aft
     assert ahead.info["portfolio"]["chosen"] == after.info["portfolio"]["chosen"]
     whole = "thresholded-whole" in ahead.info["portfolio"]["errors"]
     assert whole == (A.size > 2**17)
+
+
+def test_a_core_proven_optimal_waits_for_no_seed(monkeypatch):
+    from bmfdsl.pipeline import _strategy
+
+    waited = []
+    real_result = _strategy.SeedsAhead.result
+    monkeypatch.setattr(
+        _strategy.SeedsAhead, "result", lambda self: waited.append(1) or real_result(self)
+    )
+    A = np.kron(np.eye(2, dtype=np.int8), np.ones((60, 30), dtype=np.int8))  # exact rank 2
+    result = factorize(A, 2, random_state=0)
+    assert result.error == 0 and result.info["backend_info"]["certificate"]["optimal"]
+    assert not waited and "portfolio" not in result.info
+
+
+def test_a_failed_call_closes_the_seeds_it_started(monkeypatch):
+    from bmfdsl.pipeline import _factorize, _strategy
+
+    started = []
+    real_start = _strategy.start_portfolio_seeds
+
+    def start(*args, **kwargs):
+        started.append(real_start(*args, **kwargs))
+        return started[-1]
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("the core solve failed")
+
+    monkeypatch.setattr(_factorize, "start_portfolio_seeds", start)
+    monkeypatch.setattr(_factorize, "_solve_compiled", fail)
+    A = (np.random.default_rng(0).random((200, 30)) < 0.3).astype(np.int8)
+    with pytest.raises(RuntimeError, match="core solve failed") as failure:
+        factorize(A, 3, random_state=0)
+    assert failure.value is not None  # the traceback (and the seeds in it) is still held
+    assert started and not started[0]._closer.alive  # BLAS has its threads back

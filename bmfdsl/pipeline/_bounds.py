@@ -604,14 +604,17 @@ def _grouped_blocks_bound(A: np.ndarray, observed: np.ndarray, rank: int, size: 
     return total
 
 
-def certificate_error(info: Mapping[str, Any]) -> int | None:
-    """The proven-optimal error a backend reported in ``info`` (``None`` if it proved none)."""
+def proven_optimal(info: Mapping[str, Any]) -> bool:
+    """Whether a backend's ``info`` says it proved its answer optimal."""
     backend_info = info.get("backend_info") or {}
     certificate = backend_info.get("certificate") if isinstance(backend_info, Mapping) else None
-    if isinstance(certificate, Mapping) and certificate.get("optimal") is True:
-        error = info.get("error_before_als")
-        return None if error is None else int(error)
-    return None
+    return isinstance(certificate, Mapping) and certificate.get("optimal") is True
+
+
+def certificate_error(info: Mapping[str, Any]) -> int | None:
+    """The proven-optimal error a backend reported in ``info`` (``None`` if it proved none)."""
+    error = info.get("error_before_als")
+    return int(error) if proven_optimal(info) and error is not None else None
 
 
 @dataclass(frozen=True)

@@ -44,10 +44,12 @@ from bmfdsl.pipeline._bounds import (
     check_certify,
     joins_bound_jobs,
     prove,
+    proven_optimal,
     start_bound,
 )
 from bmfdsl.pipeline._strategy import (
     SeedsAhead,
+    closes_portfolio_seeds,
     portfolio_core_params,
     repair_seed,
     repeats,
@@ -76,6 +78,7 @@ from bmfdsl.validation import (
 
 
 @joins_bound_jobs  # no background bound outlives a call that fails
+@closes_portfolio_seeds  # nor do its seeds hold BLAS on one thread
 def factorize(
     A: Any,
     rank: int,
@@ -243,7 +246,7 @@ def factorize(
         with timer("solve"):
             solution = _solve_compiled(compiled, backend, rng, core_params, device)
         if seeds_ahead is not None and s is None:
-            if objective.certified_error(solution.info) is None:
+            if not objective.proves_optimal(solution.info):
                 with timer("seeds"):  # done by now: the full data's stages get BLAS back
                     seeds_ahead.result()
             else:  # the core's answer is proven optimal: no seed is finished
@@ -656,6 +659,10 @@ class _Objective:
     def certified_error(self, info: Mapping[str, Any]) -> int | None:
         """A backend's proven optimum on ``A`` (a masked run proves none of its own)."""
         return certificate_error(info) if self.observed is None else None
+
+    def proves_optimal(self, info: Mapping[str, Any]) -> bool:
+        """Whether a backend proved its answer optimal on ``A`` (the unsampled core)."""
+        return self.observed is None and proven_optimal(info)
 
     def error(self, data: BinaryMatrix, U: np.ndarray, V: np.ndarray) -> int:
         """The error of ``(U, V)``: ``||A - U Vᵀ||²_F``, on observed entries when masked."""

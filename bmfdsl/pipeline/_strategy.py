@@ -39,7 +39,9 @@ bit-identical answers.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import copy
+import functools
 import os
 import time
 import weakref
@@ -47,11 +49,14 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
 from bmfdsl.linalg import BinaryMatrix
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 #: Largest core (entries) the comparison methods take whole; a larger one hands them a prefix
 #: of its rows (penalized runs 1,000 NMF iterations: about 0.5 s at this size and rank 5).
@@ -158,11 +163,6 @@ def portfolio_core_params(
     if not any(name in params for name in ("patience", "work_patience")):
         params["work_patience"] = portfolio_work_patience(shape)
     return params
-    if sampled:
-        params["work_limit"] = sampled_core_work_limit(shape, rank)
-    if not any(name in params for name in ("patience", "work_patience")):
-        params["work_patience"] = portfolio_work_patience(shape)
-    return params
 
 
 def structure_sample_rows(shape: tuple[int, int], rank: int) -> int:
@@ -191,21 +191,14 @@ def portfolio_seeds(
     method_rng: np.random.Generator,
     *,
     sampled: bool,
-    thresholded_whole: bool = False,
 ) -> SeedSet:
-    """The seeds beside the core solve (see the module docstring).
-
-    ``method_rng`` is the generator in the state the comparison methods would find it in
-    (each gets a copy); it is not advanced. With ``thresholded_whole`` (the caller asks
-    :func:`takes_thresholded_whole`) the seed ``"thresholded-whole"`` is computed last, in the
-    caller's thread: its NMF's products on all of ``A`` then use BLAS as the caller set it,
-    as ``method="thresholded"`` does (the seeds' threads hold BLAS on one thread), so it is
-    that method's own answer, in its time.
+    """The seeds beside the core solve (see the module docstring), computed now: what
+    :func:`start_portfolio_seeds` computes in threads. ``method_rng`` is the generator in the
+    state the comparison methods would find it in (each gets a copy); it is not advanced. The
+    pipeline adds ``"thresholded-whole"`` (:func:`with_thresholded_whole`) once the core's
+    error is known.
     """
-    seed_set = start_portfolio_seeds(data, core, rank, method_rng, sampled=sampled).result()
-    if not thresholded_whole:
-        return seed_set
-    return with_thresholded_whole(seed_set, core, rank, method_rng)
+    return start_portfolio_seeds(data, core, rank, method_rng, sampled=sampled).result()
 
 
 def with_thresholded_whole(
@@ -239,6 +232,9 @@ class SeedsAhead:
 
         self._sample = sample
         self._found: SeedSet | None = None
+        started = _open_seeds.get()
+        if started is not None:  # closed by closes_portfolio_seeds whatever happens
+            started.append(self)
         self._blas = contextlib.ExitStack()
         self._blas.enter_context(one_blas_thread())
         self._closer = weakref.finalize(self, self._blas.close)  # in case result never comes
@@ -258,8 +254,46 @@ class SeedsAhead:
         return self._found
 
     def close(self) -> None:
-        """Give BLAS its threads back (the seeds still running go on)."""
+        """Give BLAS its threads back and cancel the seeds not started yet (those running
+        go on to their end)."""
+        for future in self._futures:
+            future.cancel()
         self._closer()
+
+
+_open_seeds: contextvars.ContextVar[list[SeedsAhead] | None] = contextvars.ContextVar(
+    "bmfdsl_open_seeds", default=None
+)
+
+
+def closes_portfolio_seeds(function: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``function`` with every :class:`SeedsAhead` it starts closed when it returns or
+    raises, so that a failed call leaves BLAS its threads and starts no queued seed.
+
+    >>> @closes_portfolio_seeds
+    ... def fails():
+    ...     global ahead
+    ...     ahead = SeedsAhead([lambda: []], None)
+    ...     raise ValueError("the solve failed")
+    >>> try:
+    ...     fails()
+    ... except ValueError:
+    ...     ahead._closer.alive
+    False
+    """
+
+    @functools.wraps(function)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        started: list[SeedsAhead] = []
+        token = _open_seeds.set(started)
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _open_seeds.reset(token)
+            for seeds in started:
+                seeds.close()
+
+    return wrapper
 
 
 def start_portfolio_seeds(

@@ -76,9 +76,10 @@ class NativeSettings:
             improvement and at least as many as it took to find the best so far (``None``:
             always use the whole budget). Small inputs, where hundreds of restarts fit in
             the budget, usually settle within a few dozen.
-        work_patience: stop before the budget once the restarts since the last improvement
-            spent this many work units and at least as many as the solve had spent when it
-            found the best so far (``None``: no such stop). The counted twin of
+        work_patience: stop before the budget once another restart like the last would
+            take the work since the last improvement past this many units and past what the
+            solve had spent when it found the best so far (``None``: no such stop; the first
+            restart always runs). The counted twin of
             ``patience`` for inputs where only a few costly restarts fit the budget (rank 10
             on a UCI set: 2 to 4 restarts of up to 0.7e9 units each, none of which improved
             on the seeds), so the stop does not depend on how many restarts there were.
