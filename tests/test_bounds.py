@@ -521,7 +521,9 @@ def test_a_cancelled_dense_bound_job_stops_between_row_chunks(
         check(job)
 
     monkeypatch.setattr(bounds_module.BoundJob, "_check", slow_check)
-    monkeypatch.setattr(bounds_module, "_JOB_CHUNK_ROWS", 10)
+    from bmfdsl.linalg import _matrix
+
+    monkeypatch.setattr(_matrix, "_BIT_GRAM_CHUNK_ROWS", 10)  # dense_gram's chunks
     job = bounds_module.BoundJob(as_matrix(np.eye(1000, 300, dtype=np.int8)), 2)
     assert entered.wait(10)
     job.cancel()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import itertools
 import os
+import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -1035,7 +1036,8 @@ def _byte_words(block: np.ndarray) -> np.ndarray:
     """The rows of ``block`` as uint64 words (``rows x n/8``) when it is C-contiguous bytes
     with ``n`` a multiple of 8; else a ``rows x 0`` array (the kernels then read bytes)."""
     rows, columns = block.shape
-    if block.dtype.itemsize == 1 and columns % 8 == 0 and block.flags.c_contiguous:
+    little = sys.byteorder == "little"  # byte b of a word is then column 8 w + b
+    if little and block.dtype.itemsize == 1 and columns % 8 == 0 and block.flags.c_contiguous:
         return block.view(np.uint64)
     return np.zeros((rows, 0), dtype=np.uint64)
 

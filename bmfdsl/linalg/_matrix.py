@@ -193,13 +193,14 @@ def bit_gram_work(rows: int, columns: int) -> float:
     return float(rows) * columns * columns / 64
 
 
-def dense_gram(block: Any) -> np.ndarray:
+def dense_gram(block: Any, between_chunks: Callable[[], object] | None = None) -> np.ndarray:
     """``blockᵀ block`` of a dense 0/1 array as exact integers in float64.
 
     Counted by :func:`~bmfdsl.linalg._kernels.bit_gram` (columns as 64-bit words, ANDs and
     popcounts; 60,000 x 400: 0.06 s against BLAS's 0.09-0.8 s on one or two loaded threads),
     over row chunks (the packed copy stays small): the same numbers as :func:`exact_gram`,
-    with no BLAS call, so the same bits in any thread.
+    with no BLAS call, so the same bits in any thread. ``between_chunks`` is called before
+    each chunk (a background job checks there whether it was cancelled).
 
     >>> dense_gram(np.array([[1, 1], [0, 1]])).tolist()
     [[1.0, 1.0], [1.0, 2.0]]
@@ -210,6 +211,8 @@ def dense_gram(block: Any) -> np.ndarray:
     n = block.shape[1]
     gram = np.zeros((n, n), dtype=np.float64)
     for start in range(0, block.shape[0], _BIT_GRAM_CHUNK_ROWS):
+        if between_chunks is not None:
+            between_chunks()
         bit_gram(block[start : start + _BIT_GRAM_CHUNK_ROWS], gram)
     return gram
 

@@ -52,7 +52,6 @@ from bmfdsl.linalg import (
     DaskMatrix,
     InMemoryMatrix,
     SparseMatrix,
-    bit_gram,
     bit_gram_work,
     dense_gram,
     exact_gram,
@@ -74,9 +73,6 @@ _SPECTRAL_MIN_FLOPS = 10**8
 #: Data (entries) from which :func:`start_bound` computes the spectral bound in the
 #: background.
 BACKGROUND_BOUND_CELLS = 2**20
-# Rows of a dense matrix a background bound job sums at a time: it checks for cancellation
-# between them (a sparse one's kernel checks between its own chunks).
-_JOB_CHUNK_ROWS = 2**16
 _SPECTRAL_WORK_PER_CELL = 15
 #: Gram matrices up to this size get all their eigenvalues; larger ones a proven bound on
 #: their top ``r`` from Lanczos (``pipeline/_spectrum.py``): ``O(n² r)`` steps and one
@@ -215,11 +211,7 @@ class BoundJob:
             # the kernel reads the rows in place and checks between its chunks: slicing the
             # CSR into chunks and summing their Grams cost as much as the counting
             return exact_gram(tall.csr, threads=1, between_chunks=self._check)
-        gram = np.zeros((tall.shape[1], tall.shape[1]))
-        for start in range(0, tall.shape[0], _JOB_CHUNK_ROWS):
-            self._check()
-            bit_gram(tall.array[start : start + _JOB_CHUNK_ROWS], gram)
-        return gram
+        return dense_gram(tall.array, between_chunks=self._check)
 
     def result(self) -> int:
         """The spectral bound (waits for the thread); eigenvalues it left to the caller (256
