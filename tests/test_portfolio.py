@@ -519,4 +519,4 @@ def test_a_failed_call_closes_the_seeds_it_started(monkeypatch):
     with pytest.raises(RuntimeError, match="core solve failed") as failure:
         factorize(A, 3, random_state=0)
     assert failure.value is not None  # the traceback (and the seeds in it) is still held
-    assert started and not started[0]._closer.alive  # BLAS has its threads back
+    assert started and started[0].closed  # BLAS has its threads back

@@ -253,6 +253,11 @@ class SeedsAhead:
             self._found = SeedSet(found, self._sample)
         return self._found
 
+    @property
+    def closed(self) -> bool:
+        """Whether BLAS has its threads back (after :meth:`result` or :meth:`close`)."""
+        return not self._closer.alive
+
     def close(self) -> None:
         """Give BLAS its threads back and cancel the seeds not started yet (those running
         go on to their end)."""
@@ -278,8 +283,8 @@ def closes_portfolio_seeds(function: Callable[_P, _R]) -> Callable[_P, _R]:
     >>> try:
     ...     fails()
     ... except ValueError:
-    ...     ahead._closer.alive
-    False
+    ...     ahead.closed
+    True
     """
 
     @functools.wraps(function)
