@@ -472,28 +472,13 @@ def _add_split_pairs(
                 used[1] += nh
                 counted = True
         if not counted:  # the hot part's own pairs, directly
-            for p in range(nh):
-                j = hot_ones[p]
-                for q in range(p, nh):
-                    k = hot_ones[q]
-                    if j <= k:
-                        counts[j, k] += 1
-                    else:
-                        counts[k, j] += 1
+            _add_row_pairs(hot_ones, 0, nh, counts)
         for p in range(nc):  # cold pairs and hot x cold pairs
             j = cold_ones[p]
             for q in range(p, nc):
-                k = cold_ones[q]
-                if j <= k:
-                    counts[j, k] += 1
-                else:
-                    counts[k, j] += 1
+                _add_pair(counts, j, cold_ones[q], 1)
             for q in range(nh):
-                k = hot_ones[q]
-                if j <= k:
-                    counts[j, k] += 1
-                else:
-                    counts[k, j] += 1
+                _add_pair(counts, j, hot_ones[q], 1)
     for j in range(columns):
         for k in range(j, columns):
             upper[j, k] += counts[j, k]
@@ -515,11 +500,16 @@ def _add_pattern_pairs(
         for p in range(starts[pattern], starts[pattern + 1]):
             j = ones[p]
             for q in range(p, starts[pattern + 1]):
-                k = ones[q]
-                if j <= k:
-                    upper[j, k] += weight
-                else:
-                    upper[k, j] += weight
+                _add_pair(upper, j, ones[q], weight)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _add_pair(counts: np.ndarray, j: int, k: int, amount: Any) -> None:
+    """``amount`` added at the pair of columns ``j, k`` in the upper triangle."""
+    if j <= k:  # always, for sorted indices (a well-predicted branch)
+        counts[j, k] += amount
+    else:
+        counts[k, j] += amount
 
 
 @numba.njit(cache=True, nogil=True)
@@ -528,11 +518,7 @@ def _add_row_pairs(indices: np.ndarray, start: int, end: int, counts: np.ndarray
     for p in range(start, end):
         j = indices[p]
         for q in range(p, end):
-            k = indices[q]
-            if j <= k:  # always, for sorted indices (a well-predicted branch)
-                counts[j, k] += 1
-            else:
-                counts[k, j] += 1
+            _add_pair(counts, j, indices[q], 1)
 
 
 @numba.njit(cache=True, nogil=True)
