@@ -473,13 +473,17 @@ def test_a_failing_factorize_leaves_no_background_bound_running(
     assert not [thread for thread in threading.enumerate() if thread.name == "bmfdsl-bound"]
 
 
-def test_a_cancelled_bound_job_stops_between_row_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("layout", ["sparse", "dense"])
+def test_a_cancelled_bound_job_stops_between_row_chunks(
+    monkeypatch: pytest.MonkeyPatch, layout: str
+) -> None:
     import threading
     import time
 
     import scipy.sparse
 
     from bmfdsl.linalg import _kernels as kernels_module
+    from bmfdsl.linalg import _matrix as matrix_module
     from bmfdsl.linalg import as_matrix
     from bmfdsl.pipeline import _bounds as bounds_module
 
@@ -493,41 +497,16 @@ def test_a_cancelled_bound_job_stops_between_row_chunks(monkeypatch: pytest.Monk
         check(job)
 
     monkeypatch.setattr(bounds_module.BoundJob, "_check", slow_check)
-    monkeypatch.setattr(kernels_module, "_UINT16_ROWS", 10)  # 100 chunks of 10 rows
-    job = bounds_module.BoundJob(as_matrix(scipy.sparse.eye(1000, 300, format="csr")), 2)
+    if layout == "sparse":  # the pattern kernel's chunks: 100 of 10 rows
+        monkeypatch.setattr(kernels_module, "_UINT16_ROWS", 10)
+        A = scipy.sparse.eye(1000, 300, format="csr")
+    else:  # dense_gram's chunks
+        monkeypatch.setattr(matrix_module, "_BIT_GRAM_CHUNK_ROWS", 10)
+        A = np.eye(1000, 300, dtype=np.int8)
+    job = bounds_module.BoundJob(as_matrix(A), 2)
     assert entered.wait(10)
     job.cancel()
     assert not job.alive() and len(chunks) < 100  # stopped long before its 100 chunks
-    with pytest.raises(RuntimeError, match="cancelled"):
-        job.result()
-
-
-def test_a_cancelled_dense_bound_job_stops_between_row_chunks(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import threading
-    import time
-
-    from bmfdsl.linalg import as_matrix
-    from bmfdsl.pipeline import _bounds as bounds_module
-
-    entered, chunks = threading.Event(), []
-    check = bounds_module.BoundJob._check
-
-    def slow_check(job):
-        chunks.append(1)
-        entered.set()
-        time.sleep(0.02)
-        check(job)
-
-    monkeypatch.setattr(bounds_module.BoundJob, "_check", slow_check)
-    from bmfdsl.linalg import _matrix
-
-    monkeypatch.setattr(_matrix, "_BIT_GRAM_CHUNK_ROWS", 10)  # dense_gram's chunks
-    job = bounds_module.BoundJob(as_matrix(np.eye(1000, 300, dtype=np.int8)), 2)
-    assert entered.wait(10)
-    job.cancel()
-    assert not job.alive() and len(chunks) < 100
     with pytest.raises(RuntimeError, match="cancelled"):
         job.result()
 

@@ -479,10 +479,7 @@ def _add_split_pairs(
                 _add_pair(counts, j, cold_ones[q], 1)
             for q in range(nh):
                 _add_pair(counts, j, hot_ones[q], 1)
-    for j in range(columns):
-        for k in range(j, columns):
-            upper[j, k] += counts[j, k]
-            counts[j, k] = 0
+    _flush_counts(counts, upper)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -534,6 +531,12 @@ def _add_upper_pairs(
     uint16 ``counts`` (upper triangle), then added to ``upper`` and ``counts`` zeroed again."""
     for i in range(first, stop):
         _add_row_pairs(indices, indptr[i], indptr[i + 1], counts)
+    _flush_counts(counts, upper)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _flush_counts(counts: np.ndarray, upper: np.ndarray) -> None:
+    """The uint16 ``counts`` (upper triangle) added to ``upper`` and zeroed again."""
     for j in range(upper.shape[0]):
         for k in range(j, upper.shape[0]):
             upper[j, k] += counts[j, k]
