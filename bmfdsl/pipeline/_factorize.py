@@ -36,20 +36,19 @@ from bmfdsl.linalg import (
     relative_error,
     start_kernels,
 )
+from bmfdsl.pipeline._background import closes_background_work
 from bmfdsl.pipeline._bounds import (
     BoundJob,
     LowerBound,
     Proof,
     certificate_error,
     check_certify,
-    joins_bound_jobs,
     prove,
     proven_optimal,
     start_bound,
 )
 from bmfdsl.pipeline._strategy import (
     SeedsAhead,
-    closes_portfolio_seeds,
     portfolio_core_params,
     repair_seed,
     repeats,
@@ -77,8 +76,7 @@ from bmfdsl.validation import (
 )
 
 
-@joins_bound_jobs  # no background bound outlives a call that fails
-@closes_portfolio_seeds  # nor do its seeds hold BLAS on one thread
+@closes_background_work  # a failed call leaves no bound thread, nor BLAS on one thread
 def factorize(
     A: Any,
     rank: int,
