@@ -727,7 +727,8 @@ def _load(A: Any, rank: Any, sample_rows: Any) -> tuple[BinaryMatrix, int | None
     if s is None:
         # Fewer than 2,000 rows on the long side: at most 4M entries, cheap to hold in memory.
         return InMemoryMatrix(check_binary_matrix(np.asarray(A.compute()))), None
-    return as_matrix(A), s  # validated once; every later pass reuses it
+    # validated once, every later pass reuses it; the sampling and the bound read its Gram
+    return as_matrix(A, with_gram=True), s
 
 
 def _sample_size(sample_rows: Any, m: int, n: int, rank: int) -> int | None:
