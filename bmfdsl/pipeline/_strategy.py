@@ -228,13 +228,13 @@ class SeedsAhead:
 
         self._sample = sample
         self._found: SeedSet | None = None
-        close_with_call(self.close)  # when factorize ends, whatever happens
         self._blas = contextlib.ExitStack()
         self._blas.enter_context(one_blas_thread())
         self._closer = weakref.finalize(self, self._blas.close)  # in case result never comes
         pool = ThreadPoolExecutor(max_workers=_seed_threads(len(jobs)))
         self._futures = [pool.submit(job) for job in jobs]
         pool.shutdown(wait=False)  # its threads end with their jobs
+        close_with_call(self.close)  # when factorize ends, whatever happens
 
     def result(self) -> SeedSet:
         """The seeds, in the jobs' order (waits for them the first time; re-raises a job's
