@@ -150,12 +150,14 @@ def test_a_dask_matrix_sums_its_gram_in_the_pass_that_checks_it() -> None:
 
     rng = np.random.default_rng(3)
     dense = (rng.random((1000, 30)) < 0.1).astype(np.int8)
-    tall = as_matrix(da.from_array(dense, chunks=(128, 30)))
+    tall = as_matrix(da.from_array(dense, chunks=(128, 30)), with_gram=True)
     assert "gram" in vars(tall)  # filled by the check's pass
     assert np.array_equal(tall.gram, _reference(dense))
     assert np.array_equal(tall.column_norms, dense.sum(axis=0))
-    wide = as_matrix(da.from_array(dense.T.copy(), chunks=(30, 128)))
+    assert "gram" not in vars(as_matrix(da.from_array(dense, chunks=(128, 30))))  # not asked
+    wide = as_matrix(da.from_array(dense.T.copy(), chunks=(30, 128)), with_gram=True)
     assert "gram" not in vars(wide)  # a wide one is sampled as its transpose: not summed
+    assert "gram" in vars(wide.T)  # ... which sums it in its own check
     with dask.config.set(scheduler="sync"):
         assert np.array_equal(wide.T.gram, _reference(dense))
     bad = dense.astype(np.float64)

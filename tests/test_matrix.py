@@ -109,11 +109,15 @@ def test_dask_matrix_takes_any_0_1_dtype(dtype):
     da = pytest.importorskip("dask.array")
     A = _random((60, 5), seed=11)
     U, V = _random((60, 2), seed=12), _random((5, 2), seed=13)
-    for lazy, dense in (
-        (da.from_array(A.astype(dtype), chunks=(13, 5)), A),
-        (da.from_array(A.T.astype(dtype), chunks=(2, 60)), A.T),
+    for (lazy, dense), with_gram in itertools.product(
+        (
+            (da.from_array(A.astype(dtype), chunks=(13, 5)), A),
+            (da.from_array(A.T.astype(dtype), chunks=(2, 60)), A.T),
+        ),
+        (False, True),
     ):
-        data = DaskMatrix(lazy)  # tall: Gram in the check pass; wide: Gram by its own pass
+        # tall with_gram: the Gram in the check pass; else by a pass of its own when read
+        data = DaskMatrix(lazy, with_gram=with_gram)
         assert data.gram.tolist() == (dense.T.astype(int) @ dense).tolist()
         assert data.column_norms.tolist() == dense.sum(axis=0).tolist()
     data = DaskMatrix(da.from_array(A.astype(dtype), chunks=(13, 5)))
@@ -142,7 +146,7 @@ def test_dask_check_pass_holds_one_gram_whatever_the_block_count():
         with dask.config.set(scheduler="sync"):
             lazy = da.from_array(A, chunks=(10, n)).persist()
             tracemalloc.start()
-            data = DaskMatrix(lazy)  # tall, n <= 256: the Gram is summed in the check pass
+            data = DaskMatrix(lazy, with_gram=True)  # tall, n <= 256: summed in the check
             peaks.append(tracemalloc.get_traced_memory()[1] / gram_bytes)
             tracemalloc.stop()
         assert data.gram.tolist() == (A.T.astype(int) @ A).tolist()
@@ -150,6 +154,38 @@ def test_dask_check_pass_holds_one_gram_whatever_the_block_count():
     # many) from 30 to 300 blocks; reduced as dask goes, only the graph grows (~9 Grams)
     assert peaks[2] - peaks[1] < 30, peaks
     assert peaks[2] < 64, peaks
+
+
+def test_a_dask_matrix_sums_its_gram_only_for_a_caller_that_reads_it(monkeypatch):
+    dask = pytest.importorskip("dask")
+    import dask.array as da
+
+    from bmfdsl import factorize
+
+    passes: list[str] = []
+    real_sum_blocks = DaskMatrix.sum_blocks
+
+    def counted(self, func, *args, **kwargs):
+        gram_in_check = func.__name__ == "_checked_block_sums" and args[0]
+        passes.append("check + gram" if gram_in_check else func.__name__)
+        return real_sum_blocks(self, func, *args, **kwargs)
+
+    monkeypatch.setattr(DaskMatrix, "sum_blocks", counted)
+    A = _random((4_000, 40), p=0.3, seed=14)
+    U, V = _random((4_000, 3), seed=15), _random((40, 3), seed=16)
+    with dask.config.set(scheduler="sync"):
+        lazy = da.from_array(A, chunks=(1_000, 40))
+        assert squared_error(lazy, U, V) == squared_error(A, U, V)
+        assert passes == ["_checked_block_sums", "_block_squared_error"]  # no Gram summed
+        passes.clear()
+        data = as_matrix(lazy, with_gram=True)
+        assert passes == ["check + gram"] and "gram" in vars(data)
+        assert data.gram.tolist() == (A.T.astype(int) @ A).tolist()
+        passes.clear()
+        result = factorize(lazy, 3, random_state=0)  # its sampling and bound read the Gram
+    assert passes.count("check + gram") == 1 and "dense_gram" not in passes
+    expected = factorize(A, 3, sample_rows="auto", random_state=0)
+    assert (result.error, result.lower_bound) == (expected.error, expected.lower_bound)
 
 
 def test_orientation_round_trips():

@@ -520,3 +520,25 @@ def test_a_failed_call_closes_the_seeds_it_started(monkeypatch):
         factorize(A, 3, random_state=0)
     assert failure.value is not None  # the traceback (and the seeds in it) is still held
     assert started and started[0].closed  # BLAS has its threads back
+
+
+def test_the_portfolio_seconds_cover_the_unsampled_wait_for_the_seeds(monkeypatch):
+    import time
+
+    from bmfdsl.pipeline import _strategy
+
+    real_result = _strategy.SeedsAhead.result
+    waits: list[int] = []
+
+    def slow_first_wait(self):  # the first wait is the unsampled run's, after the core solve
+        if not waits:
+            time.sleep(0.5)
+        waits.append(1)
+        return real_result(self)
+
+    monkeypatch.setattr(_strategy.SeedsAhead, "result", slow_first_wait)
+    result = factorize(dense_planted(120, 30, 5, seed=3), 3, random_state=0)
+    timings, seconds = result.info["timings"], result.info["portfolio"]["seconds"]
+    assert len(waits) >= 2  # waited once beside the full-data stages, once in the portfolio
+    assert timings["seeds"] >= 0.5
+    assert timings["seeds"] <= seconds <= timings["total"]

@@ -279,3 +279,22 @@ def test_dense_quadratic_forms_read_words_and_bytes_alike(columns: int) -> None:
     for variant in (block, np.asfortranarray(block), block.astype(bool), block.astype(float)):
         assert np.array_equal(dense_quadratic_forms(variant, M), expected)
         assert dense_row_pairs(variant) == float(np.sum(np.diff(csr.indptr) ** 2))
+
+
+def test_dense_quadratic_forms_take_float16_and_refuse_what_is_not_a_0_1_matrix() -> None:
+    from bmfdsl.errors import InvalidMatrixError
+    from bmfdsl.linalg import dense_quadratic_forms, dense_row_pairs
+
+    rng = np.random.default_rng(16)
+    block = (rng.random((50, 24)) < 0.3).astype(np.int8)
+    M = rng.standard_normal((24, 24))
+    M = (M + M.T).astype(np.float16).astype(np.float64)  # float16 values, exact in float64
+    expected = dense_quadratic_forms(block, M)
+    half = block.astype(np.float16)  # numba has no float16: the kernels get its nonzeros
+    assert np.array_equal(dense_quadratic_forms(half, M), expected)
+    assert np.array_equal(dense_quadratic_forms(half, M.astype(np.float16)), expected)
+    assert dense_row_pairs(half) == dense_row_pairs(block)
+    with pytest.raises(InvalidMatrixError, match="numeric 0/1 array"):
+        dense_quadratic_forms(block.astype(str), M)
+    with pytest.raises(InvalidMatrixError, match="2-D"):
+        dense_row_pairs(block[0])

@@ -26,7 +26,7 @@ from typing import Any, Literal
 import numba
 import numpy as np
 
-from bmfdsl.errors import InvalidParameterError
+from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
 
 
 @numba.njit(cache=True)
@@ -1006,7 +1006,10 @@ def dense_quadratic_forms(block: np.ndarray, M: np.ndarray) -> np.ndarray:
     >>> dense_quadratic_forms(np.array([[1, 1], [0, 1]], dtype=np.int8), M).tolist()
     [4.0, 2.0]
     """
-    block = np.asarray(block)
+    block = _kernel_block(block)
+    M = np.asarray(M)
+    if M.dtype.kind not in "biu" and M.dtype not in _NUMBA_NUMBERS:  # float16: exact in float64
+        M = M.astype(np.float64)
     return _dense_quadratic_forms(block, _byte_words(block), np.ascontiguousarray(M))
 
 
@@ -1017,8 +1020,34 @@ def dense_row_pairs(block: np.ndarray) -> float:
     >>> dense_row_pairs(np.array([[1, 1, 1], [0, 1, 0]], dtype=np.int8))
     10.0
     """
-    block = np.asarray(block)
+    block = _kernel_block(block)
     return float(_dense_row_pairs(block, _byte_words(block)))
+
+
+# The float and complex dtypes numba compiles kernels for (not float16, nor long double).
+_NUMBA_NUMBERS = tuple(map(np.dtype, (np.float32, np.float64, np.complex64, np.complex128)))
+
+
+def _kernel_block(block: Any) -> np.ndarray:
+    """A dense 0/1 ``block`` as the kernels take it: as it is (integers, bools, float32 or
+    float64), or its nonzeros as bools where numba has no such type (float16, long double;
+    the kernels read only ``!= 0``, so the sums are the same). A non-numeric or non-2-D
+    ``block`` is refused.
+
+    >>> _kernel_block(np.array([[1, 0]], dtype=np.float16)).tolist()
+    [[True, False]]
+    """
+    block = np.asarray(block)
+    if block.ndim != 2:
+        raise InvalidMatrixError(f"block must be a 2-D 0/1 array; got shape {block.shape}")
+    if block.dtype.kind in "biu" or block.dtype in _NUMBA_NUMBERS:
+        return block
+    if block.dtype.kind in "fc":
+        return block != 0
+    raise InvalidMatrixError(
+        f"block must be a numeric 0/1 array (bool, integer or float); got dtype {block.dtype}: "
+        "convert it first, e.g. np.asarray(block, dtype=np.int8)"
+    )
 
 
 def _byte_words(block: np.ndarray) -> np.ndarray:

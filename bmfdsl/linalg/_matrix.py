@@ -45,9 +45,9 @@ _FLOAT64_EXACT = 2**53  # integers below this are exact in float64
 # Rows per chunk of a dense Gram product (bit-packed: n x 1,024 words of 8 bytes per chunk).
 _BIT_GRAM_CHUNK_ROWS = 2**16
 # A tall dask matrix of at most this many columns sums its Gram matrix (bit counts: n²/64 word
-# operations a row, a few times the check's n reads) in the pass that checks it: sampling and
-# the bound need it (full-rank leverage scores up to 256 columns), and a pass over the blocks
-# of a cluster costs a round trip of its own.
+# operations a row, a few times the check's n reads) in the pass that checks it, when asked to
+# (``with_gram``: the pipeline's sampling and bound read it, full-rank leverage scores up to
+# 256 columns), since a pass over the blocks of a cluster costs a round trip of its own.
 _GRAM_WITH_CHECK_MAX_COLUMNS = 256
 # DaskMatrix.take_rows sends at most this many scattered row numbers in its own tasks.
 _TAKE_MAX_SCATTERED_ROWS = 2**12
@@ -116,8 +116,11 @@ class BinaryMatrix(Protocol):
         """``||A - U Vᵀ||²_F``, exact, without an ``m x n`` temporary."""
 
 
-def as_matrix(A: Any, chunk_rows: int | None = None) -> BinaryMatrix:
+def as_matrix(A: Any, chunk_rows: int | None = None, *, with_gram: bool = False) -> BinaryMatrix:
     """Wrap ``A`` (validated once); an already wrapped matrix is returned as it is.
+
+    ``with_gram``: a ``dask.array`` ``A`` also sums ``AᵀA`` in the pass that checks it, for
+    a caller that reads ``gram`` (see :class:`DaskMatrix`); other inputs ignore it.
 
     >>> as_matrix([[1, 0], [1, 1]]).total
     3
@@ -128,7 +131,7 @@ def as_matrix(A: Any, chunk_rows: int | None = None) -> BinaryMatrix:
     if isinstance(A, InMemoryMatrix | SparseMatrix | DaskMatrix):
         return A
     if is_dask_array(A):
-        return DaskMatrix(A)
+        return DaskMatrix(A, with_gram=with_gram)
     if is_sparse(A):
         return SparseMatrix(A, chunk_rows)
     return InMemoryMatrix(A, chunk_rows)
@@ -418,21 +421,28 @@ class SparseMatrix:
 
 
 class DaskMatrix:
-    """A validated ``dask.array`` ``A`` whose row blocks each span all columns."""
+    """A validated ``dask.array`` ``A`` whose row blocks each span all columns.
+
+    One pass over the blocks checks ``A`` (0/1 only) and counts its column norms. With
+    ``with_gram``, a tall ``A`` of at most 256 columns also sums ``AᵀA`` in that pass (one
+    round trip less for a caller that reads :attr:`gram`, as the pipeline's sampling and
+    bound do; its transpose :attr:`T` gets the same setting); otherwise :attr:`gram` is summed
+    by a pass of its own on first use, so that a caller that only scores an answer
+    (:meth:`squared_error`) never pays for it.
+    """
 
     in_memory = False
 
-    def __init__(self, A: Any) -> None:
+    def __init__(self, A: Any, *, with_gram: bool = False) -> None:
         if A.ndim != 2 or 0 in A.shape:
             raise InvalidMatrixError(f"A must be a non-empty 2-D array; got shape {A.shape}")
         self.array = A.rechunk({1: -1})
         self.shape: tuple[int, int] = (int(self.array.shape[0]), int(self.array.shape[1]))
+        self._with_gram = with_gram
         m, n = self.shape
-        # one pass checks the blocks and, where the Gram is cheap and wanted (the sampled
-        # orientation of the pipeline's dask input), sums it too: one round trip less. Each
-        # block gives one flat vector that dask sums as it goes (a tree reduction), so the
-        # client holds one n x n Gram, not one per block
-        with_gram = n <= _GRAM_WITH_CHECK_MAX_COLUMNS and m >= n
+        # each block gives one flat vector that dask sums as it goes (a tree reduction), so
+        # the client holds one n x n Gram, not one per block
+        with_gram = with_gram and n <= _GRAM_WITH_CHECK_MAX_COLUMNS and m >= n
         size = 1 + n + (n * n if with_gram else 0)
         sums = self.sum_blocks(_checked_block_sums, with_gram, shape=(size,), dtype=np.float64)
         non_binary = int(sums[0])  # counts in float64: exact below 2^53
@@ -458,7 +468,7 @@ class DaskMatrix:
     @functools.cached_property
     def T(self) -> DaskMatrix:
         """``Aᵀ`` (lazy; its row blocks are widened in turn)."""
-        return DaskMatrix(self.array.T)
+        return DaskMatrix(self.array.T, with_gram=self._with_gram)
 
     @functools.cached_property
     def gram(self) -> np.ndarray:

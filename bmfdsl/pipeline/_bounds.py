@@ -36,15 +36,13 @@ gives the same bound; the default budgets keep them within a few percent of a de
 
 from __future__ import annotations
 
-import contextvars
-import functools
 import math
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -56,11 +54,9 @@ from bmfdsl.linalg import (
     dense_gram,
     exact_gram,
 )
+from bmfdsl.pipeline._background import close_with_call
 from bmfdsl.pipeline._spectrum import FULL_SPECTRUM_MAX_SIZE, top_eigenvalue_sum_bound
 from bmfdsl.validation import is_sparse
-
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
 
 #: Work cap of the rank-1 bound's exact search, in row operations (about 15 ms).
 DEFAULT_RANK1_ENUMERATION = 2**24
@@ -282,49 +278,8 @@ def start_bound(data: Any, rank: int) -> BoundJob | None:
     ):
         return None
     job = BoundJob(tall, rank, eigenvalues=_blas_spares_the_caller())
-    jobs = _open_jobs.get()
-    if jobs is not None:
-        jobs.append(job)
+    close_with_call(job.cancel)  # no thread outlives a factorize that fails
     return job
-
-
-# The jobs started inside the innermost call wrapped by joins_bound_jobs.
-_open_jobs: contextvars.ContextVar[list[BoundJob] | None] = contextvars.ContextVar(
-    "bmfdsl_bound_jobs", default=None
-)
-
-
-def joins_bound_jobs(function: Callable[_P, _R]) -> Callable[_P, _R]:
-    """``function`` with every :class:`BoundJob` it starts (by :func:`start_bound`) cancelled
-    and joined when it returns or raises: no background thread outlives the call (a job it
-    waited for is already finished).
-
-    >>> @joins_bound_jobs
-    ... def fails():
-    ...     import numpy as np
-    ...     from bmfdsl.linalg import as_matrix
-    ...     global job
-    ...     job = start_bound(as_matrix(np.ones((2**12, 300), dtype=np.int8)), 2)
-    ...     raise ValueError("the solve failed")
-    >>> try:
-    ...     fails()
-    ... except ValueError:
-    ...     job.alive()
-    False
-    """
-
-    @functools.wraps(function)
-    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        jobs: list[BoundJob] = []
-        token = _open_jobs.set(jobs)
-        try:
-            return function(*args, **kwargs)
-        finally:
-            _open_jobs.reset(token)
-            for job in jobs:
-                job.cancel()
-
-    return wrapper
 
 
 def _past(deadline: float | None) -> bool:

@@ -106,7 +106,7 @@ def leverage_scores(A: Any, rank: int | None = None) -> np.ndarray:
     [0.5, 0.5, 1.0]
     """
     with one_blas_thread():  # n x n eigenproblems: two threads on a busy machine took 100x
-        return _leverage_scores(as_matrix(A), rank)
+        return _leverage_scores(as_matrix(A, with_gram=True), rank)  # dask: Gram in its check
 
 
 def _leverage_scores(data: BinaryMatrix, rank: int | None) -> np.ndarray:

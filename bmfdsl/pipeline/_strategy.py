@@ -39,9 +39,7 @@ bit-identical answers.
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import copy
-import functools
 import os
 import time
 import weakref
@@ -49,14 +47,12 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import numpy as np
 
 from bmfdsl.linalg import BinaryMatrix
-
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
+from bmfdsl.pipeline._background import close_with_call
 
 #: Largest core (entries) the comparison methods take whole; a larger one hands them a prefix
 #: of its rows (penalized runs 1,000 NMF iterations: about 0.5 s at this size and rank 5).
@@ -232,15 +228,13 @@ class SeedsAhead:
 
         self._sample = sample
         self._found: SeedSet | None = None
-        started = _open_seeds.get()
-        if started is not None:  # closed by closes_portfolio_seeds whatever happens
-            started.append(self)
         self._blas = contextlib.ExitStack()
         self._blas.enter_context(one_blas_thread())
         self._closer = weakref.finalize(self, self._blas.close)  # in case result never comes
         pool = ThreadPoolExecutor(max_workers=_seed_threads(len(jobs)))
         self._futures = [pool.submit(job) for job in jobs]
         pool.shutdown(wait=False)  # its threads end with their jobs
+        close_with_call(self.close)  # when factorize ends, whatever happens
 
     def result(self) -> SeedSet:
         """The seeds, in the jobs' order (waits for them the first time; re-raises a job's
@@ -264,41 +258,6 @@ class SeedsAhead:
         for future in self._futures:
             future.cancel()
         self._closer()
-
-
-_open_seeds: contextvars.ContextVar[list[SeedsAhead] | None] = contextvars.ContextVar(
-    "bmfdsl_open_seeds", default=None
-)
-
-
-def closes_portfolio_seeds(function: Callable[_P, _R]) -> Callable[_P, _R]:
-    """``function`` with every :class:`SeedsAhead` it starts closed when it returns or
-    raises, so that a failed call leaves BLAS its threads and starts no queued seed.
-
-    >>> @closes_portfolio_seeds
-    ... def fails():
-    ...     global ahead
-    ...     ahead = SeedsAhead([lambda: []], None)
-    ...     raise ValueError("the solve failed")
-    >>> try:
-    ...     fails()
-    ... except ValueError:
-    ...     ahead.closed
-    True
-    """
-
-    @functools.wraps(function)
-    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        started: list[SeedsAhead] = []
-        token = _open_seeds.set(started)
-        try:
-            return function(*args, **kwargs)
-        finally:
-            _open_seeds.reset(token)
-            for seeds in started:
-                seeds.close()
-
-    return wrapper
 
 
 def start_portfolio_seeds(

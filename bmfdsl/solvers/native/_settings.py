@@ -279,9 +279,8 @@ def warn_if_rank_impractical(
         "rank, or, without one_hot, a rank above 16, where rows are solved by a fast local "
         "search instead of enumeration. (Shown once per process.)",
         PerformanceWarning,
-        stacklevel=6,  # factorize's caller: here <- _warn_if_rank_impractical <- factorize's
-        # body <- its wrappers that close the seeds (pipeline/_strategy.py) and join the
-        # background bound (pipeline/_bounds.py) <- caller
+        stacklevel=5,  # factorize's caller: here <- _warn_if_rank_impractical <- factorize's
+        # body <- its wrapper that stops its background work (pipeline/_background.py) <- caller
     )
     return True
 
