@@ -7,8 +7,9 @@ arguments: it solves ``U`` first and keeps a row's current code on ties (``keep_
 the pipeline solves ``V`` first and breaks ties towards the lowest code index, as the chunked
 BLAS route of :func:`~bmfdsl.solvers.solve_bls` does.
 
-The kernels are ``numba.njit(cache=True)``: compiled (or loaded from numba's disk cache)
-once per process, on first use. Errors are exact integers.
+The kernels are ``numba.njit(cache=True, nogil=True)``: compiled (or loaded from numba's disk
+cache) once per process, on first use, and they release the GIL, so that the pipeline's
+full-data passes run beside the portfolio's seed threads. Errors are exact integers.
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ def random_factor(
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def gram(factor: np.ndarray) -> np.ndarray:
     """``FᵀF`` as int64."""
     n, rank = factor.shape
@@ -127,7 +128,7 @@ def gram(factor: np.ndarray) -> np.ndarray:
     return gram
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def dense_cross(A: np.ndarray, factor: np.ndarray) -> np.ndarray:
     """``A F`` as int64 for a dense 0/1 ``A`` (int8): the rows of ``F`` at each row's ones."""
     rows, columns = A.shape
@@ -216,7 +217,7 @@ def _pattern_cross_rows(
                 out[row, k] += factor[j, k]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def pattern_transposed_cross(
     indptr: np.ndarray, indices: np.ndarray, factor: np.ndarray, columns: int
 ) -> np.ndarray:
@@ -554,7 +555,7 @@ def _mirror_upper(upper: np.ndarray) -> np.ndarray:
     return upper
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def pattern_quadratic_forms(indptr: np.ndarray, indices: np.ndarray, M: np.ndarray) -> np.ndarray:
     """``a_i M a_iᵀ`` for every row ``a_i`` of a 0/1 CSR pattern (``M`` symmetric).
 
@@ -617,7 +618,7 @@ def _pairs_quadratic(M: np.ndarray, ones: np.ndarray, start: int, stop: int) -> 
     return total
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _code_quadratics(codes: np.ndarray, gram: np.ndarray) -> np.ndarray:
     """``cᵀ G c`` for every code ``c``."""
     rank = gram.shape[0]
@@ -704,7 +705,7 @@ def _best_codes_rows(
         scores[i] = best_score
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def solve_rows_exact(
     data: np.ndarray, factor: np.ndarray, codes: np.ndarray, out: np.ndarray, keep_ties: bool
 ) -> int:
@@ -758,7 +759,7 @@ def solve_rows_exact(
     return total
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def als_loop(
     A: np.ndarray,
     A_t: np.ndarray,
@@ -814,7 +815,7 @@ LOCAL_SUBRANK_BITS = 8
 LOCAL_MOVES_PER_RANK = 4
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _flip_gain(gram: np.ndarray, field: np.ndarray, cross: np.ndarray, code: np.ndarray, k: int):
     """Change of ``cᵀGc - 2 x·c`` when bit ``k`` of ``code`` flips (``field = G c``)."""
     if code[k]:
@@ -822,7 +823,7 @@ def _flip_gain(gram: np.ndarray, field: np.ndarray, cross: np.ndarray, code: np.
     return gram[k, k] - 2 * cross[k] + 2 * field[k]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _flip(gram: np.ndarray, field: np.ndarray, code: np.ndarray, k: int) -> None:
     sign = -1 if code[k] else 1
     code[k] = 1 - code[k]
@@ -830,7 +831,7 @@ def _flip(gram: np.ndarray, field: np.ndarray, code: np.ndarray, k: int) -> None
         field[l] += sign * gram[l, k]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _descend(
     gram: np.ndarray, cross: np.ndarray, code: np.ndarray, max_moves: int
 ) -> tuple[np.int64, np.int64]:
@@ -885,7 +886,7 @@ def _descend(
     return score, work
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _best_subrank_code(gram: np.ndarray, cross: np.ndarray, bits: int, code: np.ndarray) -> int:
     """The best code among those using only the first ``bits`` columns, into ``code``
     (Gray-code enumeration, one flip per step); returns the work."""
@@ -911,7 +912,7 @@ def _best_subrank_code(gram: np.ndarray, cross: np.ndarray, bits: int, code: np.
     return (1 << bits) * rank
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def solve_rows_local(
     cross: np.ndarray, gram: np.ndarray, out: np.ndarray, max_moves: int
 ) -> tuple[np.int64, np.int64]:
