@@ -50,6 +50,7 @@ from bmfdsl.linalg import (
     solve_rows_local,
     to_host,
 )
+from bmfdsl.linalg import gram as factor_gram
 from bmfdsl.validation import check_binary_matrix
 
 #: Largest rank solved by enumerating all ``2^r`` codes when no backend is given; beyond it
@@ -292,7 +293,8 @@ def _solve_in_memory(
 
 
 def _gram(V: np.ndarray) -> np.ndarray:
-    return V.astype(np.int64).T @ V.astype(np.int64)
+    """``VᵀV`` as exact int64 (the compiled kernel: numpy's integer matmul has no BLAS)."""
+    return factor_gram(np.ascontiguousarray(V, dtype=np.int8))
 
 
 def _solve_blocks_and_cross(
