@@ -489,10 +489,12 @@ def solve_bls_from_stats(
     if row_norms is None:
         row_norms = np.zeros(cross.shape[0], dtype=np.int64)
     chunk_rows = _check_chunk_rows(chunk_rows)
-    xp = get_array_module(check_device(device))
+    device = check_device(device)
+    xp = get_array_module(device)
     if one_hot or (backend is None and rank <= MAX_ENUMERATION_RANK):
         codes = code_table(rank, one_hot)
-        if xp is np and not one_hot and int(gram.min(initial=0)) >= 0:
+        # "numpy" runs the array route of a GPU on the CPU (how that route is tested)
+        if device == "cpu" and not one_hot and int(gram.min(initial=0)) >= 0:
             U, scores = _best_codes_pruned(cross, gram, codes)
         else:
             U, scores = _best_codes_scored(cross, gram, codes, chunk_rows, xp)
@@ -510,8 +512,9 @@ def solve_bls_from_stats(
 def _best_codes_scored(
     cross: np.ndarray, gram: np.ndarray, codes: np.ndarray, chunk_rows: int | None, xp: ModuleType
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The array route of exact BLS from statistics (any device, one-hot codes): every code
-    scored by :func:`_best_codes`, each distinct row once where that pays."""
+    """The array route of exact BLS from statistics (the array devices, one-hot codes, a
+    ``gram`` with a negative entry): every code scored by :func:`_best_codes`, each distinct
+    row once where that pays."""
     distinct = _distinct_rows(cross) if len(codes) >= _DISTINCT_MIN_CODES else None
     if distinct is None:
         best, device_scores = _best_codes(cross, gram, codes, chunk_rows, xp)
