@@ -244,3 +244,35 @@ def test_pruned_scoring_refuses_a_negative_gram() -> None:
 
     with pytest.raises(InvalidParameterError, match="negative"):
         best_codes_from_stats(np.zeros((1, 2), dtype=np.int64), -np.eye(2, dtype=np.int64))
+
+
+@pytest.mark.parametrize("order", ["index", "gray", "lexicographic", "shuffled"])
+@pytest.mark.parametrize("keep_ties", [False, True])
+def test_compiled_row_solve_takes_the_first_best_code_of_any_table_order(
+    order: str, keep_ties: bool
+) -> None:
+    """solve_rows_exact scores only a row's helpful bits, yet picks what scanning the whole
+    table does: the first code of the lowest error in the table's order (a kept row's code
+    where it ties), on data with many ties (small 0/1 blocks, repeated columns)."""
+    from bmfdsl.linalg import code_table, solve_rows_exact
+
+    rng = np.random.default_rng(len(order) + keep_ties)
+    for rank in (1, 3, 6):
+        codes = code_table(rank, False, "index" if order == "shuffled" else order)  # type: ignore[arg-type]
+        if order == "shuffled":
+            codes = np.ascontiguousarray(codes[rng.permutation(len(codes))])
+        A = _random_binary(rng, (40, 12), 0.3)
+        V = _random_binary(rng, (12, rank), 0.3)
+        V[6:] = V[:6]  # equal columns: ties between codes
+        start = _random_binary(rng, (40, rank), 0.5)
+        out = start.copy()
+        error = solve_rows_exact(A, V, codes, out, keep_ties)
+        expected = start.copy()
+        for i in range(40):
+            errors = [_error(A[i : i + 1], code[None, :], V) for code in codes]
+            best = int(np.argmin(errors))  # the first of the least
+            kept = _error(A[i : i + 1], start[i : i + 1], V)
+            if not (keep_ties and kept <= errors[best]):
+                expected[i] = codes[best]
+        assert np.array_equal(out, expected)
+        assert error == _error(A, expected, V)

@@ -749,6 +749,65 @@ def _best_codes_rows(
 
 
 @numba.njit(cache=True, nogil=True)
+def _table_positions(codes: np.ndarray) -> np.ndarray:
+    """Where each code (by its index ``Σ c_k 2^k``) sits in the table ``codes``; empty unless
+    the table lists all ``2^r`` codes once each."""
+    count, rank = codes.shape
+    if count != 1 << rank:
+        return np.empty(0, dtype=np.int64)
+    position = np.full(count, -1, dtype=np.int64)
+    for c in range(count):
+        index = 0
+        for k in range(rank):
+            if codes[c, k]:
+                index |= 1 << k
+        if position[index] >= 0:
+            return np.empty(0, dtype=np.int64)
+        position[index] = c
+    return position
+
+
+@numba.njit(cache=True, nogil=True)
+def _best_table_code(
+    cross: np.ndarray,
+    factor_gram: np.ndarray,
+    quad: np.ndarray,
+    position: np.ndarray,
+    helpful: np.ndarray,
+) -> tuple[int, int]:
+    """The first code in table order (``position``) of the least ``cᵀGc - 2 x·c`` and that
+    score, for ``G`` with no negative entry: a bit with ``G_kk - 2 x_k > 0`` makes any code
+    strictly worse than the same code without it, so only the subsets of the other bits
+    are scored (Gray-code order, ``O(1)`` each from ``quad``, the index-order ``cᵀGc``)."""
+    rank = cross.shape[0]
+    count = 0
+    for k in range(rank):
+        if factor_gram[k, k] - 2 * cross[k] <= 0:  # (= 0: ties, which the order breaks)
+            helpful[count] = k
+            count += 1
+    best_index = 0
+    best_score = 0
+    index = 0
+    linear = 0
+    for step in range(1, 1 << count):
+        flipped = 0
+        while not (step >> flipped) & 1:
+            flipped += 1
+        k = helpful[flipped]
+        if (index >> k) & 1:
+            index ^= 1 << k
+            linear -= cross[k]
+        else:
+            index |= 1 << k
+            linear += cross[k]
+        score = quad[index] - 2 * linear
+        if score < best_score or (score == best_score and position[index] < position[best_index]):
+            best_score = score
+            best_index = index
+    return position[best_index], best_score
+
+
+@numba.njit(cache=True, nogil=True)
 def solve_rows_exact(
     data: np.ndarray, factor: np.ndarray, codes: np.ndarray, out: np.ndarray, keep_ties: bool
 ) -> int:
@@ -762,9 +821,14 @@ def solve_rows_exact(
     rows, n = data.shape
     rank = factor.shape[1]
     factor_gram = gram(factor)
-    quad = _code_quadratics(codes, factor_gram)
     exactly_one = codes.shape[0] == rank  # 2^r codes otherwise (never equal to r)
+    # a full table (every code once, any order) of a factor with a nonnegative Gram: each row
+    # scores only the subsets of its helpful bits (see _best_table_code)
+    position = _table_positions(codes) if not exactly_one else np.empty(0, dtype=np.int64)
+    pruned = position.shape[0] > 0 and factor_gram.min() >= 0
+    quad = _index_code_quadratics(factor_gram) if pruned else _code_quadratics(codes, factor_gram)
     cross = np.zeros(rank, dtype=np.int64)
+    helpful = np.empty(rank, dtype=np.int64)
     total = 0
     for i in range(rows):
         norm = 0
@@ -776,14 +840,17 @@ def solve_rows_exact(
                     cross[k] += factor[j, k]
         best_code = 0
         best_score = 0
-        for c in range(codes.shape[0]):
-            score = quad[c]
-            for k in range(rank):
-                if codes[c, k]:
-                    score -= 2 * cross[k]
-            if c == 0 or score < best_score:  # strict: ties keep the lowest code index
-                best_code = c
-                best_score = score
+        if pruned:
+            best_code, best_score = _best_table_code(cross, factor_gram, quad, position, helpful)
+        else:
+            for c in range(codes.shape[0]):
+                score = quad[c]
+                for k in range(rank):
+                    if codes[c, k]:
+                        score -= 2 * cross[k]
+                if c == 0 or score < best_score:  # strict: ties keep the lowest code index
+                    best_code = c
+                    best_score = score
         if keep_ties:
             ones = 0
             current = 0
