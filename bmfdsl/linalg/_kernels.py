@@ -219,7 +219,10 @@ def pattern_cross(
     rows = int(indptr.shape[0]) - 1
     out = np.zeros((rows, factor.shape[1]), dtype=factor.dtype)
     work = float(indices.shape[0]) * max(factor.shape[1], 1)
-    workers = 1 if work < PARALLEL_MIN_WORK else threads or default_threads()
+    if work < PARALLEL_MIN_WORK:  # one range: called directly (NMF's loops make thousands)
+        _pattern_cross_rows(indptr, indices, factor, 0, out)
+        return out
+    workers = threads or default_threads()
     _in_threads(
         lambda first, stop: _pattern_cross_rows(indptr, indices, factor, first, out[first:stop]),
         _row_ranges(indptr[1:], max(1, min(workers, rows))),  # a row's work: its ones
