@@ -293,7 +293,8 @@ def _solve_in_memory(
 
 
 def _gram(V: np.ndarray) -> np.ndarray:
-    """``VᵀV`` as exact int64 (the compiled kernel: numpy's integer matmul has no BLAS)."""
+    """``VᵀV`` of a 0/1 ``V`` as exact int64 (the compiled kernel: numpy's integer matmul
+    has no BLAS)."""
     return factor_gram(np.ascontiguousarray(V, dtype=np.int8))
 
 
