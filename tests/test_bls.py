@@ -214,3 +214,65 @@ def test_local_search_solves_each_distinct_row_once_with_every_rows_answer(
     assert error == int(((A - expected.astype(np.int64) @ V.T) ** 2).sum())
     assert solved == ([3000] if hash_collides else [len(np.unique(np.c_[cross, start], axis=0))])
     assert hash_collides or solved[0] < 300
+
+
+@pytest.mark.parametrize("rows", [300, 5000])  # 5,000: the probe may group equal rows
+@pytest.mark.parametrize("density", [0.05, 0.5])
+def test_pruned_scoring_equals_scoring_every_code(rows: int, density: float) -> None:
+    """The CPU route (only a row's helpful bits) gives the codes and scores of the array
+    route (every code scored, lowest index on ties), repeated rows and ties included."""
+    from bmfdsl.linalg import best_codes_from_stats, code_table
+
+    rng = np.random.default_rng(rows)
+    for rank in (1, 4, 9):
+        V = _random_binary(rng, (30, rank), 0.3).astype(np.int64)
+        A = _random_binary(rng, (rows // 10, 30), density).astype(np.int64)
+        cross = np.tile(A @ V, (10, 1))  # each row ten times
+        gram = V.T @ V
+        codes = code_table(rank, False)
+        pruned_U, pruned_scores = bls_module._best_codes_pruned(cross, gram, codes)
+        all_U, all_scores = bls_module._best_codes_scored(cross, gram, codes, None, np)
+        assert np.array_equal(pruned_U, all_U) and np.array_equal(pruned_scores, all_scores)
+        index, scores = best_codes_from_stats(cross[:50], gram)
+        every = (codes @ gram * codes).sum(axis=1)[None, :] - 2 * cross[:50] @ codes.T
+        assert index.tolist() == np.argmin(every, axis=1).tolist()
+        assert scores.tolist() == every.min(axis=1).tolist()
+
+
+def test_pruned_scoring_refuses_a_negative_gram() -> None:
+    from bmfdsl.linalg import best_codes_from_stats
+
+    with pytest.raises(InvalidParameterError, match="negative"):
+        best_codes_from_stats(np.zeros((1, 2), dtype=np.int64), -np.eye(2, dtype=np.int64))
+
+
+@pytest.mark.parametrize("order", ["index", "gray", "lexicographic", "shuffled"])
+@pytest.mark.parametrize("keep_ties", [False, True])
+def test_compiled_row_solve_takes_the_first_best_code_of_any_table_order(
+    order: str, keep_ties: bool
+) -> None:
+    """solve_rows_exact scores only a row's helpful bits, yet picks what scanning the whole
+    table does: the first code of the lowest error in the table's order (a kept row's code
+    where it ties), on data with many ties (small 0/1 blocks, repeated columns)."""
+    from bmfdsl.linalg import code_table, solve_rows_exact
+
+    rng = np.random.default_rng(len(order) + keep_ties)
+    for rank in (1, 3, 6):
+        codes = code_table(rank, False, "index" if order == "shuffled" else order)  # type: ignore[arg-type]
+        if order == "shuffled":
+            codes = np.ascontiguousarray(codes[rng.permutation(len(codes))])
+        A = _random_binary(rng, (40, 12), 0.3)
+        V = _random_binary(rng, (12, rank), 0.3)
+        V[6:] = V[:6]  # equal columns: ties between codes
+        start = _random_binary(rng, (40, rank), 0.5)
+        out = start.copy()
+        error = solve_rows_exact(A, V, codes, out, keep_ties)
+        expected = start.copy()
+        for i in range(40):
+            errors = [_error(A[i : i + 1], code[None, :], V) for code in codes]
+            best = int(np.argmin(errors))  # the first of the least
+            kept = _error(A[i : i + 1], start[i : i + 1], V)
+            if not (keep_ties and kept <= errors[best]):
+                expected[i] = codes[best]
+        assert np.array_equal(out, expected)
+        assert error == _error(A, expected, V)

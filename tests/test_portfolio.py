@@ -542,3 +542,28 @@ def test_the_portfolio_seconds_cover_the_unsampled_wait_for_the_seeds(monkeypatc
     assert len(waits) >= 2  # waited once beside the full-data stages, once in the portfolio
     assert timings["seeds"] >= 0.5
     assert timings["seeds"] <= seconds <= timings["total"]
+
+
+def test_the_screening_sample_judges_starts_alike_sparse_or_dense(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A sparse screening sample is passed over as a CSR pattern: every screened answer
+    (error, U, V) and the repair's swap are those of the dense passes."""
+    from bmfdsl.pipeline import _strategy
+
+    A, _, _ = make_planted_blocks(600, 120, 4, density=0.05, random_state=1)
+    sample = np.ascontiguousarray(A.toarray(), dtype=np.int8)
+    rng = np.random.default_rng(0)
+    Vs = [(rng.random((120, 4)) < 0.1).astype(np.int8) for _ in range(5)]
+    merged = np.zeros((120, 4), dtype=np.int8)
+    found = {}
+    for density, kind in ((1.0, "SparseMatrix"), (0.0, "InMemoryMatrix")):
+        monkeypatch.setattr(_strategy, "SCREEN_SPARSE_DENSITY", density)
+        assert type(_strategy._screening_matrix(sample)).__name__ == kind
+        repair = _strategy.repair_seed(sample, merged)
+        found[kind] = (_strategy._screened_answers(sample, Vs), repair)
+    (sparse, sparse_repair), (dense, dense_repair) = found.values()
+    for (error, U, V), (error_d, U_d, V_d) in zip(sparse, dense, strict=True):
+        assert error == error_d and np.array_equal(U, U_d) and np.array_equal(V, V_d)
+    assert sparse_repair is not None and dense_repair is not None
+    assert np.array_equal(sparse_repair.V, dense_repair.V)

@@ -4,8 +4,8 @@
   protocol, :func:`as_matrix`, :class:`InMemoryMatrix`, :class:`SparseMatrix`,
   :class:`DaskMatrix`, :class:`Orientation`);
 * the numba kernels behind exact binary least squares and ALS (:func:`solve_rows_exact`,
-  :func:`als_loop`, :func:`code_table`, Gram and cross products) and the local-search row
-  solver beyond enumeration (:func:`solve_rows_local`);
+  :func:`als_loop`, :func:`code_table`, :func:`best_codes_from_stats`, Gram and cross
+  products) and the local-search row solver beyond enumeration (:func:`solve_rows_local`);
 * where full-data BLS and ALS score codes: :data:`DEVICES`, :func:`check_device`,
   :func:`get_array_module` (numpy, or CuPy on a GPU, loaded only when asked for);
 * how good an answer is: :func:`squared_error` and the paper's :func:`relative_error`;
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from bmfdsl.linalg._kernels import (
         LOCAL_MOVES_PER_RANK,
         als_loop,
+        best_codes_from_stats,
         bit_gram,
         code_table,
         deflated_shift,

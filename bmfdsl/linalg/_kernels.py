@@ -7,8 +7,9 @@ arguments: it solves ``U`` first and keeps a row's current code on ties (``keep_
 the pipeline solves ``V`` first and breaks ties towards the lowest code index, as the chunked
 BLAS route of :func:`~bmfdsl.solvers.solve_bls` does.
 
-The kernels are ``numba.njit(cache=True)``: compiled (or loaded from numba's disk cache)
-once per process, on first use. Errors are exact integers.
+The kernels are ``numba.njit(cache=True, nogil=True)``: compiled (or loaded from numba's disk
+cache) once per process, on first use, and they release the GIL, so that the pipeline's
+full-data passes run beside the portfolio's seed threads. Errors are exact integers.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ import functools
 import itertools
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -114,7 +115,7 @@ def random_factor(
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def gram(factor: np.ndarray) -> np.ndarray:
     """``FᵀF`` as int64."""
     n, rank = factor.shape
@@ -127,7 +128,7 @@ def gram(factor: np.ndarray) -> np.ndarray:
     return gram
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def dense_cross(A: np.ndarray, factor: np.ndarray) -> np.ndarray:
     """``A F`` as int64 for a dense 0/1 ``A`` (int8): the rows of ``F`` at each row's ones."""
     rows, columns = A.shape
@@ -168,11 +169,35 @@ def _row_ranges(cumulative_work: np.ndarray, workers: int) -> list[tuple[int, in
 
 
 def _in_threads(function: Callable[[int, int], Any], ranges: list[tuple[int, int]]) -> list[Any]:
-    """``function(first, stop)`` of every row range, one thread each, results in range order."""
+    """``function(first, stop)`` of every row range, one thread each (the caller's thread
+    takes the first range: one thread fewer to start per pass), results in range order; a
+    range's error is raised here.
+
+    >>> _in_threads(lambda first, stop: stop - first, [(0, 2), (2, 5), (5, 6)])
+    [2, 3, 1]
+    """
     if len(ranges) == 1:
         return [function(*ranges[0])]
-    with ThreadPoolExecutor(len(ranges)) as pool:
-        return list(pool.map(lambda bounds: function(*bounds), ranges))
+    results: list[Any] = [None] * len(ranges)
+    errors: list[BaseException] = []
+
+    def run(index: int) -> None:
+        try:
+            results[index] = function(*ranges[index])
+        except BaseException as error:  # re-raised in the caller's thread
+            errors.append(error)
+
+    helpers = [threading.Thread(target=run, args=(index,)) for index in range(1, len(ranges))]
+    for helper in helpers:
+        helper.start()
+    try:
+        run(0)
+    finally:
+        for helper in helpers:
+            helper.join()
+    if errors:
+        raise errors[0]
+    return results
 
 
 def pattern_cross(
@@ -194,7 +219,10 @@ def pattern_cross(
     rows = int(indptr.shape[0]) - 1
     out = np.zeros((rows, factor.shape[1]), dtype=factor.dtype)
     work = float(indices.shape[0]) * max(factor.shape[1], 1)
-    workers = 1 if work < PARALLEL_MIN_WORK else threads or default_threads()
+    if work < PARALLEL_MIN_WORK:  # one range: called directly (NMF's loops make thousands)
+        _pattern_cross_rows(indptr, indices, factor, 0, out)
+        return out
+    workers = threads or default_threads()
     _in_threads(
         lambda first, stop: _pattern_cross_rows(indptr, indices, factor, first, out[first:stop]),
         _row_ranges(indptr[1:], max(1, min(workers, rows))),  # a row's work: its ones
@@ -216,7 +244,7 @@ def _pattern_cross_rows(
                 out[row, k] += factor[j, k]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def pattern_transposed_cross(
     indptr: np.ndarray, indices: np.ndarray, factor: np.ndarray, columns: int
 ) -> np.ndarray:
@@ -554,7 +582,7 @@ def _mirror_upper(upper: np.ndarray) -> np.ndarray:
     return upper
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def pattern_quadratic_forms(indptr: np.ndarray, indices: np.ndarray, M: np.ndarray) -> np.ndarray:
     """``a_i M a_iᵀ`` for every row ``a_i`` of a 0/1 CSR pattern (``M`` symmetric).
 
@@ -617,7 +645,7 @@ def _pairs_quadratic(M: np.ndarray, ones: np.ndarray, start: int, stop: int) -> 
     return total
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _code_quadratics(codes: np.ndarray, gram: np.ndarray) -> np.ndarray:
     """``cᵀ G c`` for every code ``c``."""
     rank = gram.shape[0]
@@ -631,7 +659,158 @@ def _code_quadratics(codes: np.ndarray, gram: np.ndarray) -> np.ndarray:
     return quad
 
 
-@numba.njit(cache=True)
+def best_codes_from_stats(cross: np.ndarray, gram: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact BLS from the statistics ``cross = A M`` (``rows x r`` int64) and ``gram = MᵀM``
+    (``r x r`` int64 with no negative entry, as for a 0/1 ``M``): per row the index of the
+    best code (in :func:`code_table`'s ``"index"`` order, the lowest index on ties) and its
+    score ``cᵀGc - 2 x·c``, as int64 arrays.
+
+    A bit ``k`` with ``G_kk - 2 x_k >= 0`` never helps: switching it on adds that plus
+    ``2 Σ G_kl >= 0`` over the code's other bits and raises the index, so only the subsets of
+    the other bits are scored (exactly, in integers), each in ``O(1)`` from the codes' table
+    of ``cᵀGc``: ``O(r + 2^K)`` per row with ``K`` such bits, where the code table's
+    product costs ``O(r 2^r)`` (sparse or block rows have few: planted blocks, 100,000 x
+    2,000, r = 10: BLS of 100,000 rows 0.09 s -> 0.002 s). Same codes and scores as scoring
+    all ``2^r``.
+
+    >>> index, score = best_codes_from_stats(np.array([[2, 0], [1, 1]]), np.array([[2, 1], [1, 2]]))
+    >>> index.tolist(), score.tolist()
+    ([1, 0], [-2, 0])
+    """
+    rank = int(gram.shape[0])
+    if gram.shape != (rank, rank) or cross.ndim != 2 or cross.shape[1] != rank:
+        raise InvalidParameterError(
+            f"cross must be rows x r and gram r x r; got {cross.shape} and {gram.shape}"
+        )
+    if int(gram.min(initial=0)) < 0:
+        raise InvalidParameterError("gram must have no negative entry (the Gram of a 0/1 M)")
+    quad = _index_code_quadratics(np.ascontiguousarray(gram, dtype=np.int64))
+    rows = cross.shape[0]
+    best = np.empty(rows, dtype=np.int64)
+    scores = np.empty(rows, dtype=np.int64)
+    _best_codes_rows(
+        np.ascontiguousarray(cross, dtype=np.int64), gram.diagonal().copy(), quad, best, scores
+    )
+    return best, scores
+
+
+@numba.njit(cache=True, nogil=True)
+def _index_code_quadratics(gram: np.ndarray) -> np.ndarray:
+    """``cᵀ G c`` for every code in :func:`code_table`'s ``"index"`` order: code ``c`` is code
+    ``c & (c - 1)`` (its lowest bit ``k`` cleared) plus ``G_kk`` and ``G_kl + G_lk`` for each
+    other bit ``l``, so ``O(2^r r)`` where :func:`_code_quadratics` takes ``O(2^r r²)``."""
+    rank = gram.shape[0]
+    quad = np.zeros(1 << rank, dtype=np.int64)
+    for c in range(1, 1 << rank):
+        k = 0
+        while not (c >> k) & 1:
+            k += 1
+        rest = c & (c - 1)
+        value = quad[rest] + gram[k, k]
+        for l in range(k + 1, rank):
+            if (rest >> l) & 1:
+                value += gram[k, l] + gram[l, k]
+        quad[c] = value
+    return quad
+
+
+@numba.njit(cache=True, nogil=True)
+def _best_codes_rows(
+    cross: np.ndarray, diagonal: np.ndarray, quad: np.ndarray, best: np.ndarray, scores: np.ndarray
+) -> None:
+    """:func:`best_codes_from_stats`' loop: the subsets of each row's helpful bits in Gray-code
+    order (one bit flips per step), ties broken by the code index explicitly."""
+    rows, rank = cross.shape
+    helpful = np.empty(rank, dtype=np.int64)
+    for i in range(rows):
+        count = 0
+        for k in range(rank):
+            if diagonal[k] - 2 * cross[i, k] < 0:
+                helpful[count] = k
+                count += 1
+        best_index = 0
+        best_score = 0  # the zero code
+        index = 0
+        linear = 0
+        for step in range(1, 1 << count):
+            flipped = 0  # the Gray code flips the step's lowest set bit
+            while not (step >> flipped) & 1:
+                flipped += 1
+            k = helpful[flipped]
+            if (index >> k) & 1:
+                index ^= 1 << k
+                linear -= cross[i, k]
+            else:
+                index |= 1 << k
+                linear += cross[i, k]
+            score = quad[index] - 2 * linear
+            if score < best_score or (score == best_score and index < best_index):
+                best_score = score
+                best_index = index
+        best[i] = best_index
+        scores[i] = best_score
+
+
+@numba.njit(cache=True, nogil=True)
+def _table_positions(codes: np.ndarray) -> np.ndarray:
+    """Where each code (by its index ``Σ c_k 2^k``) sits in the table ``codes``; empty unless
+    the table lists all ``2^r`` codes once each."""
+    count, rank = codes.shape
+    if count != 1 << rank:
+        return np.empty(0, dtype=np.int64)
+    position = np.full(count, -1, dtype=np.int64)
+    for c in range(count):
+        index = 0
+        for k in range(rank):
+            if codes[c, k]:
+                index |= 1 << k
+        if position[index] >= 0:
+            return np.empty(0, dtype=np.int64)
+        position[index] = c
+    return position
+
+
+@numba.njit(cache=True, nogil=True)
+def _best_table_code(
+    cross: np.ndarray,
+    factor_gram: np.ndarray,
+    quad: np.ndarray,
+    position: np.ndarray,
+    helpful: np.ndarray,
+) -> tuple[int, int]:
+    """The first code in table order (``position``) of the least ``cᵀGc - 2 x·c`` and that
+    score, for ``G`` with no negative entry: a bit with ``G_kk - 2 x_k > 0`` makes any code
+    strictly worse than the same code without it, so only the subsets of the other bits
+    are scored (Gray-code order, ``O(1)`` each from ``quad``, the index-order ``cᵀGc``)."""
+    rank = cross.shape[0]
+    count = 0
+    for k in range(rank):
+        if factor_gram[k, k] - 2 * cross[k] <= 0:  # (= 0: ties, which the order breaks)
+            helpful[count] = k
+            count += 1
+    best_index = 0
+    best_score = 0
+    index = 0
+    linear = 0
+    for step in range(1, 1 << count):
+        flipped = 0
+        while not (step >> flipped) & 1:
+            flipped += 1
+        k = helpful[flipped]
+        if (index >> k) & 1:
+            index ^= 1 << k
+            linear -= cross[k]
+        else:
+            index |= 1 << k
+            linear += cross[k]
+        score = quad[index] - 2 * linear
+        if score < best_score or (score == best_score and position[index] < position[best_index]):
+            best_score = score
+            best_index = index
+    return position[best_index], best_score
+
+
+@numba.njit(cache=True, nogil=True)
 def solve_rows_exact(
     data: np.ndarray, factor: np.ndarray, codes: np.ndarray, out: np.ndarray, keep_ties: bool
 ) -> int:
@@ -645,9 +824,14 @@ def solve_rows_exact(
     rows, n = data.shape
     rank = factor.shape[1]
     factor_gram = gram(factor)
-    quad = _code_quadratics(codes, factor_gram)
     exactly_one = codes.shape[0] == rank  # 2^r codes otherwise (never equal to r)
+    # a full table (every code once, any order) of a factor with a nonnegative Gram: each row
+    # scores only the subsets of its helpful bits (see _best_table_code)
+    position = _table_positions(codes) if not exactly_one else np.empty(0, dtype=np.int64)
+    pruned = position.shape[0] > 0 and factor_gram.min() >= 0
+    quad = _index_code_quadratics(factor_gram) if pruned else _code_quadratics(codes, factor_gram)
     cross = np.zeros(rank, dtype=np.int64)
+    helpful = np.empty(rank, dtype=np.int64)
     total = 0
     for i in range(rows):
         norm = 0
@@ -659,14 +843,17 @@ def solve_rows_exact(
                     cross[k] += factor[j, k]
         best_code = 0
         best_score = 0
-        for c in range(codes.shape[0]):
-            score = quad[c]
-            for k in range(rank):
-                if codes[c, k]:
-                    score -= 2 * cross[k]
-            if c == 0 or score < best_score:  # strict: ties keep the lowest code index
-                best_code = c
-                best_score = score
+        if pruned:
+            best_code, best_score = _best_table_code(cross, factor_gram, quad, position, helpful)
+        else:
+            for c in range(codes.shape[0]):
+                score = quad[c]
+                for k in range(rank):
+                    if codes[c, k]:
+                        score -= 2 * cross[k]
+                if c == 0 or score < best_score:  # strict: ties keep the lowest code index
+                    best_code = c
+                    best_score = score
         if keep_ties:
             ones = 0
             current = 0
@@ -685,7 +872,7 @@ def solve_rows_exact(
     return total
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def als_loop(
     A: np.ndarray,
     A_t: np.ndarray,
@@ -741,7 +928,7 @@ LOCAL_SUBRANK_BITS = 8
 LOCAL_MOVES_PER_RANK = 4
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _flip_gain(gram: np.ndarray, field: np.ndarray, cross: np.ndarray, code: np.ndarray, k: int):
     """Change of ``cᵀGc - 2 x·c`` when bit ``k`` of ``code`` flips (``field = G c``)."""
     if code[k]:
@@ -749,7 +936,7 @@ def _flip_gain(gram: np.ndarray, field: np.ndarray, cross: np.ndarray, code: np.
     return gram[k, k] - 2 * cross[k] + 2 * field[k]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _flip(gram: np.ndarray, field: np.ndarray, code: np.ndarray, k: int) -> None:
     sign = -1 if code[k] else 1
     code[k] = 1 - code[k]
@@ -757,7 +944,7 @@ def _flip(gram: np.ndarray, field: np.ndarray, code: np.ndarray, k: int) -> None
         field[l] += sign * gram[l, k]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _descend(
     gram: np.ndarray, cross: np.ndarray, code: np.ndarray, max_moves: int
 ) -> tuple[np.int64, np.int64]:
@@ -812,7 +999,7 @@ def _descend(
     return score, work
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _best_subrank_code(gram: np.ndarray, cross: np.ndarray, bits: int, code: np.ndarray) -> int:
     """The best code among those using only the first ``bits`` columns, into ``code``
     (Gray-code enumeration, one flip per step); returns the work."""
@@ -838,7 +1025,7 @@ def _best_subrank_code(gram: np.ndarray, cross: np.ndarray, bits: int, code: np.
     return (1 << bits) * rank
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def solve_rows_local(
     cross: np.ndarray, gram: np.ndarray, out: np.ndarray, max_moves: int
 ) -> tuple[np.int64, np.int64]:
