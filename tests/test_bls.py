@@ -239,11 +239,45 @@ def test_pruned_scoring_equals_scoring_every_code(rows: int, density: float) -> 
         assert scores.tolist() == every.min(axis=1).tolist()
 
 
-def test_pruned_scoring_refuses_a_negative_gram() -> None:
+@pytest.mark.parametrize("rank", [0, 1, 2, 5, 8, 12])
+def test_pruned_scoring_is_exact_for_any_nonnegative_gram(rank: int) -> None:
+    """The pruning needs only G >= 0 entrywise: a non-symmetric G, zeros on its diagonal and
+    small entries (many ties) still give the lowest-index best code of brute force."""
+    from bmfdsl.linalg import best_codes_from_stats, code_table
+
+    rng = np.random.default_rng(rank)
+    codes = code_table(rank, False).astype(np.int64)
+    for _ in range(5):
+        gram = rng.integers(0, 3, size=(rank, rank))
+        gram[rng.random(rank) < 0.3, :] = 0  # zero rows, zero diagonal entries among them
+        cross = rng.integers(-2, 4, size=(40, rank))
+        index, scores = best_codes_from_stats(cross, gram)
+        every = np.einsum("ck,kl,cl->c", codes, gram, codes)[None, :] - 2 * cross @ codes.T
+        assert index.tolist() == np.argmin(every, axis=1).tolist()
+        assert scores.tolist() == every.min(axis=1).tolist()
+
+
+@pytest.mark.parametrize(
+    ("cross", "gram", "message"),
+    [
+        (np.zeros((1, 2), dtype=np.int64), -np.eye(2, dtype=np.int64), "negative"),
+        (np.ones((1, 2)), np.array([[1, 0.9], [0.9, 1]]), "must hold integers"),
+        (np.array([[0.6]]), np.array([[1]]), "cross must hold integers"),
+        (np.zeros((1, 30), dtype=np.int64), np.eye(30, dtype=np.int64), "at most 24"),
+        (np.zeros((1, 2), dtype=object), np.eye(2, dtype=np.int64), "integer array"),
+    ],
+)
+def test_pruned_scoring_refuses_what_it_cannot_score_exactly(cross, gram, message) -> None:
+    """A float entry would be truncated by the integer cast (0.9 -> 0, a wrong code), and
+    2^30 codes do not fit the table: clear errors instead (solve_bls_from_stats answers a
+    negative Gram by scoring every code and rank 30 by its local search)."""
     from bmfdsl.linalg import best_codes_from_stats
 
-    with pytest.raises(InvalidParameterError, match="negative"):
-        best_codes_from_stats(np.zeros((1, 2), dtype=np.int64), -np.eye(2, dtype=np.int64))
+    with pytest.raises(InvalidParameterError, match=message):
+        best_codes_from_stats(cross, gram)
+    if "integer" in message:  # the public BLS from statistics checks its input alike
+        with pytest.raises(InvalidParameterError, match=message):
+            solve_bls_from_stats(cross, gram)
 
 
 @pytest.mark.parametrize("order", ["index", "gray", "lexicographic", "shuffled"])

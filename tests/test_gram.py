@@ -105,6 +105,43 @@ def test_the_threaded_kernels_do_not_depend_on_the_thread_count(
     assert counts.dtype == np.int64 and counts[:, 0].tolist() == np.diff(A.indptr).tolist()
 
 
+def test_a_threaded_pass_raises_the_first_range_error_and_leaves_no_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whichever thread fails first, the error of the lowest failing range is raised (as one
+    thread would raise it), and no helper thread outlives the call, even when starting one
+    fails."""
+    import threading
+    import time
+
+    def fails_late_then_early(first: int, stop: int) -> int:
+        if first == 1:
+            time.sleep(0.05)  # range 1 fails after range 2 has failed
+            raise KeyError("range 1")
+        if first == 2:
+            raise ValueError("range 2")
+        return stop - first
+
+    with pytest.raises(KeyError, match="range 1"):
+        kernels._in_threads(fails_late_then_early, [(0, 1), (1, 2), (2, 3)])
+
+    before = threading.active_count()
+    starts = 0
+    real_start = threading.Thread.start
+
+    def start_once(thread: threading.Thread) -> None:
+        nonlocal starts
+        starts += 1
+        if starts > 1:
+            raise RuntimeError("can't start new thread")
+        real_start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start_once)
+    with pytest.raises(RuntimeError, match="start new thread"):
+        kernels._in_threads(lambda first, stop: time.sleep(0.05), [(0, 1), (1, 2), (2, 3)])
+    assert threading.active_count() == before  # the helper that started was joined
+
+
 def test_the_bound_from_the_new_gram_never_beats_brute_force() -> None:
     rng = np.random.default_rng(3)
     for _ in range(4):

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     )
     from bmfdsl.linalg._kernels import (
         LOCAL_MOVES_PER_RANK,
+        MAX_STATS_RANK,
         als_loop,
         best_codes_from_stats,
         bit_gram,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
         dense_quadratic_forms,
         dense_row_pairs,
         gram,
+        integer_statistics,
         pattern_gram_matvec,
         pattern_quadratic_forms,
         random_factor,

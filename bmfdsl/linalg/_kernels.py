@@ -7,7 +7,8 @@ arguments: it solves ``U`` first and keeps a row's current code on ties (``keep_
 the pipeline solves ``V`` first and breaks ties towards the lowest code index, as the chunked
 BLAS route of :func:`~bmfdsl.solvers.solve_bls` does.
 
-The kernels are ``numba.njit(cache=True, nogil=True)``: compiled (or loaded from numba's disk
+The kernels are ``numba.njit(cache=True, nogil=True)`` (``_next``, which only starts numba's
+runtime, aside): compiled (or loaded from numba's disk
 cache) once per process, on first use, and they release the GIL, so that the pipeline's
 full-data passes run beside the portfolio's seed threads. Errors are exact integers.
 """
@@ -142,9 +143,9 @@ def dense_cross(A: np.ndarray, factor: np.ndarray) -> np.ndarray:
     return out
 
 
-# The pattern kernels split their rows over threads (nogil numba kernels in a thread pool:
-# no OpenMP runtime, so the process stays safe to fork) above this much work; below it the
-# threads cost more than they save.
+# The pattern kernels split their rows over threads (nogil numba kernels, one thread per row
+# range, the first in the caller's: no OpenMP runtime, so the process stays safe to fork)
+# above this much work; below it the threads cost more than they save.
 PARALLEL_MIN_WORK = 2**22
 
 
@@ -179,24 +180,27 @@ def _in_threads(function: Callable[[int, int], Any], ranges: list[tuple[int, int
     if len(ranges) == 1:
         return [function(*ranges[0])]
     results: list[Any] = [None] * len(ranges)
-    errors: list[BaseException] = []
+    errors: list[BaseException | None] = [None] * len(ranges)
 
     def run(index: int) -> None:
         try:
             results[index] = function(*ranges[index])
         except BaseException as error:  # re-raised in the caller's thread
-            errors.append(error)
+            errors[index] = error
 
-    helpers = [threading.Thread(target=run, args=(index,)) for index in range(1, len(ranges))]
-    for helper in helpers:
-        helper.start()
-    try:
+    started: list[threading.Thread] = []
+    try:  # no helper outlives the call, even when starting one fails
+        for index in range(1, len(ranges)):
+            helper = threading.Thread(target=run, args=(index,))
+            helper.start()
+            started.append(helper)
         run(0)
     finally:
-        for helper in helpers:
+        for helper in started:
             helper.join()
-    if errors:
-        raise errors[0]
+    first_error = next((error for error in errors if error is not None), None)
+    if first_error is not None:  # the first range's, whichever thread failed first
+        raise first_error
     return results
 
 
@@ -677,21 +681,54 @@ def best_codes_from_stats(cross: np.ndarray, gram: np.ndarray) -> tuple[np.ndarr
     >>> index.tolist(), score.tolist()
     ([1, 0], [-2, 0])
     """
+    cross, gram = integer_statistics("cross", cross), integer_statistics("gram", gram)
     rank = int(gram.shape[0])
     if gram.shape != (rank, rank) or cross.ndim != 2 or cross.shape[1] != rank:
         raise InvalidParameterError(
             f"cross must be rows x r and gram r x r; got {cross.shape} and {gram.shape}"
         )
+    if rank > MAX_STATS_RANK:
+        raise InvalidParameterError(
+            f"best_codes_from_stats tabulates all 2^r codes' cᵀGc: r must be at most "
+            f"{MAX_STATS_RANK}; got r = {rank} (beyond rank 12 bmfdsl.solvers.solve_bls uses "
+            "a local search)"
+        )
     if int(gram.min(initial=0)) < 0:
         raise InvalidParameterError("gram must have no negative entry (the Gram of a 0/1 M)")
-    quad = _index_code_quadratics(np.ascontiguousarray(gram, dtype=np.int64))
+    quad = _index_code_quadratics(gram)
     rows = cross.shape[0]
     best = np.empty(rows, dtype=np.int64)
     scores = np.empty(rows, dtype=np.int64)
-    _best_codes_rows(
-        np.ascontiguousarray(cross, dtype=np.int64), gram.diagonal().copy(), quad, best, scores
-    )
+    _best_codes_rows(cross, gram.diagonal().copy(), quad, best, scores)
     return best, scores
+
+
+#: Largest rank :func:`best_codes_from_stats` takes: its table of ``cᵀGc`` holds ``2^r`` int64.
+MAX_STATS_RANK = 24
+
+
+def integer_statistics(name: str, values: Any) -> np.ndarray:
+    """``values`` as a contiguous int64 array, refused with a clear error unless every entry is
+    an integer (exact BLS scores integers; a cast would truncate ``0.9`` to ``0``).
+
+    >>> integer_statistics("gram", np.array([[2.0, 1.0], [1.0, 2.0]])).dtype
+    dtype('int64')
+    >>> integer_statistics("gram", np.array([[1, 0.9]]))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bmfdsl.errors.InvalidParameterError: gram must hold integers ...; got ... such as 0.9
+    """
+    array = np.asarray(values)
+    if array.dtype.kind not in "biu":
+        if array.dtype.kind != "f":
+            raise InvalidParameterError(f"{name} must be an integer array; got dtype {array.dtype}")
+        fractional = array[array != np.round(array)]
+        if fractional.size:
+            raise InvalidParameterError(
+                f"{name} must hold integers (counts of a 0/1 product); got non-integer values "
+                f"such as {fractional.flat[0]:g}"
+            )
+    return np.ascontiguousarray(array, dtype=np.int64)
 
 
 @numba.njit(cache=True, nogil=True)

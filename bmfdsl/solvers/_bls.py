@@ -46,6 +46,7 @@ from bmfdsl.linalg import (
     exact_float32_products,
     first_minimum,
     get_array_module,
+    integer_statistics,
     solve_rows_exact,
     solve_rows_local,
     to_host,
@@ -480,8 +481,7 @@ def solve_bls_from_stats(
     >>> codes.ravel().tolist(), error
     ([1, 0], 1)
     """
-    cross = np.asarray(cross, dtype=np.int64)
-    gram = np.asarray(gram, dtype=np.int64)
+    cross, gram = integer_statistics("cross", cross), integer_statistics("gram", gram)
     rank = int(gram.shape[0])
     if cross.ndim != 2 or cross.shape[1] != rank or gram.shape != (rank, rank):
         raise InvalidParameterError(

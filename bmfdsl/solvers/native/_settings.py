@@ -37,8 +37,9 @@ _SOLVE_CELL_WORK = 24.0
 WORK_PER_SECOND = 3e9
 #: The fewest sweeps worth an annealing restart; below that a restart is skipped.
 MIN_SWEEPS = 50
-#: The largest rank that :func:`warn_if_rank_impractical` lets pass silently: an exact BLS
-#: solve scores all ``2**r`` codes of a row, so its cost doubles with each rank beyond.
+#: The largest rank that :func:`warn_if_rank_impractical` lets pass silently: an enumerating
+#: BLS solve (a one-hot factor's, a masked model's) scores all ``2**r`` codes of a row, so its
+#: cost doubles with each rank beyond.
 PRACTICAL_MAX_RANK = 12
 
 
@@ -276,8 +277,8 @@ def warn_if_rank_impractical(
         f"BLS solve scores all 2^{rank} codes of each row, about {seconds:,.1f} s on this "
         f"{shape[0]} x {shape[1]} matrix by the native solver's cost model (calibrated on an "
         "idle 2-core machine), and a factorization runs several (seeds, ALS). Use a smaller "
-        "rank, or, without one_hot, a rank above 16, where rows are solved by a fast local "
-        "search instead of enumeration. (Shown once per process.)",
+        "rank, or a model without one_hot and mask, whose rows beyond rank 12 are solved by a "
+        "fast local search instead of enumeration. (Shown once per process.)",
         PerformanceWarning,
         stacklevel=5,  # factorize's caller: here <- _warn_if_rank_impractical <- factorize's
         # body <- its wrapper that stops its background work (pipeline/_background.py) <- caller
