@@ -265,6 +265,9 @@ def test_pruned_scoring_is_exact_for_any_nonnegative_gram(rank: int) -> None:
         (np.array([[0.6]]), np.array([[1]]), "cross must hold integers"),
         (np.zeros((1, 30), dtype=np.int64), np.eye(30, dtype=np.int64), "at most 24"),
         (np.zeros((1, 2), dtype=object), np.eye(2, dtype=np.int64), "integer array"),
+        (np.array([[np.inf, 0]]), np.eye(2, dtype=np.int64), "below 2"),  # wrapped to -2^63
+        (np.array([[2**63, 0]], dtype=np.uint64), np.eye(2, dtype=np.int64), "below 2"),
+        (np.array([[np.nan, 0]]), np.eye(2, dtype=np.int64), "must hold integers"),
     ],
 )
 def test_pruned_scoring_refuses_what_it_cannot_score_exactly(cross, gram, message) -> None:
@@ -275,7 +278,7 @@ def test_pruned_scoring_refuses_what_it_cannot_score_exactly(cross, gram, messag
 
     with pytest.raises(InvalidParameterError, match=message):
         best_codes_from_stats(cross, gram)
-    if "integer" in message:  # the public BLS from statistics checks its input alike
+    if "integer" in message or "below" in message:  # solve_bls_from_stats checks alike
         with pytest.raises(InvalidParameterError, match=message):
             solve_bls_from_stats(cross, gram)
 

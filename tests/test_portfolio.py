@@ -522,6 +522,47 @@ def test_a_failed_call_closes_the_seeds_it_started(monkeypatch):
     assert started and started[0].closed  # BLAS has its threads back
 
 
+def test_blas_gets_its_threads_back_though_a_seed_thread_outlives_the_call() -> None:
+    """Only the thread that limited BLAS can restore it: a seed thread that enters the limit
+    while the caller holds it, and leaves after the caller (a failed call's running seed),
+    must not leave BLAS on one thread for the rest of the process."""
+    import threading
+
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from bmfdsl.solvers.native import one_blas_thread
+
+    def blas_threads() -> list[int]:
+        return [
+            entry["num_threads"]
+            for entry in threadpoolctl.threadpool_info()
+            if entry["user_api"] == "blas"
+        ]
+
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        original = blas_threads()
+        if not original or max(original) < 2:
+            pytest.skip("BLAS runs one thread here: a limit of one cannot be told apart")
+        entered, release = threading.Event(), threading.Event()
+
+        def seed_job() -> None:
+            with one_blas_thread():
+                entered.set()
+                release.wait(5)
+
+        with one_blas_thread():
+            assert max(blas_threads()) == 1
+            worker = threading.Thread(target=seed_job)
+            worker.start()
+            assert entered.wait(5)
+        assert blas_threads() == original  # the caller left first: its setting is undone
+        release.set()
+        worker.join()
+        assert blas_threads() == original  # the seed thread's exit changes nothing
+        with one_blas_thread():  # and the next call limits BLAS again
+            assert max(blas_threads()) == 1
+        assert blas_threads() == original
+
+
 def test_the_portfolio_seconds_cover_the_unsampled_wait_for_the_seeds(monkeypatch):
     import time
 

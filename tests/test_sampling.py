@@ -298,3 +298,24 @@ def test_dense_quadratic_forms_take_float16_and_refuse_what_is_not_a_0_1_matrix(
         dense_quadratic_forms(block.astype(str), M)
     with pytest.raises(InvalidMatrixError, match="2-D"):
         dense_row_pairs(block[0])
+
+
+@pytest.mark.parametrize(
+    ("M", "message"),
+    [
+        (np.eye(5), "n x n for a block of n = 6"),  # read out of bounds before
+        (np.ones((6, 5)), "square"),
+        (np.eye(6, dtype=complex), "real"),
+    ],
+)
+def test_the_quadratic_forms_refuse_an_m_that_does_not_fit(M: np.ndarray, message: str) -> None:
+    import scipy.sparse
+
+    from bmfdsl.linalg import dense_quadratic_forms, pattern_quadratic_forms
+
+    block = np.ones((3, 6), dtype=np.int8)
+    with pytest.raises(InvalidParameterError, match=message):
+        dense_quadratic_forms(block, M)
+    csr = scipy.sparse.csr_array(block)
+    with pytest.raises(InvalidParameterError):  # a column beyond M, or M not square and real
+        pattern_quadratic_forms(csr.indptr, csr.indices, M)

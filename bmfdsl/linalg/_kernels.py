@@ -586,13 +586,27 @@ def _mirror_upper(upper: np.ndarray) -> np.ndarray:
     return upper
 
 
-@numba.njit(cache=True, nogil=True)
 def pattern_quadratic_forms(indptr: np.ndarray, indices: np.ndarray, M: np.ndarray) -> np.ndarray:
-    """``a_i M a_iᵀ`` for every row ``a_i`` of a 0/1 CSR pattern (``M`` symmetric).
+    """``a_i M a_iᵀ`` for every row ``a_i`` of a 0/1 CSR pattern (``M`` symmetric, ``n x n``
+    for ``n`` columns: a column index beyond ``M`` is refused, not read out of bounds).
 
     The sum of ``M`` over the pairs of ones in the row: ``Σ_i nnz_i²`` reads, against
     ``nnz · k`` for forming ``A P`` (``M = P Pᵀ``) first.
+
+    >>> pattern_quadratic_forms(np.array([0, 2, 3]), np.array([0, 1, 1]), np.eye(2)).tolist()
+    [2.0, 1.0]
     """
+    M = _square_forms_matrix(M)
+    if indices.size and (int(indices.min()) < 0 or int(indices.max()) >= M.shape[0]):
+        raise InvalidParameterError(
+            f"the pattern's column indices must lie in 0..{M.shape[0] - 1} (M is "
+            f"{M.shape[0]} x {M.shape[0]}); got {int(indices.min())}..{int(indices.max())}"
+        )
+    return _pattern_quadratic_forms(indptr, indices, M)
+
+
+@numba.njit(cache=True, nogil=True)
+def _pattern_quadratic_forms(indptr: np.ndarray, indices: np.ndarray, M: np.ndarray) -> np.ndarray:
     rows = indptr.shape[0] - 1
     out = np.zeros(rows)
     for i in range(rows):
@@ -719,15 +733,21 @@ def integer_statistics(name: str, values: Any) -> np.ndarray:
     bmfdsl.errors.InvalidParameterError: gram must hold integers ...; got ... such as 0.9
     """
     array = np.asarray(values)
-    if array.dtype.kind not in "biu":
-        if array.dtype.kind != "f":
-            raise InvalidParameterError(f"{name} must be an integer array; got dtype {array.dtype}")
-        fractional = array[array != np.round(array)]
+    if array.dtype.kind not in "biuf":
+        raise InvalidParameterError(f"{name} must be an integer array; got dtype {array.dtype}")
+    if array.dtype.kind == "f":
+        fractional = array[array != np.round(array)]  # NaN and inf included
         if fractional.size:
             raise InvalidParameterError(
                 f"{name} must hold integers (counts of a 0/1 product); got non-integer values "
                 f"such as {fractional.flat[0]:g}"
             )
+    # counts of a 0/1 product stay far below 2^53; beyond it a float is not an exact count,
+    # and beyond 2^63 an int64 cast wraps around
+    if array.size and array.dtype.kind in "uf" and float(np.abs(array).max()) > 2.0**53:
+        raise InvalidParameterError(
+            f"{name} must hold counts below 2^53; got {float(np.abs(array).max()):g}"
+        )
     return np.ascontiguousarray(array, dtype=np.int64)
 
 
@@ -1231,10 +1251,26 @@ def dense_quadratic_forms(block: np.ndarray, M: np.ndarray) -> np.ndarray:
     [4.0, 2.0]
     """
     block = _kernel_block(block)
+    M = _square_forms_matrix(M)
+    if M.shape[0] != block.shape[1]:
+        raise InvalidParameterError(
+            f"M must be n x n for a block of n = {block.shape[1]} columns; got {M.shape}"
+        )
+    return _dense_quadratic_forms(block, _byte_words(block), M)
+
+
+def _square_forms_matrix(M: Any) -> np.ndarray:
+    """``M`` of the quadratic forms as the kernels take it: a square real array, contiguous;
+    integers and float32/float64 as they are, float16 as float64 (exact), long double as
+    float64 (rounded: numba has no such type). A complex or non-square ``M`` is refused."""
     M = np.asarray(M)
-    if M.dtype.kind not in "biu" and M.dtype not in _NUMBA_NUMBERS:  # float16: exact in float64
+    if M.ndim != 2 or M.shape[0] != M.shape[1]:
+        raise InvalidParameterError(f"M must be a square n x n array; got shape {M.shape}")
+    if M.dtype.kind not in "biuf":
+        raise InvalidParameterError(f"M must be real (bool, integer or float); got {M.dtype}")
+    if M.dtype.kind == "f" and M.dtype not in _NUMBA_NUMBERS:
         M = M.astype(np.float64)
-    return _dense_quadratic_forms(block, _byte_words(block), np.ascontiguousarray(M))
+    return np.ascontiguousarray(M)
 
 
 def dense_row_pairs(block: np.ndarray) -> float:
@@ -1248,8 +1284,8 @@ def dense_row_pairs(block: np.ndarray) -> float:
     return float(_dense_row_pairs(block, _byte_words(block)))
 
 
-# The float and complex dtypes numba compiles kernels for (not float16, nor long double).
-_NUMBA_NUMBERS = tuple(map(np.dtype, (np.float32, np.float64, np.complex64, np.complex128)))
+# The float dtypes numba compiles these kernels for (not float16, nor long double).
+_NUMBA_NUMBERS = tuple(map(np.dtype, (np.float32, np.float64)))
 
 
 def _kernel_block(block: Any) -> np.ndarray:
@@ -1266,7 +1302,7 @@ def _kernel_block(block: Any) -> np.ndarray:
         raise InvalidMatrixError(f"block must be a 2-D 0/1 array; got shape {block.shape}")
     if block.dtype.kind in "biu" or block.dtype in _NUMBA_NUMBERS:
         return block
-    if block.dtype.kind in "fc":
+    if block.dtype.kind in "fc":  # float16, long double, complex: their nonzeros
         return block != 0
     raise InvalidMatrixError(
         f"block must be a numeric 0/1 array (bool, integer or float); got dtype {block.dtype}: "

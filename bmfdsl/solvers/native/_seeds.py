@@ -53,9 +53,12 @@ def one_blas_thread() -> contextlib.AbstractContextManager[Any]:
     5.2 s on two threads, 0.2 s on one, at load 7 on two cores). Without ``threadpoolctl``
     (it comes with scikit-learn) BLAS keeps its own setting.
 
-    BLAS's thread count is one setting per process, so the contexts nest across threads: the
-    first one entered sets it, the last one left restores it (the seed portfolio runs its seeds
-    in threads, each of which may enter it again).
+    BLAS's thread count is one setting per process, and only the thread that set it can
+    restore it (a restore from another thread left BLAS on one thread for good). So the thread
+    that enters first owns the setting: its contexts nest, its last one left restores it, and a
+    context entered meanwhile in another thread (the portfolio's seed threads enter it again)
+    changes nothing; a seed thread still running when the owner restores BLAS (a failed call's)
+    ends with BLAS's own setting, and its seed is dropped.
 
     >>> with one_blas_thread():
     ...     with one_blas_thread():
@@ -65,30 +68,37 @@ def one_blas_thread() -> contextlib.AbstractContextManager[Any]:
 
 
 _blas_limit_lock = threading.Lock()
-_blas_limit_users = 0  # contexts entered and not yet left, in every thread
-_blas_limit: Any = None  # threadpoolctl's limits while any context is entered
+_blas_limit_users = 0  # the owner's contexts entered and not yet left
+_blas_limit_owner: int | None = None  # the thread that set the limit (threading.get_ident)
+_blas_limit: Any = None  # threadpoolctl's limits while the owner holds a context
 
 
 @contextlib.contextmanager
 def _one_blas_thread() -> Iterator[None]:
-    global _blas_limit_users, _blas_limit
+    global _blas_limit_users, _blas_limit_owner, _blas_limit
+    me = threading.get_ident()
     with _blas_limit_lock:
-        if _blas_limit_users == 0:
-            try:
-                from threadpoolctl import threadpool_limits
-            except ImportError:  # pragma: no cover - the optional package is absent
-                pass
-            else:
-                _blas_limit = threadpool_limits(limits=1, user_api="blas")
-        _blas_limit_users += 1
+        owns = _blas_limit_owner in (None, me)
+        if owns:
+            if _blas_limit_users == 0:
+                _blas_limit_owner = me
+                try:
+                    from threadpoolctl import threadpool_limits
+                except ImportError:  # pragma: no cover - the optional package is absent
+                    pass
+                else:
+                    _blas_limit = threadpool_limits(limits=1, user_api="blas")
+            _blas_limit_users += 1
     try:
         yield
     finally:
-        with _blas_limit_lock:
-            _blas_limit_users -= 1
-            if _blas_limit_users == 0 and _blas_limit is not None:
-                _blas_limit.restore_original_limits()
-                _blas_limit = None
+        if owns:
+            with _blas_limit_lock:
+                _blas_limit_users -= 1
+                if _blas_limit_users == 0:
+                    if _blas_limit is not None:
+                        _blas_limit.restore_original_limits()
+                    _blas_limit = _blas_limit_owner = None
 
 
 def threshold_rows(shape: tuple[int, int], rank: int) -> int:
