@@ -235,16 +235,14 @@ def _blas_spares_the_caller() -> bool:
     CPUs, or BLAS on one thread. On two busy cores with two BLAS threads, ARPACK's and
     Cholesky's calls beside the solve doubled the process's CPU time (BLAS's idle threads
     spin) and the run's wall time; the eigenvalue steps then stay in the caller's thread,
-    which gives the same numbers. Read when the job starts, outside the caller's
-    one-thread stages: the process's own setting."""
+    which gives the same numbers. The process's own setting, not a one-thread stage's (a
+    sampled run starts the bound while its seeds hold BLAS to one thread)."""
     if len(os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else ()) >= 4:
         return True
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:  # pragma: no cover - the optional package is absent
-        return False
-    blas = [library for library in threadpool_info() if library.get("user_api") == "blas"]
-    return all(library.get("num_threads", 2) <= 1 for library in blas)
+    from bmfdsl.solvers.native import process_blas_threads
+
+    threads = process_blas_threads()  # not the one thread the portfolio's seeds hold it to
+    return threads is not None and all(count <= 1 for count in threads)
 
 
 def start_bound(data: Any, rank: int) -> BoundJob | None:

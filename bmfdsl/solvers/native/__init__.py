@@ -30,6 +30,7 @@ from bmfdsl.solvers.native._portfolio import NativeResult, compile_kernels, solv
 from bmfdsl.solvers.native._seeds import (
     SEED_NAMES,
     one_blas_thread,
+    process_blas_threads,
     sampled_core_work_limit,
     structure_seeds,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "one_blas_thread",
     "polish_family",
     "portfolio_work_patience",
+    "process_blas_threads",
     "sampled_core_work_limit",
     "solve_bmf",
     "solve_family",

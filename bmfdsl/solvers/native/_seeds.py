@@ -93,11 +93,32 @@ _blas_limit_lock = threading.Lock()
 _blas_limit_users = 0  # the owner's contexts entered and not yet left
 _blas_limit_owner: int | None = None  # the thread that set the limit (threading.get_ident)
 _blas_limit: Any = None  # threadpoolctl's limits while the owner holds a context
+_blas_original: list[int] | None = None  # the BLAS libraries' thread counts before it
+
+
+def process_blas_threads() -> list[int] | None:
+    """The thread counts of the loaded BLAS libraries as the process set them, a limit of
+    :func:`one_blas_thread` in force aside (``None`` without ``threadpoolctl``): what a stage
+    that plans around BLAS's threads should read, cheaply (threadpoolctl's own
+    ``threadpool_info`` reads the memory map on every call).
+
+    >>> outside = process_blas_threads()
+    >>> with one_blas_thread():
+    ...     process_blas_threads() == outside
+    True
+    """
+    with _blas_limit_lock:
+        if _blas_original is not None:
+            return list(_blas_original)
+        controller = _blas_controller()
+        if controller is None:  # pragma: no cover - the optional package is absent
+            return None
+        return [int(entry["num_threads"]) for entry in controller.select(user_api="blas").info()]
 
 
 @contextlib.contextmanager
 def _one_blas_thread() -> Iterator[None]:
-    global _blas_limit_users, _blas_limit_owner, _blas_limit
+    global _blas_limit_users, _blas_limit_owner, _blas_limit, _blas_original
     me = threading.get_ident()
     with _blas_limit_lock:
         owns = _blas_limit_owner in (None, me)
@@ -106,6 +127,8 @@ def _one_blas_thread() -> Iterator[None]:
                 _blas_limit_owner = me
                 controller = _blas_controller()
                 if controller is not None:
+                    blas = controller.select(user_api="blas")
+                    _blas_original = [int(entry["num_threads"]) for entry in blas.info()]
                     _blas_limit = controller.limit(limits=1, user_api="blas")
             _blas_limit_users += 1
     try:
@@ -117,7 +140,7 @@ def _one_blas_thread() -> Iterator[None]:
                 if _blas_limit_users == 0:
                     if _blas_limit is not None:
                         _blas_limit.restore_original_limits()
-                    _blas_limit = _blas_limit_owner = None
+                    _blas_limit = _blas_limit_owner = _blas_original = None
 
 
 def threshold_rows(shape: tuple[int, int], rank: int) -> int:
