@@ -21,8 +21,9 @@ Instances (each ``(instance, method)`` in a fresh process, so that peak RSS is i
 Columns: our error ÷ the planted error, ÷ thresholded's, ÷ baseline's and ÷ the best
 classical method's; wall seconds (ours and thresholded's) and our stage split; peak RSS.
 Every call is ``factorize(A, r, method=..., sample_rows=..., random_state=0)``, timed after one
-warm-up call like it on a small matrix in the same process (its time is reported too: a process's
-first call loads the modules its method needs, which no later call pays).
+warm-up call like it on a smaller matrix of its kind in the same process (its time is reported
+too: a process's first call loads the modules and kernels its route needs, which no later call
+pays).
 
     .venv/bin/python bench/bench_scale.py                 # writes bench/results/scale.{json,md}
     .venv/bin/python bench/bench_scale.py --quick         # 10⁵ rows only, no UCI
@@ -67,6 +68,7 @@ PLANTED = (
 )
 INSTANCES = (*UCI_SETS, *sorted({name for name, *_ in PLANTED}))
 DASK_WORKERS = 2
+WARM_UP_ROWS = 40_000
 DASK_BLOCKS = 8
 
 
@@ -100,10 +102,11 @@ def _instance(spec: dict[str, Any]) -> tuple[Any, int | None]:
     if kind == "uci":
         return np.loadtxt(Path(spec["path"]), dtype=np.int8), None
     m, n, rank = spec["m"], spec["n"], spec["rank"]
+    seed = spec.get("seed", 0)
     if kind in ("sparse", "dask"):
-        A, U, V = make_sparse_planted(m, n, rank, random_state=0, return_factors=True)
+        A, U, V = make_sparse_planted(m, n, rank, random_state=seed, return_factors=True)
     else:
-        A, U, V = make_planted_blocks(m, n, rank, density=spec["density"], random_state=0)
+        A, U, V = make_planted_blocks(m, n, rank, density=spec["density"], random_state=seed)
     planted = as_matrix(A).squared_error(U, V)
     return (A.toarray() if kind in ("dense", "dask") else A), int(planted)
 
@@ -136,18 +139,18 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _warm_up(spec: dict[str, Any]) -> float:
-    """Seconds of one call like ``spec``'s on a small matrix (5,000 x 200 planted, or a 60 x 30
-    slice of a UCI set): the process's first call loads the modules its method needs (for the
-    default, dimod and networkx: 0.17 s), a cost paid once per process, not per call, so it
-    stays out of the timed call and is reported beside it."""
+    """Seconds of one call like ``spec``'s on a smaller matrix of its kind: the same generator,
+    columns, rank and container on :data:`WARM_UP_ROWS` rows (past 2¹⁵, so the same sampling
+    route), or a 60 x 30 slice of the UCI set. The process's first call loads the modules and
+    numba kernels its route needs (for the default: dimod, networkx, the sampling kernels:
+    0.2-0.4 s), once per process, not per call, so that stays out of the timed call and is
+    reported beside it."""
     import numpy as np
 
-    from bmfdsl import make_sparse_planted
-
     if spec["kind"] == "uci":
-        A = np.loadtxt(Path(spec["path"]), dtype=np.int8)[:60, :30]
+        A: Any = np.loadtxt(Path(spec["path"]), dtype=np.int8)[:60, :30]
     else:
-        A = make_sparse_planted(5000, 200, spec["rank"], random_state=1)
+        A, _ = _instance({**spec, "m": min(spec["m"], WARM_UP_ROWS), "seed": 1})
     return _timed_factorize(A, spec)[1]
 
 
@@ -280,8 +283,9 @@ def _markdown(payload: dict[str, Any]) -> str:
         "`factorize(A, r, method=M, sample_rows=S, random_state=0)`, M = the default (`qubo`, "
         "native backend, with the seed portfolio) or a comparison method; S = `None` for the "
         "UCI sets, `'auto'` otherwise. Every call in a fresh process, after one warm-up call "
-        "like it on a small matrix (5,000 x 200 planted; a 60 x 30 slice of the UCI set): a "
-        "process's first call loads the modules its method needs, once per process "
+        "like it on a smaller matrix of its kind (the same generator, columns and rank on "
+        f"{WARM_UP_ROWS:,} rows, dask's as numpy; a 60 x 30 slice of the UCI set): a process's "
+        "first call loads the modules and kernels its route needs, once per process "
         "(`warm-up s`, ours / thresholded's, is that call's whole time). Error ratios: ours ÷ "
         "the planted factors' error, ÷ thresholded's, ÷ baseline's, ÷ the best of baseline, "
         "thresholded and penalized (> 1: a loss). Seconds: wall, ours and thresholded's; our "
