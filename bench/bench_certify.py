@@ -136,7 +136,7 @@ def _render(records: list[dict[str, Any]], command: str, certify: str) -> list[s
     lines = [
         "# Certified answers: Tables 1-5 at m = 30",
         "",
-        f"`{command}` on {platform.node()} ({os.cpu_count()} CPUs shared by eight engineers: "
+        f"`{command}` on {platform.node()} ({os.cpu_count()} CPUs shared with other jobs: "
         f"load average 5-10 during the runs), {time.strftime('%Y-%m-%d')}. `certify={certify}`, "
         f"CP-SAT search: {', '.join(searches) or '-'}. Method `bmfdsl` (factorize defaults) "
         "on the experiment runner's instances (Table 5: the first MNIST test images of each "

@@ -72,7 +72,7 @@ def main() -> None:
         "# Ranks users try: MNIST 1,000 x 784",
         "",
         f"`python bench/bench_ranks.py {' '.join(sys.argv[1:])}` on {platform.node()} "
-        f"({os.cpu_count()} CPUs shared by eight engineers, load average {load:.1f} at the "
+        f"({os.cpu_count()} CPUs shared with other jobs, load average {load:.1f} at the "
         f"end), {time.strftime('%Y-%m-%d')}. `factorize(A, r, random_state=0)`, defaults; "
         "wall seconds depend on the load, the answers do not.",
         "",
