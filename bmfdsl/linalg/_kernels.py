@@ -776,7 +776,9 @@ def _best_codes_rows(
     cross: np.ndarray, diagonal: np.ndarray, quad: np.ndarray, best: np.ndarray, scores: np.ndarray
 ) -> None:
     """:func:`best_codes_from_stats`' loop: the subsets of each row's helpful bits in Gray-code
-    order (one bit flips per step), ties broken by the code index explicitly."""
+    order (one bit flips per step), ties broken by the code index explicitly. The same walk as
+    :func:`_best_table_code` in index order, kept apart for speed: calling that per row (a row
+    view, a position lookup per tie) made a full-data BLS of 10⁶ x 500 at r = 10 1.7x slower."""
     rows, rank = cross.shape
     helpful = np.empty(rank, dtype=np.int64)
     for i in range(rows):
