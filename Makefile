@@ -19,6 +19,7 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(BIN)/ruff check bmfdsl models backends tests examples bench
+	$(BIN)/ruff format --check --quiet bmfdsl models backends tests examples bench
 	$(BIN)/mypy bmfdsl models backends
 	$(BIN)/pytest
 	$(BIN)/mkdocs build --strict --quiet

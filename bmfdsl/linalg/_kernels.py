@@ -359,9 +359,7 @@ def _upper_gram(
             _add_upper_pairs(indptr, indices, start, end, counts, upper)
         start = end
     if table is not None:
-        _add_pattern_pairs(
-            table.starts, table.ones, table.weights, table.used, table.hashes, upper
-        )
+        _add_pattern_pairs(table.starts, table.ones, table.weights, table.used, table.hashes, upper)
     return upper
 
 

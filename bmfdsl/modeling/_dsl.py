@@ -303,8 +303,7 @@ class ModelBuilder:
         inputs = np.moveaxis(X.variable_indices("X"), axis, -1)
         if inputs.shape[:-1] != Y.shape:
             raise ModelDefinitionError(
-                f"{caller}: Y has shape {Y.shape}, X without axis {axis} has "
-                f"{inputs.shape[:-1]}"
+                f"{caller}: Y has shape {Y.shape}, X without axis {axis} has {inputs.shape[:-1]}"
             )
         outputs = Y.variable_indices("Y").ravel()
         inputs = inputs.reshape(outputs.size, -1)

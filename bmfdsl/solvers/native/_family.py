@@ -271,9 +271,7 @@ class FamilySolver:
         stale = 0
         solve_u = start_with_u
         first = True
-        while stale < 2 and (
-            first or self.budget.affords(self.update_work, 0.0)
-        ):
+        while stale < 2 and (first or self.budget.affords(self.update_work, 0.0)):
             if solve_u:
                 U, new = self.update(self.u, V, U)
             else:

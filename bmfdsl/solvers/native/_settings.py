@@ -256,9 +256,7 @@ def exact_solve_seconds(shape: tuple[int, int], rank: int) -> float:
 _warned_about_rank = False
 
 
-def warn_if_rank_impractical(
-    shape: tuple[int, int], rank: int, *, enumerates: bool = True
-) -> bool:
+def warn_if_rank_impractical(shape: tuple[int, int], rank: int, *, enumerates: bool = True) -> bool:
     """Warn (once per process) when ``rank`` exceeds :data:`PRACTICAL_MAX_RANK`, with the
     time of one exact BLS solve on ``shape`` by the cost model; True when it warned.
     ``enumerates``: whether the run's row solves score all ``2**rank`` codes (False: free
