@@ -522,11 +522,14 @@ def test_a_failed_call_closes_the_seeds_it_started(monkeypatch):
     assert started and started[0].closed  # BLAS has its threads back
 
 
-def test_blas_gets_its_threads_back_though_a_seed_thread_outlives_the_call() -> None:
-    """Only the thread that limited BLAS can restore it: a seed thread that enters the limit
-    while the caller holds it, and leaves after the caller (a failed call's running seed),
-    must not leave BLAS on one thread for the rest of the process."""
+def test_blas_stays_limited_for_a_seed_thread_and_is_restored_by_its_owner() -> None:
+    """Only the thread that limited BLAS can restore it, and a context another thread entered
+    meanwhile (a seed thread, a second caller) keeps the limit it started with: the owner's
+    last exit waits for it, then restores BLAS (a failed call's running seed; before, the
+    seed thread's exit left BLAS on one thread for the rest of the process, and an owner that
+    restored at once changed the seed's float bits mid-way)."""
     import threading
+    import time
 
     threadpoolctl = pytest.importorskip("threadpoolctl")
     from bmfdsl.solvers.native import one_blas_thread
@@ -542,22 +545,25 @@ def test_blas_gets_its_threads_back_though_a_seed_thread_outlives_the_call() -> 
         original = blas_threads()
         if not original or max(original) < 2:
             pytest.skip("BLAS runs one thread here: a limit of one cannot be told apart")
-        entered, release = threading.Event(), threading.Event()
+        entered = threading.Event()
+        seen_by_seed: list[list[int]] = []
 
         def seed_job() -> None:
             with one_blas_thread():
                 entered.set()
-                release.wait(5)
+                time.sleep(0.3)  # still inside when the owner leaves
+                seen_by_seed.append(blas_threads())
 
         with one_blas_thread():
             assert max(blas_threads()) == 1
             worker = threading.Thread(target=seed_job)
             worker.start()
             assert entered.wait(5)
-        assert blas_threads() == original  # the caller left first: its setting is undone
-        release.set()
+        # the owner's exit waited for the seed thread, which kept the limit to its end
+        assert seen_by_seed and max(seen_by_seed[0]) == 1
+        assert blas_threads() == original
         worker.join()
-        assert blas_threads() == original  # the seed thread's exit changes nothing
+        assert blas_threads() == original  # the seed thread's exit changed nothing
         with one_blas_thread():  # and the next call limits BLAS again
             assert max(blas_threads()) == 1
         assert blas_threads() == original

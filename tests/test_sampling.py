@@ -319,3 +319,16 @@ def test_the_quadratic_forms_refuse_an_m_that_does_not_fit(M: np.ndarray, messag
     csr = scipy.sparse.csr_array(block)
     with pytest.raises(InvalidParameterError):  # a column beyond M, or M not square and real
         pattern_quadratic_forms(csr.indptr, csr.indices, M)
+
+
+def test_the_pattern_quadratic_forms_refuse_a_row_pointer_past_the_indices() -> None:
+    from bmfdsl.linalg import pattern_quadratic_forms
+
+    indices = np.array([0, 1, 1])
+    with pytest.raises(InvalidParameterError, match="end within the 3 indices"):
+        pattern_quadratic_forms(np.array([0, 2, 5]), indices, np.eye(2))  # read past before
+    with pytest.raises(InvalidParameterError, match="starting at 0"):
+        pattern_quadratic_forms(np.array([1, 2, 3]), indices, np.eye(2))
+    with pytest.raises(InvalidParameterError, match="nondecreasing"):
+        pattern_quadratic_forms(np.array([0, 3, 2]), indices, np.eye(2))
+    assert pattern_quadratic_forms(np.array([0, 2, 3]), indices, np.eye(2)).tolist() == [2, 1]

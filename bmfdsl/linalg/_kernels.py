@@ -595,6 +595,13 @@ def pattern_quadratic_forms(indptr: np.ndarray, indices: np.ndarray, M: np.ndarr
     [2.0, 1.0]
     """
     M = _square_forms_matrix(M)
+    if indptr.ndim != 1 or indptr.size == 0 or int(indptr[0]) != 0:
+        raise InvalidParameterError("indptr must be a CSR row pointer: 1-D, starting at 0")
+    if int(indptr[-1]) > indices.size or np.any(np.diff(indptr) < 0):
+        raise InvalidParameterError(
+            f"indptr must be nondecreasing and end within the {indices.size} indices; "
+            f"it ends at {int(indptr[-1])}"
+        )
     if indices.size and (int(indices.min()) < 0 or int(indices.max()) >= M.shape[0]):
         raise InvalidParameterError(
             f"the pattern's column indices must lie in 0..{M.shape[0] - 1} (M is "

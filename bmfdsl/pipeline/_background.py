@@ -67,6 +67,8 @@ def closes_background_work(function: Callable[_P, _R]) -> Callable[_P, _R]:
             _closers.reset(token)
         failures = _run(closers)
         if failures:
+            for later in failures[1:]:
+                failures[0].add_note(f"also while stopping background work: {later!r}")
             raise failures[0]
         return result
 

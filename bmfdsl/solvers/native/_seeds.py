@@ -56,10 +56,14 @@ def one_blas_thread() -> contextlib.AbstractContextManager[Any]:
 
     BLAS's thread count is one setting per process, and only the thread that set it can
     restore it (a restore from another thread left BLAS on one thread for good). So the thread
-    that enters first owns the setting: its contexts nest, its last one left restores it, and a
-    context entered meanwhile in another thread (the portfolio's seed threads enter it again)
-    changes nothing; a seed thread still running when the owner restores BLAS (a failed call's)
-    ends with BLAS's own setting, and its seed is dropped.
+    that enters first owns the setting: its contexts nest, and its last one left restores it,
+    once every context entered meanwhile in another thread (the portfolio's seed threads, a
+    second caller's stages) has left: their float work keeps the one thread it started with,
+    so its bits do not depend on another thread's timing (a failed call waits there for its
+    running seeds). With OpenBLAS on pthreads a limit set from a thread other than the main
+    one did not take effect: a call made from such a thread computes its BLAS steps with
+    BLAS's own thread count, and its eigen and Cholesky steps can differ from a main-thread
+    call's in the last bits.
 
     >>> with one_blas_thread():
     ...     with one_blas_thread():
@@ -89,10 +93,13 @@ def _blas_controller() -> Any:
     return _controller
 
 
-_blas_limit_lock = threading.Lock()
-_blas_limit_users = 0  # the owner's contexts entered and not yet left
+# The limit's state, guarded by _blas_limit_changed's (reentrant: a garbage collection that
+# runs a never-closed portfolio's finalizer under it may leave a context of this thread).
+_blas_limit_changed = threading.Condition(threading.RLock())
 _blas_limit_owner: int | None = None  # the thread that set the limit (threading.get_ident)
-_blas_limit: Any = None  # threadpoolctl's limits while the owner holds a context
+_blas_limit_depth = 0  # the owner's contexts entered and not yet left
+_blas_limit_guests = 0  # other threads' contexts entered under the owner's limit, not yet left
+_blas_limit: Any = None  # threadpoolctl's limits while the owner holds them
 _blas_original: list[int] | None = None  # the BLAS libraries' thread counts before it
 
 
@@ -107,7 +114,7 @@ def process_blas_threads() -> list[int] | None:
     ...     process_blas_threads() == outside
     True
     """
-    with _blas_limit_lock:
+    with _blas_limit_changed:
         if _blas_original is not None:
             return list(_blas_original)
         controller = _blas_controller()
@@ -118,26 +125,37 @@ def process_blas_threads() -> list[int] | None:
 
 @contextlib.contextmanager
 def _one_blas_thread() -> Iterator[None]:
-    global _blas_limit_users, _blas_limit_owner, _blas_limit, _blas_original
+    global _blas_limit_owner, _blas_limit_depth, _blas_limit_guests, _blas_limit, _blas_original
     me = threading.get_ident()
-    with _blas_limit_lock:
+    with _blas_limit_changed:
         owns = _blas_limit_owner in (None, me)
+        if not owns:
+            _blas_limit_guests += 1
+        elif _blas_limit_depth == 0:
+            controller = _blas_controller()
+            if controller is not None:
+                blas = controller.select(user_api="blas")
+                original = [int(entry["num_threads"]) for entry in blas.info()]
+                _blas_limit = controller.limit(limits=1, user_api="blas")
+                _blas_original = original
+            _blas_limit_owner = me  # only once the limit is set: a failure leaves no owner
         if owns:
-            if _blas_limit_users == 0:
-                _blas_limit_owner = me
-                controller = _blas_controller()
-                if controller is not None:
-                    blas = controller.select(user_api="blas")
-                    _blas_original = [int(entry["num_threads"]) for entry in blas.info()]
-                    _blas_limit = controller.limit(limits=1, user_api="blas")
-            _blas_limit_users += 1
+            _blas_limit_depth += 1
     try:
         yield
     finally:
-        if owns:
-            with _blas_limit_lock:
-                _blas_limit_users -= 1
-                if _blas_limit_users == 0:
+        with _blas_limit_changed:
+            if not owns:
+                _blas_limit_guests -= 1
+                _blas_limit_changed.notify_all()
+            else:
+                _blas_limit_depth -= 1
+                if _blas_limit_depth == 0:
+                    # the guests' float work must run under the limit it started under (the
+                    # same bits in any thread): the owner restores BLAS, which only the
+                    # thread that set it can, once they have left
+                    while _blas_limit_guests:
+                        _blas_limit_changed.wait()
                     if _blas_limit is not None:
                         _blas_limit.restore_original_limits()
                     _blas_limit = _blas_limit_owner = _blas_original = None
