@@ -26,7 +26,7 @@ arithmetic either way, so every device gives the same answer.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -516,13 +516,13 @@ def _best_codes_scored(
     """The array route of exact BLS from statistics (the array devices, one-hot codes, a
     ``gram`` with a negative entry): every code scored by :func:`_best_codes`, each distinct
     row once where that pays."""
-    distinct = _distinct_rows(cross) if len(codes) >= _DISTINCT_MIN_CODES else None
-    if distinct is None:
-        best, device_scores = _best_codes(cross, gram, codes, chunk_rows, xp)
-        return codes[to_host(best)], to_host(device_scores)
-    rows, inverse = distinct  # equal rows choose equal codes: each distinct row scored once
-    best, device_scores = _best_codes(rows, gram, codes, chunk_rows, xp)
-    return codes[to_host(best)[inverse]], to_host(device_scores)[inverse]
+
+    def scored(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        best, scores = _best_codes(rows, gram, codes, chunk_rows, xp)
+        return to_host(best), to_host(scores)
+
+    best, scores = _once_per_distinct_row(cross, len(codes) >= _DISTINCT_MIN_CODES, scored)
+    return codes[best], scores
 
 
 def _best_codes_pruned(
@@ -532,13 +532,26 @@ def _best_codes_pruned(
     scores of :func:`~bmfdsl.linalg.best_codes_from_stats`, which scores only the subsets of a
     row's helpful bits; each distinct row is solved once where rows have many such bits
     (:func:`_grouping_pays`). The codes and scores of :func:`_best_codes` exactly."""
-    distinct = _distinct_rows(cross) if _grouping_pays(cross, gram) else None
+    best, scores = _once_per_distinct_row(
+        cross, _grouping_pays(cross, gram), lambda rows: best_codes_from_stats(rows, gram)
+    )
+    return codes[best], scores
+
+
+def _once_per_distinct_row(
+    cross: np.ndarray,
+    group: bool,
+    best_of: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, np.ndarray]:
+    """``best_of(rows)`` (per row: the best code's index and its score, on the host) for
+    every row of ``cross``; with ``group``, each distinct row solved once (equal rows choose
+    equal codes) and the answers spread back to its copies."""
+    distinct = _distinct_rows(cross) if group else None
     if distinct is None:
-        best, scores = best_codes_from_stats(cross, gram)
-        return codes[best], scores
+        return best_of(cross)
     rows, inverse = distinct
-    best, scores = best_codes_from_stats(rows, gram)
-    return codes[best[inverse]], scores[inverse]
+    best, scores = best_of(rows)
+    return best[inverse], scores[inverse]
 
 
 def _grouping_pays(cross: np.ndarray, gram: np.ndarray) -> bool:
