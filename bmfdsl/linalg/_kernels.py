@@ -597,26 +597,39 @@ def pattern_quadratic_forms(indptr: np.ndarray, indices: np.ndarray, M: np.ndarr
     M = _square_forms_matrix(M)
     if indptr.ndim != 1 or indptr.size == 0 or int(indptr[0]) != 0:
         raise InvalidParameterError("indptr must be a CSR row pointer: 1-D, starting at 0")
+    out, valid = _pattern_quadratic_forms(indptr, indices, M)
+    if valid:
+        return out
+    # the kernel checks each row as it reads it (no pass of its own); say what was wrong
     if int(indptr[-1]) > indices.size or np.any(np.diff(indptr) < 0):
         raise InvalidParameterError(
             f"indptr must be nondecreasing and end within the {indices.size} indices; "
             f"it ends at {int(indptr[-1])}"
         )
-    if indices.size and (int(indices.min()) < 0 or int(indices.max()) >= M.shape[0]):
-        raise InvalidParameterError(
-            f"the pattern's column indices must lie in 0..{M.shape[0] - 1} (M is "
-            f"{M.shape[0]} x {M.shape[0]}); got {int(indices.min())}..{int(indices.max())}"
-        )
-    return _pattern_quadratic_forms(indptr, indices, M)
+    raise InvalidParameterError(
+        f"the pattern's column indices must lie in 0..{M.shape[0] - 1} (M is "
+        f"{M.shape[0]} x {M.shape[0]}); got {int(indices.min())}..{int(indices.max())}"
+    )
 
 
 @numba.njit(cache=True, nogil=True)
-def _pattern_quadratic_forms(indptr: np.ndarray, indices: np.ndarray, M: np.ndarray) -> np.ndarray:
+def _pattern_quadratic_forms(
+    indptr: np.ndarray, indices: np.ndarray, M: np.ndarray
+) -> tuple[np.ndarray, bool]:
+    """The forms of every row, and whether every row's pointers and column indices lay
+    within ``indices`` and ``M`` (the first row that does not ends the pass)."""
     rows = indptr.shape[0] - 1
+    columns = M.shape[0]
     out = np.zeros(rows)
     for i in range(rows):
-        out[i] = _pairs_quadratic(M, indices, indptr[i], indptr[i + 1])
-    return out
+        start, stop = indptr[i], indptr[i + 1]
+        if start > stop or stop > indices.shape[0]:
+            return out, False
+        for q in range(start, stop):
+            if indices[q] < 0 or indices[q] >= columns:
+                return out, False
+        out[i] = _pairs_quadratic(M, indices, start, stop)
+    return out, True
 
 
 @numba.njit(cache=True, nogil=True)
