@@ -170,12 +170,14 @@ def test_native_solver_finds_a_sparse_planted_core():
 def test_the_default_holds_baselines_answer_on_a_large_unsampled_matrix():
     # beyond the methods' share (2**17 cells) the others see a row sample, but baseline, one
     # greedy pass, still takes all of an unsampled A: its own answer is a candidate
-    from bmfdsl.pipeline._strategy import portfolio_seeds
+    from bmfdsl.pipeline._strategy import start_portfolio_seeds
     from bmfdsl.solvers.methods import get_method
 
     A = (np.random.default_rng(4).random((520, 300)) < 0.5).astype(np.int8)
     assert A.size > 2**17
-    seeds = portfolio_seeds(as_matrix(A), A, 3, np.random.default_rng(0), sampled=False)
+    seeds = start_portfolio_seeds(
+        as_matrix(A), A, 3, np.random.default_rng(0), sampled=False
+    ).result()
     seed = next(seed for seed in seeds.seeds if seed.name == "baseline")
     U, V = get_method("baseline")(A, 3, random_state=np.random.default_rng(0))
     assert seed.U is not None and np.array_equal(seed.U, U) and np.array_equal(seed.V, V)
@@ -390,7 +392,7 @@ def test_seeds_started_in_threads_are_the_sequential_seeds_and_blas_gets_its_thr
     threadpoolctl = pytest.importorskip("threadpoolctl")
     import copy
 
-    from bmfdsl.pipeline._strategy import portfolio_seeds, start_portfolio_seeds
+    from bmfdsl.pipeline._strategy import start_portfolio_seeds
     from bmfdsl.solvers.methods import get_method
 
     def blas_threads():
@@ -399,7 +401,9 @@ def test_seeds_started_in_threads_are_the_sequential_seeds_and_blas_gets_its_thr
     A = make_sparse_planted(3000, 120, 3, random_state=2).toarray().astype(np.int8)
     core = np.ascontiguousarray(A[:60])
     method_rng = np.random.default_rng(7)
-    again = portfolio_seeds(as_matrix(A), core, 3, method_rng, sampled=True)  # libraries load
+    again = start_portfolio_seeds(  # libraries load
+        as_matrix(A), core, 3, method_rng, sampled=True
+    ).result()
     before = blas_threads()
     ahead = start_portfolio_seeds(as_matrix(A), core, 3, method_rng, sampled=True)
     seed_set = ahead.result()

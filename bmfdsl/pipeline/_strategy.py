@@ -184,23 +184,6 @@ class SeedSet:
     sample: np.ndarray | None = None
 
 
-def portfolio_seeds(
-    data: BinaryMatrix,
-    core: np.ndarray,
-    rank: int,
-    method_rng: np.random.Generator,
-    *,
-    sampled: bool,
-) -> SeedSet:
-    """The seeds beside the core solve (see the module docstring), computed now: what
-    :func:`start_portfolio_seeds` computes in threads. ``method_rng`` is the generator in the
-    state the comparison methods would find it in (each gets a copy); it is not advanced. The
-    pipeline adds ``"thresholded-whole"`` (:func:`with_thresholded_whole`) once the core's
-    error is known.
-    """
-    return start_portfolio_seeds(data, core, rank, method_rng, sampled=sampled).result()
-
-
 def with_thresholded_whole(
     seed_set: SeedSet, core: np.ndarray, rank: int, method_rng: np.random.Generator
 ) -> SeedSet:
@@ -272,7 +255,11 @@ def start_portfolio_seeds(
     *,
     sampled: bool,
 ) -> SeedsAhead:
-    """Start computing :func:`portfolio_seeds`' seeds in threads and return at once.
+    """Start computing the seeds beside the core solve (see the module docstring) in threads
+    and return at once; :meth:`SeedsAhead.result` collects them. ``method_rng`` is the
+    generator in the state the comparison methods would find it in (each gets a copy); it is
+    not advanced. The pipeline adds ``"thresholded-whole"`` (:func:`with_thresholded_whole`)
+    once the core's error is known.
 
     The seeds are independent (each draws from its own generator, drawn here in the
     caller's thread) and spend their time in BLAS and nogil numba kernels, so threads overlap
