@@ -88,3 +88,30 @@ def test_candidates_finished_together_on_the_cluster(client: object) -> None:
     assert result.error == expected.error
     assert result.info["portfolio"]["errors"] == expected.info["portfolio"]["errors"]
     np.testing.assert_array_equal(result.U, expected.U)
+
+
+def test_out_of_memory_the_core_is_finished_with_the_shortlisted_seeds(client, monkeypatch):
+    """Data whose seeds are screened on a sample: in memory the core's answer is finished
+    first (beside the seeds), then the seeds that screen well, then the repair; a dask input's
+    core answer is finished in the same passes as those seeds. The answers are the same."""
+    from bmfdsl.pipeline import _factorize, _strategy
+
+    monkeypatch.setattr(_strategy, "FULL_POLISH_CELLS", 2**16)  # screened at this size
+    A, dense = _persisted(20_000, 40, 2_500)
+    batches: list[int] = []
+    real_finish = _factorize._finish
+
+    def counted(data, starts, *args, **kwargs):
+        batches.append(len(starts))
+        return real_finish(data, starts, *args, **kwargs)
+
+    monkeypatch.setattr(_factorize, "_finish", counted)
+    expected = factorize(dense, 4, sample_rows=200, random_state=3)
+    (core, shortlisted, *repair), batches[:] = batches, []
+    result = factorize(A, 4, sample_rows=200, random_state=3)
+    assert core == 1 and shortlisted >= 1  # the instance has seeds worth finishing
+    assert batches == [core + shortlisted, *repair]
+    assert result.error == expected.error
+    assert result.info["portfolio"]["errors"] == expected.info["portfolio"]["errors"]
+    np.testing.assert_array_equal(result.U, expected.U)
+    np.testing.assert_array_equal(result.V, expected.V)

@@ -146,6 +146,47 @@ def test_column_clusters_recover_disjoint_blocks_exactly():
     assert dense_error(A, U, V) == 0
 
 
+def _reference_kmeans(points: np.ndarray, clusters: int, rng: np.random.Generator) -> np.ndarray:
+    """Lloyd's k-means with k-means++ seeding, every step a dense float32 product or ``mean``:
+    what ``_kmeans`` computes with sparse gathers and one product per step."""
+    count = points.shape[0]
+    squared = np.einsum("ij,ij->i", points, points)
+    centers = np.empty((clusters, points.shape[1]), dtype=np.float32)
+    centers[0] = points[rng.integers(count)]
+    nearest = np.maximum(squared - 2 * points @ centers[0] + centers[0] @ centers[0], 0)
+    for k in range(1, clusters):
+        total = float(nearest.sum())
+        pick = int(rng.choice(count, p=nearest / total)) if total > 0 else int(rng.integers(count))
+        centers[k] = points[pick]
+        distance = np.maximum(squared - 2 * points @ centers[k] + centers[k] @ centers[k], 0)
+        nearest = np.minimum(nearest, distance)
+    labels = np.full(count, -1, dtype=np.int64)
+    for _ in range(20):
+        norms = np.einsum("kj,kj->k", centers, centers)
+        new_labels = np.argmin(squared[:, None] - 2 * points @ centers.T + norms, axis=1)
+        if np.array_equal(new_labels, labels):
+            break
+        labels = new_labels
+        for k in range(clusters):
+            if (labels == k).any():
+                centers[k] = points[labels == k].mean(axis=0)
+    return np.unique(labels, return_inverse=True)[1]
+
+
+@pytest.mark.parametrize("density", [0.0, 0.02, 0.3, 0.9, 1.0])
+def test_kmeans_of_0_1_points_matches_the_dense_products(density):
+    from bmfdsl.solvers.native._seeds import _kmeans
+
+    draws = np.random.default_rng(int(density * 100))
+    for trial in range(12):
+        m, n = (int(size) for size in draws.integers(1, 160, size=2))
+        A = (draws.random((m, n)) < density).astype(np.int8)
+        clusters = int(draws.integers(1, min(12, n) + 1))
+        expected = _reference_kmeans(A.T.astype(np.float32), clusters, np.random.default_rng(trial))
+        got = _kmeans(A, clusters, np.random.default_rng(trial))
+        np.testing.assert_array_equal(got, expected)
+
+
 def test_structure_seeds_are_the_same_for_the_same_generator_state():
     A = np.kron(np.eye(2, dtype=np.int8), np.ones((3, 4), dtype=np.int8))
     A[0, 5] = 1  # not exactly low-rank: the seeds differ by their draws

@@ -18,6 +18,7 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -256,9 +257,14 @@ def factorize(
     time_limit_end = _time_limit_end(backend_params, started)
     if bound_job is None and _integer_bmf(solution) and mask is None and time_limit_end is None:
         bound_job = start_bound(whole, rank)  # computed while the full data is solved
-    U, V, error = _extend_and_polish(
-        data, solution, objective, s is not None, side, als, timer, info, time_limit_end, device
-    )
+    # Out of memory a pass over A costs the most: the core's answer is then finished with the
+    # seeds that screen well, in the same passes (the same answers: each start ends alone).
+    finish_later = not data.in_memory and seeds_ahead is not None and seeds_ahead.screened
+    finish_core = partial(
+        _extend_and_polish,
+        data, solution, objective, s is not None, side, als, timer, info, time_limit_end, device,
+    )  # fmt: skip
+    answer = None if finish_later else finish_core()
     certified_error = objective.certified_error(info) if s is None else None  # native's, on A
     in_time = time_limit_end is None or time.perf_counter() < time_limit_end
     portfolio = uses_portfolio(method_key, model, backend, one_hot, weights, objective.observed)
@@ -268,7 +274,8 @@ def factorize(
             core,
             rank_core,
             method_rng,
-            (U, V, error),
+            answer,
+            solution.V,
             objective,
             s,
             als,
@@ -278,8 +285,10 @@ def factorize(
             device=device,
             seeds_ahead=seeds_ahead,
         )
-    elif seeds_ahead is not None:
-        seeds_ahead.close()
+    else:
+        if seeds_ahead is not None:
+            seeds_ahead.close()
+        U, V, error = finish_core() if answer is None else answer
     U, V = orientation.factors(U, V)
     if not _integer_bmf(solution):
         proof = _unbounded(solution, U, V, error, certify)
@@ -547,7 +556,8 @@ def _best_of_seeds(
     core: np.ndarray,
     rank: int,
     method_rng: np.random.Generator,
-    answer: tuple[np.ndarray, np.ndarray, int],
+    answer: tuple[np.ndarray, np.ndarray, int] | None,
+    core_V: np.ndarray,
     objective: _Objective,
     s: int | None,
     als: bool,
@@ -561,6 +571,9 @@ def _best_of_seeds(
     (:mod:`bmfdsl.pipeline._strategy`), each extended and polished as the core solve's was
     (under a time limit: no seed is started after ``deadline``). ``seeds_ahead``: the seeds
     already started beside the core solve (the ``seeds`` stage then times only the wait).
+    ``answer``: the core solve's answer finished on the full data, or ``None`` to finish it
+    here in the same passes as the shortlisted seeds (data out of memory); ``core_V``: its
+    ``V`` as the solve returned it, which the seeds are screened against.
 
     ``info["portfolio"]`` lists the seeds tried, the final error of each one finished on the
     full data (large data: those that beat the core's answer on the screening sample) and the
@@ -570,14 +583,14 @@ def _best_of_seeds(
     included) and the seeds' finish on the full data (their time in threads beside the core
     solve is the solve's).
     """
-    best_U, best_V, best_error = answer
-    errors = {"core": best_error}
-    chosen = "core"
+    errors: dict[str, int] = {} if answer is None else {"core": answer[2]}
     progress.stage("portfolio seeds")
     started = timer.timings()
     # thresholded on all of A cannot stop at a deadline: never under a time limit
-    whole = deadline is None and takes_thresholded_whole(
-        core.shape, data.total, best_error, sampled=s is not None
+    whole = (
+        deadline is None
+        and answer is not None
+        and takes_thresholded_whole(core.shape, data.total, answer[2], sampled=s is not None)
     )
     with timer("seeds"):
         if seeds_ahead is None:
@@ -585,23 +598,31 @@ def _best_of_seeds(
         seed_set = seeds_ahead.result()
         if whole:  # decided by the core's error: computed now, in this thread
             seed_set = with_thresholded_whole(seed_set, core, rank, method_rng)
-        finished_seeds = shortlist(seed_set, best_V)
-    if finished_seeds and (deadline is None or time.perf_counter() <= deadline):
-        # all finished together: a seed without U gets it by exact BLS from its V
-        results = _finish(
-            data,
-            [(seed.U, seed.V) for seed in finished_seeds],
-            [None] * len(finished_seeds),
-            None,
-            als,
-            timer,
-            deadline,
-            device,
-        )
-        for seed, done in zip(finished_seeds, results, strict=True):
-            errors[seed.name] = done.error
-            if done.error < best_error:
-                best_U, best_V, best_error, chosen = done.U, done.V, done.error, seed.name
+        finished_seeds = shortlist(seed_set, core_V)
+    names = [seed.name for seed in finished_seeds]
+    starts = [(seed.U, seed.V) for seed in finished_seeds]
+    if answer is None:  # the core's answer first, finished in the same passes
+        names, starts = ["core", *names], [(None, core_V), *starts]
+    elif deadline is not None and time.perf_counter() > deadline:
+        names, starts = [], []
+    # all finished together: a start without U gets it by exact BLS from its V
+    results = (
+        _finish(data, starts, [None] * len(starts), None, als, timer, deadline, device)
+        if starts
+        else []
+    )
+    best = answer
+    chosen = "core"
+    for name, done in zip(names, results, strict=True):
+        errors[name] = done.error
+        if name == "core":
+            info["error_before_als"] = done.error_before_als
+            if als:
+                info.update(als_solves=done.als_solves, polish="als")
+        if best is None or done.error < best[2]:  # the first of the lowest error
+            best, chosen = (done.U, done.V, done.error), name
+    assert best is not None  # the core's answer at least
+    best_U, best_V, best_error = best
     in_time = deadline is None or time.perf_counter() <= deadline
     with timer("seeds"):  # a component the best answer missed, judged where seeds were
         rows = screening_rows(data, seed_set, rank) if in_time else None

@@ -235,6 +235,12 @@ class SeedsAhead:
         return self._found
 
     @property
+    def screened(self) -> bool:
+        """Whether the seeds are screened on a row sample (large data: only some are
+        finished on the full data)."""
+        return self._sample is not None
+
+    @property
     def closed(self) -> bool:
         """Whether BLAS has its threads back (after :meth:`result` or :meth:`close`)."""
         return not self._closer.alive
@@ -335,9 +341,10 @@ def _seed_threads(jobs: int) -> int:
 def shortlist(seed_set: SeedSet, answer_V: np.ndarray, keep: int = SHORTLIST) -> list[Seed]:
     """The seeds worth finishing on the full data, in order (see the module docstring): all
     but repeats when the data is small; on large data, best screened first (first on ties),
-    against the answer in hand (``answer_V``, the core solve's): every comparison method's own
-    answer within :data:`METHOD_SCREEN_MARGIN` of it, and at most ``keep`` other seeds that
-    beat it.
+    against the core solve's answer screened the same way (``answer_V``: its ``V`` as the
+    solve returned it, so the shortlist does not wait for the core's finish on the full data):
+    every comparison method's own answer within :data:`METHOD_SCREEN_MARGIN` of it, and at
+    most ``keep`` other seeds that beat it.
 
     >>> A = np.kron(np.eye(2, dtype=np.int8), np.ones((3, 2), dtype=np.int8))
     >>> good = Seed("good", np.kron(np.eye(2, dtype=np.int8), np.ones((2, 1), dtype=np.int8)))

@@ -263,7 +263,7 @@ def column_cluster_seed(
     0
     """
     m, n = A.shape
-    labels = _kmeans(A.T.astype(np.float32), min(clusters, n), rng)
+    labels = _kmeans(A, min(clusters, n), rng)
     groups = max(int(labels.max()) + 1, 1)
     onehot = np.zeros((n, groups), dtype=np.float32)
     onehot[np.arange(n), labels] = 1.0
@@ -281,19 +281,38 @@ def column_cluster_seed(
     return U, V
 
 
-def _kmeans(points: np.ndarray, clusters: int, rng: np.random.Generator) -> np.ndarray:
-    """Lloyd's k-means with k-means++ seeding: each point's group (an empty group is dropped)."""
+def _kmeans(lines: np.ndarray, clusters: int, rng: np.random.Generator) -> np.ndarray:
+    """Lloyd's k-means with k-means++ seeding of the columns of the 0/1 matrix ``lines``: each
+    column's group (an empty group is dropped).
+
+    The points are 0/1, so every sum of their coordinates is an exact integer in float32 (up
+    to 2**24 lines), in any order: the distance to a point picked as a center is read off
+    the rows of ``lines`` where that point is 1, and a group's center from one product of the
+    members with the points, instead of a product with all points (the seeding's cost on
+    sparse data) and a copy of each group's points. The answers are the same bits as the dense
+    products and ``mean``.
+    """
+    if lines.shape[0] > 2**24:
+        raise ValueError(f"k-means of points of {lines.shape[0]} > 2**24 coordinates")
+    points = lines.T.astype(np.float32)  # the layout the distance products were tuned on
     count = points.shape[0]
     squared = np.einsum("ij,ij->i", points, points)
     centers = np.empty((clusters, points.shape[1]), dtype=np.float32)
-    centers[0] = points[rng.integers(count)]
-    nearest = np.maximum(squared - 2 * points @ centers[0] + centers[0] @ centers[0], 0)
+
+    def distance_to(pick: int) -> np.ndarray:
+        """Squared distance of every point to point ``pick`` (made ``centers[k]``)."""
+        ones = np.flatnonzero(lines[:, pick])
+        dot = lines[ones].sum(axis=0, dtype=np.int64).astype(np.float32)  # points @ center
+        return np.maximum(squared - 2 * dot + np.float32(ones.size), 0)
+
+    pick = int(rng.integers(count))
+    centers[0] = points[pick]
+    nearest = distance_to(pick)
     for k in range(1, clusters):
         total = float(nearest.sum())
         pick = int(rng.choice(count, p=nearest / total)) if total > 0 else int(rng.integers(count))
         centers[k] = points[pick]
-        distance = np.maximum(squared - 2 * points @ centers[k] + centers[k] @ centers[k], 0)
-        nearest = np.minimum(nearest, distance)
+        nearest = np.minimum(nearest, distance_to(pick))
     labels = np.full(count, -1, dtype=np.int64)
     for _ in range(_KMEANS_ITERATIONS):
         center_norms = np.einsum("kj,kj->k", centers, centers)
@@ -302,9 +321,12 @@ def _kmeans(points: np.ndarray, clusters: int, rng: np.random.Generator) -> np.n
         if np.array_equal(new_labels, labels):
             break
         labels = new_labels
-        for k in range(clusters):
-            members = labels == k
-            if members.any():
-                centers[k] = points[members].mean(axis=0)
+        members = np.zeros((clusters, count), dtype=np.float32)
+        members[labels, np.arange(count)] = 1.0
+        sizes = np.bincount(labels, minlength=clusters)
+        sums = members @ points  # exact: integer sums below 2**24
+        filled = sizes > 0  # an empty group keeps its center
+        # divided as ``points[labels == k].mean(axis=0)`` divides: in float64, then rounded
+        centers[filled] = sums[filled] / sizes[filled, None]
     _, compact = np.unique(labels, return_inverse=True)
     return compact.astype(np.int64)
