@@ -90,13 +90,15 @@ def test_candidates_finished_together_on_the_cluster(client: object) -> None:
     np.testing.assert_array_equal(result.U, expected.U)
 
 
-def test_out_of_memory_the_core_is_finished_with_the_shortlisted_seeds(client, monkeypatch):
-    """Data whose seeds are screened on a sample: in memory the core's answer is finished
-    first (beside the seeds), then the seeds that screen well, then the repair; a dask input's
-    core answer is finished in the same passes as those seeds. The answers are the same."""
+@pytest.mark.parametrize("screened", [True, False])
+def test_out_of_memory_the_core_is_finished_with_the_seeds(client, monkeypatch, screened):
+    """In memory the core's answer is finished first (beside the seeds), then the seeds (on
+    large data those that screen well on a sample), then the repair; a dask input's core answer
+    is finished in the same passes as those seeds. The answers are the same."""
     from bmfdsl.pipeline import _factorize, _strategy
 
-    monkeypatch.setattr(_strategy, "FULL_POLISH_CELLS", 2**16)  # screened at this size
+    if screened:
+        monkeypatch.setattr(_strategy, "FULL_POLISH_CELLS", 2**16)
     A, dense = _persisted(20_000, 40, 2_500)
     batches: list[int] = []
     real_finish = _factorize._finish
@@ -109,7 +111,7 @@ def test_out_of_memory_the_core_is_finished_with_the_shortlisted_seeds(client, m
     expected = factorize(dense, 4, sample_rows=200, random_state=3)
     (core, shortlisted, *repair), batches[:] = batches, []
     result = factorize(A, 4, sample_rows=200, random_state=3)
-    assert core == 1 and shortlisted >= 1  # the instance has seeds worth finishing
+    assert core == 1 and shortlisted >= 1  # seeds worth finishing
     assert batches == [core + shortlisted, *repair]
     assert result.error == expected.error
     assert result.info["portfolio"]["errors"] == expected.info["portfolio"]["errors"]

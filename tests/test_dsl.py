@@ -298,16 +298,16 @@ def test_or_over_many_inputs_chains_auxiliaries():
 
 
 def test_the_size_guard_says_how_big_and_what_to_do():
-    A = (RNG.random((60, 50)) < 0.5).astype(np.int8)
+    A = (RNG.random((40, 30)) < 0.5).astype(np.int8)  # built at once: refused at once
     with pytest.raises(ModelTooLargeError, match=r"GiB.*sample rows.*native.*rank") as info:
-        compile_model("formulation1", A, 8, memory_limit=2**20)
+        compile_model("formulation1", A, 8, memory_limit=2**18)
     assert isinstance(info.value, MemoryError)
     big = compile_model("formulation1", np.ones((5000, 200), dtype=np.int8), 8)
     assert big.memory_estimate > 2**30  # known before anything is built
     with pytest.raises(ModelTooLargeError, match=r"5000x200 .* rank 8 .* 9,000,000 variables"):
         big.to_bqm()  # refused at once, not after minutes of building
     compiled = compile_model("formulation1", A, 8)
-    assert compiled.num_variables == (60 + 50 + 60 * 50) * 8
+    assert compiled.num_variables == (40 + 30 + 40 * 30) * 8
     assert compiled.num_interactions == compiled.to_bqm().num_interactions
     lazy = compile_model("formulation1", (RNG.random((150, 140)) < 0.5).astype(np.int8), 5)
     before = lazy.memory_estimate  # extrapolated from the sub-instances

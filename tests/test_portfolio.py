@@ -174,8 +174,12 @@ def _reference_kmeans(points: np.ndarray, clusters: int, rng: np.random.Generato
 
 
 @pytest.mark.parametrize("density", [0.0, 0.02, 0.3, 0.9, 1.0])
-def test_kmeans_of_0_1_points_matches_the_dense_products(density):
+@pytest.mark.parametrize("exact_sums", [2**24, 64])  # 64: larger inputs' dense products
+def test_kmeans_of_0_1_points_matches_the_dense_products(density, exact_sums, monkeypatch):
+    from bmfdsl.solvers.native import _seeds
     from bmfdsl.solvers.native._seeds import _kmeans
+
+    monkeypatch.setattr(_seeds, "_EXACT_FLOAT32_SUMS", exact_sums)
 
     draws = np.random.default_rng(int(density * 100))
     for trial in range(12):
@@ -317,8 +321,16 @@ def test_screening_keeps_a_methods_answer_within_the_margin_only(monkeypatch):
     assert [s.name for s in kept] == ["columns-r+1", "thresholded"]
     screened[1] = 1060  # beyond the margin: a method's answer is dropped too
     assert shortlist(SeedSet([Seed("penalized", V_of(1))], sample), answer) == []
-    screened[1], ends[1] = 1040, 0  # screens to the answer's own V: nothing new to finish
-    assert shortlist(SeedSet([Seed("penalized", V_of(1))], sample), answer) == []
+    # screens to the answer's own V: on dense data a method's own answer is finished all the
+    # same (from its own start the full data can end elsewhere), another seed is not; on
+    # sparse data neither
+    screened[1], ends[1] = 1040, 0
+    kept = shortlist(SeedSet([Seed("penalized", V_of(1))], sample), answer)
+    assert [s.name for s in kept] == ["penalized"]
+    ends[3] = 0
+    assert shortlist(SeedSet([Seed("columns-r+1", V_of(3))], sample), answer) == []
+    sparse_sample = np.eye(9, 3, dtype=np.int8)  # a third of the rows hold a single one
+    assert shortlist(SeedSet([Seed("penalized", V_of(1))], sparse_sample), answer) == []
 
 
 def test_a_sampled_core_gets_a_budget_sized_from_it_unless_the_caller_sets_one():

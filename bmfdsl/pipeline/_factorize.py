@@ -258,8 +258,8 @@ def factorize(
     if bound_job is None and _integer_bmf(solution) and mask is None and time_limit_end is None:
         bound_job = start_bound(whole, rank)  # computed while the full data is solved
     # Out of memory a pass over A costs the most: the core's answer is then finished with the
-    # seeds that screen well, in the same passes (the same answers: each start ends alone).
-    finish_later = not data.in_memory and seeds_ahead is not None and seeds_ahead.screened
+    # seeds (those that screen well), in the same passes (the same answers: each ends alone).
+    finish_later = not data.in_memory and seeds_ahead is not None
     finish_core = partial(
         _extend_and_polish,
         data, solution, objective, s is not None, side, als, timer, info, time_limit_end, device,
@@ -572,8 +572,9 @@ def _best_of_seeds(
     (under a time limit: no seed is started after ``deadline``). ``seeds_ahead``: the seeds
     already started beside the core solve (the ``seeds`` stage then times only the wait).
     ``answer``: the core solve's answer finished on the full data, or ``None`` to finish it
-    here in the same passes as the shortlisted seeds (data out of memory); ``core_V``: its
-    ``V`` as the solve returned it, which the seeds are screened against.
+    here in the same passes as the shortlisted seeds (data out of memory: the ``"seconds"``
+    below then include the core's finish); ``core_V``: its ``V`` as the solve returned it,
+    which the seeds are screened against.
 
     ``info["portfolio"]`` lists the seeds tried, the final error of each one finished on the
     full data (large data: those that beat the core's answer on the screening sample) and the

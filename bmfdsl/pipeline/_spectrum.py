@@ -48,10 +48,12 @@ from scipy.sparse.linalg import ArpackError, LinearOperator, eigsh
 FULL_SPECTRUM_MAX_SIZE = 256
 # More Ritz pairs than the rank, so that θ_{r+1} converges (ARPACK's own rule of thumb).
 _EXTRA_RITZ_PAIRS = 6
-#: Relative accuracy of the Ritz values behind a subsample's leverage scores: they only weigh
-#: a random draw (to 1e-19 of each probability at 1e-6; the same rows were drawn on every
-#: benchmark instance), where machine precision took about 50% more Lanczos products. The
-#: bound's pairs are converged fully (its proof needs them).
+#: Relative accuracy of the Ritz values of :func:`pattern_top_eigenpairs`, which only the
+#: leverage scores read (a subsample's, or a sparse ``A``'s without a Gram matrix): they weigh
+#: a random draw (1e-6 moved each probability by at most 6e-12 of itself and drew the same
+#: rows on every benchmark instance), where machine precision took about 50% more Lanczos
+#: products. The bound's pairs (:func:`top_eigenpairs`) are converged fully: its proof needs
+#: them.
 SCORE_RITZ_TOLERANCE = 1e-6
 # Shifts tried above θ_{r+1}, relative to θ_1: the first that Cholesky certifies is used.
 _SHIFTS = (1e-9, 1e-6, 1e-3)
@@ -152,8 +154,8 @@ def pattern_top_eigenpairs(
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """:func:`top_eigenpairs` of ``AᵀA`` for a 0/1 CSR pattern ``A`` (``columns`` wide),
     without forming it: each Lanczos product is ``Aᵀ(A x)``, ``2 nnz`` additions instead of
-    ``n²`` (8,192 x 2,000 rows of 1% ones: 0.3 M against 4 M). For a subsample's leverage
-    scores: the Ritz values to :data:`SCORE_RITZ_TOLERANCE` only.
+    ``n²`` (8,192 x 2,000 rows of 1% ones: 0.3 M against 4 M). For leverage scores: the Ritz
+    values to :data:`SCORE_RITZ_TOLERANCE` only.
 
     >>> import scipy.sparse
     >>> A = scipy.sparse.csr_array(np.kron(np.eye(30), np.ones((3, 2))))

@@ -6,9 +6,9 @@ the default backend, nothing constrained) also tries, beside the core solve:
 
 * the paper's comparison methods (``baseline``, ``thresholded``, ``penalized``) on the core,
   each drawing from a copy of the generator in the state ``method=...`` would give it: on a
-  core of at most :data:`METHOD_CELLS` entries (a sampled one: :data:`CHEAP_METHOD_CELLS` for
-  ``baseline`` and ``thresholded``) the default then holds each method's own answer among its
-  candidates, so it is never worse than any of them on the same input and seed; a larger core
+  core of at most :data:`METHOD_CELLS` entries (a sampled one: :data:`SAMPLED_METHOD_CELLS`)
+  the default then holds each method's own answer among its candidates, so it is never worse
+  than any of them on the same input and seed; a larger core
   hands them its first rows (the sampled rows are independent draws, so a prefix is a smaller
   sample), or a uniform sample of its rows when it is all of ``A``, except for ``baseline``,
   which takes an unsampled ``A`` whole up to :data:`BASELINE_WHOLE_CELLS` entries, and
@@ -29,9 +29,10 @@ a small multiple of one method's: each comparison method's own answer that comes
 :data:`METHOD_SCREEN_MARGIN` of the core solve's answer there (so that the default keeps
 them where the sample cannot tell them apart), and at most :data:`SHORTLIST` other seeds that
 beat it; a seed whose screened ``V`` equals one already kept (or the answer's, column order
-aside) is skipped. Last, :func:`repair_seed` swaps one component of the best answer for a
-block of ones it leaves uncovered, judged on :func:`screening_rows`, and the pipeline finishes
-that start too when the swap helps there. The work
+aside) is skipped, except, on dense data, a method's own answer. Last, :func:`repair_seed`
+swaps one component of the best answer for a block of ones it leaves uncovered, judged on
+:func:`screening_rows`, and the pipeline finishes that start too when the swap helps there.
+The work
 is counted, not timed (fixed iteration counts, ALS at most 20 solves), so a seed gives
 bit-identical answers.
 """
@@ -57,12 +58,12 @@ from bmfdsl.pipeline._background import close_with_call
 #: Largest core (entries) the comparison methods take whole; a larger one hands them a prefix
 #: of its rows (penalized runs 1,000 NMF iterations: about 0.5 s at this size and rank 5).
 METHOD_CELLS = 2**17
-#: The same for the cheap methods (``baseline``, ``thresholded``) on a sampled core: a 200-row
-#: core of 2,000 columns (``sample_rows="auto"`` at rank 10) stays whole, so that the default
-#: holds their own answer there too (a 65-row prefix lost 6% to thresholded's on planted
-#: blocks, 100,000 x 2,000, r = 10).
-CHEAP_METHOD_CELLS = 2**19
-CHEAP_METHODS = ("baseline", "thresholded")
+#: The same for a sampled core: a 200-row core of 2,000 columns (``sample_rows="auto"`` at rank
+#: 10) stays whole, so that the default holds each method's own answer there too (a 65-row
+#: prefix lost 6% to thresholded's on planted blocks, 100,000 x 2,000, r = 10, and a 163-row
+#: prefix 2.2% to penalized's on dense planted blocks, 60,000 x 800, r = 10; penalized then
+#: takes 0.11 -> 0.18 s on the first, its products summed over the ones of the core).
+SAMPLED_METHOD_CELLS = 2**19
 #: Largest unsampled core (entries) ``baseline`` takes whole however big the others' share:
 #: the greedy costs about one pass (0.5 s at 20,000 x 2,000, r = 10), and a prefix of the
 #: rows lost to it there (18,846,586 against its 18,846,410).
@@ -235,12 +236,6 @@ class SeedsAhead:
         return self._found
 
     @property
-    def screened(self) -> bool:
-        """Whether the seeds are screened on a row sample (large data: only some are
-        finished on the full data)."""
-        return self._sample is not None
-
-    @property
     def closed(self) -> bool:
         """Whether BLAS has its threads back (after :meth:`result` or :meth:`close`)."""
         return not self._closer.alive
@@ -276,7 +271,8 @@ def start_portfolio_seeds(
     """
     from bmfdsl.solvers.methods import get_method
 
-    rows = min(core.shape[0], max(rank, METHOD_CELLS // max(core.shape[1], 1)))
+    cells = SAMPLED_METHOD_CELLS if sampled else METHOD_CELLS
+    rows = min(core.shape[0], max(rank, cells // max(core.shape[1], 1)))
     own = np.random.default_rng(copy.deepcopy(method_rng).integers(2**63 - 1))
     if sampled or rows == core.shape[0]:
         method_rows = np.arange(rows)  # a sampled core is random already: its first rows
@@ -284,8 +280,6 @@ def start_portfolio_seeds(
         method_rows = np.sort(own.choice(core.shape[0], size=rows, replace=False))
     method_core = np.ascontiguousarray(core[method_rows])
     covers_all = not sampled and rows == core.shape[0]
-    cheap_rows = min(core.shape[0], max(rank, CHEAP_METHOD_CELLS // max(core.shape[1], 1)))
-    cheap_core = np.ascontiguousarray(core[:cheap_rows]) if sampled else method_core
     m, n = data.shape
     sample = None
     if sampled:
@@ -295,7 +289,7 @@ def start_portfolio_seeds(
 
     def method_seed(name: str) -> list[Seed]:
         whole = not sampled and name == "baseline" and core.size <= BASELINE_WHOLE_CELLS
-        taken = core if whole else cheap_core if name in CHEAP_METHODS else method_core
+        taken = core if whole else method_core
         U, V = get_method(name)(taken, rank, random_state=copy.deepcopy(method_rng))
         full_U = np.asarray(U, dtype=np.int8) if covers_all or whole else None
         return [Seed(name, np.asarray(V, dtype=np.int8), full_U)]
@@ -367,6 +361,7 @@ def shortlist(seed_set: SeedSet, answer_V: np.ndarray, keep: int = SHORTLIST) ->
     with one_blas_thread():  # the answer and every seed in one batch
         answers = _screened_answers(sample, [answer_V, *(seed.V for seed in seeds)])
     (to_beat, answer_key), *judged = [(error, _column_set(V)) for error, _, V in answers]
+    dense = np.count_nonzero(sample) > SCREEN_SPARSE_DENSITY * sample.size
     ranked = sorted(range(len(seeds)), key=lambda index: (judged[index][0], index))
     seen = {answer_key}
     chosen: list[Seed] = []
@@ -375,7 +370,12 @@ def shortlist(seed_set: SeedSet, answer_V: np.ndarray, keep: int = SHORTLIST) ->
         (error, key), seed = judged[index], seeds[index]
         own_answer = seed.name in SEED_METHODS
         within = own_answer and error <= to_beat * (1 + METHOD_SCREEN_MARGIN)
-        if key in seen or not (error < to_beat or within):
+        # on dense data a method's own answer is finished even when it screens to a kept V:
+        # from its own start the full data can end elsewhere (22 below the core's answer on
+        # dense planted blocks, 60,000 x 800, r = 10, where both screened to the same V); on
+        # sparse data the sample tells (finishing them there doubled 5·10⁶ rows' passes, no
+        # answer changed)
+        if (key in seen and not (own_answer and dense)) or not (error < to_beat or within):
             continue
         if not own_answer and others == keep:
             continue

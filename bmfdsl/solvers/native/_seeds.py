@@ -39,6 +39,8 @@ from bmfdsl.solvers.native._settings import (
 _THRESHOLD_STEPS = 3e9
 _NMF_ITERATIONS = 300  # the thresholded method's default NMF (its NMF_ITERATIONS)
 _KMEANS_ITERATIONS = 20
+# Sums of this many 0/1 values at most are exact in float32, in any order.
+_EXACT_FLOAT32_SUMS = 2**24
 #: The names of :func:`structure_seeds`' seeds, in the order it yields them.
 SEED_NAMES = ("nmf-threshold", "columns-r+1", "rows-r+1", "columns-2r", "rows-2r")
 # Work units per multiply-add of the seeds' dense products (numpy BLAS: cheaper than a cell of
@@ -285,22 +287,24 @@ def _kmeans(lines: np.ndarray, clusters: int, rng: np.random.Generator) -> np.nd
     """Lloyd's k-means with k-means++ seeding of the columns of the 0/1 matrix ``lines``: each
     column's group (an empty group is dropped).
 
-    The points are 0/1, so every sum of their coordinates is an exact integer in float32 (up
-    to 2**24 lines), in any order: the distance to a point picked as a center is read off
-    the rows of ``lines`` where that point is 1, and a group's center from one product of the
-    members with the points, instead of a product with all points (the seeding's cost on
-    sparse data) and a copy of each group's points. The answers are the same bits as the dense
-    products and ``mean``.
+    The points are 0/1, so every sum of their coordinates (or of points) is an exact integer
+    in float32, in any order, up to 2**24 of them: the distance to a point picked as a center
+    is then read off the rows of ``lines`` where that point is 1, and a group's center from
+    one product of the members with the points, instead of a product with all points (the
+    seeding's cost on sparse data) and a copy of each group's points. The answers are the same
+    bits as the dense products and ``mean`` (which larger inputs use as they are).
     """
-    if lines.shape[0] > 2**24:
-        raise ValueError(f"k-means of points of {lines.shape[0]} > 2**24 coordinates")
     points = lines.T.astype(np.float32)  # the layout the distance products were tuned on
     count = points.shape[0]
+    exact = max(lines.shape) <= _EXACT_FLOAT32_SUMS
     squared = np.einsum("ij,ij->i", points, points)
     centers = np.empty((clusters, points.shape[1]), dtype=np.float32)
 
     def distance_to(pick: int) -> np.ndarray:
-        """Squared distance of every point to point ``pick`` (made ``centers[k]``)."""
+        """Squared distance of every point to point ``pick`` (made a center)."""
+        if not exact:
+            center = points[pick]
+            return np.maximum(squared - 2 * points @ center + center @ center, 0)
         ones = np.flatnonzero(lines[:, pick])
         dot = lines[ones].sum(axis=0, dtype=np.int64).astype(np.float32)  # points @ center
         return np.maximum(squared - 2 * dot + np.float32(ones.size), 0)
@@ -321,6 +325,11 @@ def _kmeans(lines: np.ndarray, clusters: int, rng: np.random.Generator) -> np.nd
         if np.array_equal(new_labels, labels):
             break
         labels = new_labels
+        if not exact:
+            for k in range(clusters):
+                if (labels == k).any():
+                    centers[k] = points[labels == k].mean(axis=0)
+            continue
         members = np.zeros((clusters, count), dtype=np.float32)
         members[labels, np.arange(count)] = 1.0
         sizes = np.bincount(labels, minlength=clusters)
