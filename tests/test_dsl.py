@@ -503,3 +503,34 @@ def test_numpy_arithmetic_with_an_array_on_the_left_still_works():
         np.testing.assert_allclose(expression.evaluate(samples), expected)
     scaled = np.full((4, 4), 2.0) * ((1 - U @ U.T) ** 2)  # squares scaled by data on the left
     assert isinstance(scaled, Squares) and (scaled.scale == 2.0).all()
+
+
+_SKIPS_FULL_ROWS = """
+import numpy as np
+from bmfdsl.modeling import squared_residual
+
+
+def build(model):
+    U, V = model.factors()
+    A = np.asarray(model.A)
+    kept = np.ones(A.shape)
+    kept[A.sum(axis=1) == A.shape[1]] = 0  # all-ones rows left out of the objective ...
+    model.minimize(squared_residual(model.A, U @ V.T, mask=kept), quadratize="products")
+    model.declare_bmf()  # ... but claimed as plain BMF
+"""
+
+
+def test_a_scripts_claim_is_checked_on_the_instance_where_built_in_models_use_sub_instances(
+    tmp_path,
+):
+    from bmfdsl.modeling._compile import BUILT_IN_EAGER_CELLS, EAGER_CELLS
+
+    script = tmp_path / "skips_full_rows.py"
+    script.write_text(_SKIPS_FULL_ROWS)
+    A = (np.random.default_rng(1).random((60, 60)) < 0.4).astype(np.int8)
+    A[10] = 1  # the claim is wrong on this row only, which no 16 x 16 sub-instance may hold
+    assert BUILT_IN_EAGER_CELLS < 60 * 60 * 5 <= EAGER_CELLS
+    with pytest.raises(ModelDefinitionError):
+        compile_model(script, A, 5)
+    assert compile_model("formulation1", A, 5).structure_check == "sub-instances"
+    assert compile_model("formulation1", A[:20, :20], 5).structure_check == "instance"

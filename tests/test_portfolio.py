@@ -319,8 +319,14 @@ def test_screening_keeps_a_methods_answer_within_the_margin_only(monkeypatch):
     seeds = [Seed("thresholded", V_of(1)), Seed("columns-r+1", V_of(3))]  # a method: not capped
     kept = shortlist(SeedSet(seeds, sample), answer, keep=1)
     assert [s.name for s in kept] == ["columns-r+1", "thresholded"]
-    screened[1] = 1060  # beyond the margin: a method's answer is dropped too
-    assert shortlist(SeedSet([Seed("penalized", V_of(1))], sample), answer) == []
+    screened[1] = 1060  # beyond the margin: on dense data a method's answer is kept ...
+    kept = shortlist(SeedSet([Seed("penalized", V_of(1))], sample), answer)
+    assert [s.name for s in kept] == ["penalized"]
+    sparse_sample = np.eye(9, 3, dtype=np.int8)  # ... on sparse data dropped
+    assert shortlist(SeedSet([Seed("penalized", V_of(1))], sparse_sample), answer) == []
+    screened[1] = 1040
+    kept = shortlist(SeedSet([Seed("penalized", V_of(1))], sparse_sample), answer)
+    assert [s.name for s in kept] == ["penalized"]
     # screens to the answer's own V: on dense data a method's own answer is finished all the
     # same (from its own start the full data can end elsewhere), another seed is not; on
     # sparse data neither
@@ -329,7 +335,6 @@ def test_screening_keeps_a_methods_answer_within_the_margin_only(monkeypatch):
     assert [s.name for s in kept] == ["penalized"]
     ends[3] = 0
     assert shortlist(SeedSet([Seed("columns-r+1", V_of(3))], sample), answer) == []
-    sparse_sample = np.eye(9, 3, dtype=np.int8)  # a third of the rows hold a single one
     assert shortlist(SeedSet([Seed("penalized", V_of(1))], sparse_sample), answer) == []
 
 

@@ -53,10 +53,14 @@ MODELS: Registry[str] = Registry(
 DEFAULT_MEMORY_LIMIT = 2 * 2**30
 #: Instances with at most this many ``m * n * rank`` cells are built (and checked) at once;
 #: larger ones are checked on sub-instances and built (and checked again) only when a BQM
-#: is asked for, so structure-aware solvers never pay for a model they do not use (building
-#: costs about 0.45 µs a cell: 45 ms for a 100 x 200 core at rank 5, the default's dask core,
-#: against 4 ms for the sub-instances; the paper's 30 x 30 cores stay below it).
-EAGER_CELLS = 2**14
+#: is asked for, so structure-aware solvers never pay for a model they do not use.
+EAGER_CELLS = 100_000
+#: The same for the package's own models (``bmfdsl.models``, checked against brute force by its
+#: tests): building costs about 0.45 µs a cell (45 ms for a 100 x 200 core at rank 5, the
+#: default's dask core, against 4 ms for the sub-instances), and the paper's 30 x 30 cores
+#: stay below it. A model script or a third party's keeps :data:`EAGER_CELLS`, so that a wrong
+#: claim is caught on the instance before a structure-aware solver trusts it.
+BUILT_IN_EAGER_CELLS = 2**14
 #: The sub-instances' size (rows and columns) and count for large instances.
 _PROBE_SIZE = 16
 _PROBES = 2
@@ -281,7 +285,8 @@ def compile_model(
         without recompiling.
 
     A structure claim is checked on the instance itself when it has at most ``EAGER_CELLS``
-    (2**14) ``m * n * rank`` cells; a larger instance is checked on sub-instances (A and
+    (100,000; the package's own models: ``BUILT_IN_EAGER_CELLS``, 2**14) ``m * n * rank``
+    cells; a larger instance is checked on sub-instances (A and
     its data arrays restricted to random rows and columns) and its full model is built only
     when a BQM is needed, and checked then (``compiled.structure_check`` says how far).
 
@@ -301,7 +306,8 @@ def compile_model(
     instance = _Instance(module, name, A, rank, one_hot, extra, term_limit)  # type: ignore[arg-type]
     lowered: Lowered | None = None
     estimate: tuple[int, int] | None = None
-    if A.shape[0] * A.shape[1] * rank <= EAGER_CELLS:
+    built_in = module.__name__.startswith("bmfdsl.models.")
+    if A.shape[0] * A.shape[1] * rank <= (BUILT_IN_EAGER_CELLS if built_in else EAGER_CELLS):
         lowered = _lower_and_check(instance.declare(), name, "this instance")
         metadata, check = lowered.declaration, "instance"
     else:

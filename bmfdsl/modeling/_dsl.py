@@ -643,8 +643,9 @@ class ModelBuilder:
         ``at_most`` / ``at_least`` bound the ones per row of the factors: an int for both, or
         a pair (``None``: no bound on that side); a one-hot side is ``(1, 1)`` already.
         The constraints themselves are the model's to declare; the claim says only that its
-        feasible points are those rows. ``compile_model`` checks the claim on the instance;
-        structure-aware backends (``native``) then solve the model directly.
+        feasible points are those rows. ``compile_model`` checks the claim (on the instance,
+        or a large one on sub-instances first); structure-aware backends (``native``) then
+        solve the model directly.
         """
         entry_weights = renamed_entry_weights(entry_weights, weights, "declare_bmf")
         shape = self.A.shape
