@@ -532,5 +532,29 @@ def test_a_scripts_claim_is_checked_on_the_instance_where_built_in_models_use_su
     assert BUILT_IN_EAGER_CELLS < 60 * 60 * 5 <= EAGER_CELLS
     with pytest.raises(ModelDefinitionError):
         compile_model(script, A, 5)
+    named = tmp_path / "named_as_built_in.py"  # a script naming itself as the package's
+    named.write_text('__name__ = "bmfdsl.models.skips_full_rows"\n' + _SKIPS_FULL_ROWS)
+    with pytest.raises(ModelDefinitionError):
+        compile_model(named, A, 5)
     assert compile_model("formulation1", A, 5).structure_check == "sub-instances"
     assert compile_model("formulation1", A[:20, :20], 5).structure_check == "instance"
+
+
+@pytest.mark.parametrize(
+    ("model", "name", "value", "message"),
+    [
+        ("masked-bmf", "mask", 2.0, "only 0 and 1"),
+        ("weighted-bmf", "weights", -1.0, "non-negative"),
+        ("weighted-bmf", "weights", np.nan, "finite"),
+    ],
+)
+def test_data_arrays_are_checked_whole_where_the_model_is_checked_on_sub_instances(
+    model, name, value, message
+):
+    A = (np.random.default_rng(1).random((60, 60)) < 0.4).astype(np.int8)
+    array = np.ones(A.shape)
+    array[10, 10] = value  # one bad entry, which a 16 x 16 sub-instance may not hold
+    with pytest.raises(InvalidParameterError, match=message):
+        compile_model(model, A, 5, data={name: array})
+    array[10, 10] = 1.0
+    assert compile_model(model, A, 5, data={name: array}).structure_check == "sub-instances"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,6 +24,7 @@ from bmfdsl.modeling._compiled import CompiledModel, Lowered, claimed_structure,
 from bmfdsl.modeling._declaration import Declaration
 from bmfdsl.modeling._dsl import ModelBuilder
 from bmfdsl.modeling._expr import TERM_BYTES
+from bmfdsl.modeling._residual import check_entry_array
 from bmfdsl.modeling._structure import BMFStructure, OneHotSide
 from bmfdsl.registry import Registry, import_target
 from bmfdsl.validation import check_binary_matrix, check_one_hot, check_rank
@@ -306,7 +308,10 @@ def compile_model(
     instance = _Instance(module, name, A, rank, one_hot, extra, term_limit)  # type: ignore[arg-type]
     lowered: Lowered | None = None
     estimate: tuple[int, int] | None = None
-    built_in = module.__name__.startswith("bmfdsl.models.")
+    # the package's own module, as imported (a script may name itself anything)
+    built_in = module.__name__.startswith("bmfdsl.models.") and (
+        sys.modules.get(module.__name__) is module
+    )
     if A.shape[0] * A.shape[1] * rank <= (BUILT_IN_EAGER_CELLS if built_in else EAGER_CELLS):
         lowered = _lower_and_check(instance.declare(), name, "this instance")
         metadata, check = lowered.declaration, "instance"
@@ -366,7 +371,7 @@ def _claimed_structure(
     """The verified claim as a :class:`BMFStructure` of the whole instance, if any."""
     if metadata.claim is None:
         return None
-    mask, entry_weights = _full_claim_arrays(metadata, instance.data, on_instance)
+    mask, entry_weights = _full_claim_arrays(metadata, instance.data, instance.A.shape, on_instance)
     return claimed_structure(
         metadata,
         A=instance.A,
@@ -378,20 +383,22 @@ def _claimed_structure(
 
 
 def _full_claim_arrays(
-    metadata: Declaration, data: Mapping[str, Any], on_instance: bool
+    metadata: Declaration, data: Mapping[str, Any], shape: tuple[int, int], on_instance: bool
 ) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """The claim's mask and entry weights on the whole instance."""
+    """The claim's mask and entry weights on the whole instance; off the instance (built on
+    sub-instances only) checked here as the model's ``declare_bmf`` checks them."""
     claim = metadata.claim
     assert claim is not None
     if on_instance:
         return claim.mask, claim.entry_weights
     arrays: list[np.ndarray | None] = []
     sources = (claim.mask_source, claim.entry_weights_source)
-    for source, value in zip(sources, (claim.mask, claim.entry_weights), strict=True):
+    names = ("mask", "entry_weights")
+    for source, value, name in zip(sources, (claim.mask, claim.entry_weights), names, strict=True):
         if value is None:
             arrays.append(None)
         elif source is not None and source in data:
-            arrays.append(np.asarray(data[source], dtype=float))
+            arrays.append(check_entry_array(data[source], shape, name, binary=name == "mask"))
         else:
             raise ModelDefinitionError(
                 "on a large instance a structure claim's mask/entry_weights must come from "
