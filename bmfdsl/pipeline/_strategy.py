@@ -8,10 +8,11 @@ the default backend, nothing constrained) also tries, beside the core solve:
   each drawing from a copy of the generator in the state ``method=...`` would give it: on a
   core of at most :data:`METHOD_CELLS` entries (a sampled one: :data:`SAMPLED_METHOD_CELLS`)
   the default then holds each method's own answer among its candidates, so it is never worse
-  than any of them on the same input and seed; a larger core
-  hands them its first rows (the sampled rows are independent draws, so a prefix is a smaller
-  sample), or a uniform sample of its rows when it is all of ``A``, except for ``baseline``,
-  which takes an unsampled ``A`` whole up to :data:`BASELINE_WHOLE_CELLS` entries, and
+  than any of them on the same input and seed (where the screening below keeps them); a
+  larger core hands them its first rows (the sampled rows are independent draws, so a prefix
+  is a smaller sample), or a uniform sample of its rows when it is all of ``A``, except for
+  ``baseline``, which takes an unsampled ``A`` whole up to :data:`BASELINE_WHOLE_CELLS`
+  entries, and
   ``thresholded``, which also runs on an unsampled ``A`` whole up to
   :data:`THRESHOLDED_WHOLE_CELLS` entries (the seed ``"thresholded-whole"``: on dense
   random data no row sample shows what it finds);
@@ -32,9 +33,8 @@ whose screened ``V`` equals one already kept (or the answer's, column order asid
 skipped, except, on dense data, a method's own answer. Last, :func:`repair_seed`
 swaps one component of the best answer for a block of ones it leaves uncovered, judged on
 :func:`screening_rows`, and the pipeline finishes that start too when the swap helps there.
-The work
-is counted, not timed (fixed iteration counts, ALS at most 20 solves), so a seed gives
-bit-identical answers.
+The work is counted, not timed (fixed iteration counts, ALS at most 20 solves), so a seed
+gives bit-identical answers.
 """
 
 from __future__ import annotations
