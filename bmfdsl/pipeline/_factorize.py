@@ -375,9 +375,7 @@ def _extend_and_polish(
         (done,) = _finish(
             data, [(None if extend else U, V)], [known], side, als, timer, deadline, device
         )
-        info["error_before_als"] = done.error_before_als
-        if als:
-            info.update(als_solves=done.als_solves, polish="als")
+        info.update(_core_finish_info(done, als))
         return done.U, done.V, done.error
     error = objective.error(data, U, V)  # masked: never sampled, so the core is all of A
     info["error_before_als"] = error
@@ -399,6 +397,18 @@ class _Finished:
     error: int
     error_before_als: int
     als_solves: int | None
+
+
+def _core_finish_info(done: _Finished, als: bool) -> dict[str, Any]:
+    """What ``info`` reports of the core's answer finished on the full data (wherever it is
+    finished: alone, or with the seeds)."""
+    if not als:
+        return {"error_before_als": done.error_before_als}
+    return {
+        "error_before_als": done.error_before_als,
+        "als_solves": done.als_solves,
+        "polish": "als",
+    }
 
 
 def _finish(
@@ -617,9 +627,7 @@ def _best_of_seeds(
     for name, done in zip(names, results, strict=True):
         errors[name] = done.error
         if name == "core":
-            info["error_before_als"] = done.error_before_als
-            if als:
-                info.update(als_solves=done.als_solves, polish="als")
+            info.update(_core_finish_info(done, als))
         if best is None or done.error < best[2]:  # the first of the lowest error
             best, chosen = (done.U, done.V, done.error), name
     assert best is not None  # the core's answer at least

@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from bmfdsl.linalg import BinaryMatrix
+from bmfdsl.linalg import BinaryMatrix, SparseMatrix
 from bmfdsl.pipeline._background import close_with_call
 
 #: Largest core (entries) the comparison methods take whole; a larger one hands them a prefix
@@ -360,10 +360,11 @@ def shortlist(seed_set: SeedSet, answer_V: np.ndarray, keep: int = SHORTLIST) ->
     if sample is None:
         return seeds
 
+    matrix = _screening_matrix(sample)
+    dense = not isinstance(matrix, SparseMatrix)  # over SCREEN_SPARSE_DENSITY ones
     with one_blas_thread():  # the answer and every seed in one batch
-        answers = _screened_answers(sample, [answer_V, *(seed.V for seed in seeds)])
+        answers = _screened_answers(matrix, [answer_V, *(seed.V for seed in seeds)])
     (to_beat, answer_key), *judged = [(error, _column_set(V)) for error, _, V in answers]
-    dense = np.count_nonzero(sample) > SCREEN_SPARSE_DENSITY * sample.size
     ranked = sorted(range(len(seeds)), key=lambda index: (judged[index][0], index))
     seen = {answer_key}
     chosen: list[Seed] = []
