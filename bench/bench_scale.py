@@ -117,10 +117,11 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
 
     A, planted = _instance(spec)
     compile_kernels()  # numba loads outside the timings
-    warm_up = _warm_up(spec)
+    small = _warm_up_matrix(spec)
     if spec["kind"] == "dask":
-        result, seconds = _on_cluster(A, spec)
+        (_, warm_up), (result, seconds) = _on_cluster([small, A], spec)
     else:
+        warm_up = _timed_factorize(small, spec)[1]
         result, seconds = _timed_factorize(A, spec)
     timings = result.info["timings"]
     portfolio = result.info.get("portfolio") or {}
@@ -138,20 +139,19 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _warm_up(spec: dict[str, Any]) -> float:
-    """Seconds of one call like ``spec``'s on a smaller matrix of its kind: the same generator,
-    columns, rank and container on :data:`WARM_UP_ROWS` rows (past 2¹⁵, so the same sampling
-    route), or a 60 x 30 slice of the UCI set. The process's first call loads the modules and
-    numba kernels its route needs (for the default: dimod, networkx, the sampling kernels:
-    0.2-0.4 s), once per process, not per call, so that stays out of the timed call and is
-    reported beside it."""
+def _warm_up_matrix(spec: dict[str, Any]) -> Any:
+    """A smaller matrix of ``spec``'s kind for one call before the timed one: the same
+    generator, columns and rank on :data:`WARM_UP_ROWS` rows (past 2¹⁵, so the same sampling
+    route; dask's on the same cluster, so the same route there too), or a 60 x 30 slice of the
+    UCI set. The process's first call loads the modules and numba kernels its route needs (for
+    the default: dimod, networkx, the sampling kernels: 0.2-0.4 s; on a machine whose numba
+    cache is empty, their compilation: 1-3 s), once per process, not per call, so that stays
+    out of the timed call and is reported beside it."""
     import numpy as np
 
     if spec["kind"] == "uci":
-        A: Any = np.loadtxt(Path(spec["path"]), dtype=np.int8)[:60, :30]
-    else:
-        A, _ = _instance({**spec, "m": min(spec["m"], WARM_UP_ROWS), "seed": 1})
-    return _timed_factorize(A, spec)[1]
+        return np.loadtxt(Path(spec["path"]), dtype=np.int8)[:60, :30]
+    return _instance({**spec, "m": min(spec["m"], WARM_UP_ROWS), "seed": 1})[0]
 
 
 def _timed_factorize(A: Any, spec: dict[str, Any]) -> tuple[Any, float]:
@@ -164,21 +164,26 @@ def _timed_factorize(A: Any, spec: dict[str, Any]) -> tuple[Any, float]:
     return result, time.perf_counter() - start
 
 
-def _on_cluster(A: Any, spec: dict[str, Any]) -> tuple[Any, float]:
-    """``factorize`` of ``A`` as a persisted ``dask.array`` on an in-process LocalCluster."""
+def _on_cluster(matrices: list[Any], spec: dict[str, Any]) -> list[tuple[Any, float]]:
+    """``factorize`` of each matrix in turn as a persisted ``dask.array`` on one in-process
+    LocalCluster."""
     import dask.array as da
     import distributed
 
+    timed = []
     with (
         distributed.LocalCluster(
             n_workers=DASK_WORKERS, threads_per_worker=1, processes=False, dashboard_address=":0"
         ) as cluster,
         distributed.Client(cluster),
     ):
-        chunk = -(-A.shape[0] // DASK_BLOCKS)
-        array = da.from_array(A, chunks=(chunk, A.shape[1])).persist()
-        distributed.wait(array)
-        return _timed_factorize(array, spec)
+        for A in matrices:
+            chunk = -(-A.shape[0] // DASK_BLOCKS)
+            array = da.from_array(A, chunks=(chunk, A.shape[1])).persist()
+            distributed.wait(array)
+            timed.append(_timed_factorize(array, spec))
+            del array
+    return timed
 
 
 def _specs(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -284,13 +289,14 @@ def _markdown(payload: dict[str, Any]) -> str:
         "native backend, with the seed portfolio) or a comparison method; S = `None` for the "
         "UCI sets, `'auto'` otherwise. Every call in a fresh process, after one warm-up call "
         "like it on a smaller matrix of its kind (the same generator, columns and rank on "
-        f"{WARM_UP_ROWS:,} rows, dask's as numpy; a 60 x 30 slice of the UCI set): a process's "
-        "first call loads the modules and kernels its route needs, once per process "
-        "(`warm-up s`, ours / thresholded's, is that call's whole time). Error ratios: ours ÷ "
-        "the planted factors' error, ÷ thresholded's, ÷ baseline's, ÷ the best of baseline, "
-        "thresholded and penalized (> 1: a loss). Seconds: wall, ours and thresholded's; our "
-        "stages (`gram`: AᵀA, shared by the rank-r leverage scores and the bound). Peak RSS: "
-        f"ours, in MiB. Losses to the best classical method: **{losses}** "
+        f"{WARM_UP_ROWS:,} rows, dask's as a dask array on the same cluster; a 60 x 30 slice "
+        "of the UCI set): a process's first call loads the modules and kernels its route "
+        "needs, once per process (`warm-up s`, ours / thresholded's, is that call's whole "
+        "time). Error ratios: ours ÷ the planted factors' error, ÷ thresholded's, ÷ baseline's, "
+        "÷ the best of baseline, thresholded and penalized (> 1: a loss). Seconds: wall, ours "
+        "and thresholded's; our stages (`gram`: AᵀA, shared by the rank-r leverage scores and "
+        "the bound). Peak RSS: ours, in MiB. Losses to the best classical method: "
+        f"**{losses}** "
         f"of {len(rows)}. `dask_planted`: every method gets a persisted `dask.array` on an "
         f"in-process LocalCluster of {DASK_WORKERS} one-thread workers ({DASK_BLOCKS} row "
         "blocks); its Gram matrix (200 columns: full-rank scores) is summed in the pass that "
