@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test docs bench clean
+.PHONY: demo test docs bench clean clean-kernels
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,5 +30,10 @@ docs: $(VENV)/.installed
 bench: $(VENV)/.installed
 	$(BIN)/python bench/bench_compile.py
 
-clean:
+clean: clean-kernels
 	rm -rf $(VENV) build dist *.egg-info
+
+# numba keys a cached kernel on its own file only: a kernel that calls one from another file
+# keeps the old callee's code until its cache goes
+clean-kernels:
+	find bmfdsl backends models -name '*.nbi' -delete -o -name '*.nbc' -delete

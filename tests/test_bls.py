@@ -257,6 +257,35 @@ def test_pruned_scoring_is_exact_for_any_nonnegative_gram(rank: int) -> None:
         assert scores.tolist() == every.min(axis=1).tolist()
 
 
+@pytest.mark.parametrize("rank", [5, 8, 10, 12])
+def test_branch_and_bound_rows_equal_brute_force(rank: int) -> None:
+    """Rows with more than GRAY_WALK_BITS helpful bits go by branch and bound: on dense rows
+    (most bits helpful), planted rows, duplicated factor columns (ties between codes) and a
+    non-symmetric G, every row's code and score are brute force's, lowest index on ties."""
+    from bmfdsl.linalg import best_codes_from_stats, code_table
+    from bmfdsl.linalg._kernels import GRAY_WALK_BITS
+
+    rng = np.random.default_rng(100 + rank)
+    codes = code_table(rank, False).astype(np.int64)
+    branched = 0
+    for case in range(8):
+        V = _random_binary(rng, (40, rank), rng.uniform(0.1, 0.6)).astype(np.int64)
+        if case % 2:
+            V[:, rank - 1] = V[:, 0]  # two equal columns: equal scores, the index decides
+        A = _random_binary(rng, (200, 40), rng.uniform(0.3, 0.9)).astype(np.int64)
+        if case == 2:  # rows made of the columns: a planted answer
+            A = (_random_binary(rng, (200, rank), 0.4).astype(np.int64) @ V.T > 0).astype(int)
+        cross, gram = A @ V, V.T @ V
+        if case == 3:
+            gram = gram + np.triu(rng.integers(0, 3, size=(rank, rank)), 1)  # not symmetric
+        branched += int(((np.diag(gram)[None, :] - 2 * cross < 0).sum(axis=1) > 4).sum())
+        index, scores = best_codes_from_stats(cross, gram)
+        every = np.einsum("ck,kl,cl->c", codes, gram, codes)[None, :] - 2 * cross @ codes.T
+        assert index.tolist() == np.argmin(every, axis=1).tolist()
+        assert scores.tolist() == every.min(axis=1).tolist()
+    assert GRAY_WALK_BITS == 4 and branched > 100  # the branch and bound was exercised
+
+
 @pytest.mark.parametrize(
     ("cross", "gram", "message"),
     [
