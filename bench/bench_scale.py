@@ -11,7 +11,8 @@ Instances (each ``(instance, method)`` in a fresh process, so that peak RSS is i
   r = 5, 53 M ones: 2,000 columns would double the four calls' time on this shared 2-core
   machine), sampled with ``sample_rows="auto"``; both return their planted factors, so the
   planted error is known;
-* a dense 60,000 x 400 numpy array (``make_planted_blocks`` at 30% density, ``toarray()``);
+* dense numpy arrays (``make_planted_blocks`` at 30% density, ``toarray()``): 60,000 x 400 at
+  r = 5, and 30,000 x 300 at r = 12 (up to 4,096 codes a dense row in every exact BLS);
 * a ``dask.array`` of ``make_sparse_planted`` 10⁶ x 200 at r = 5 (dense ``int8``, 8 row
   blocks, persisted) on a ``distributed.LocalCluster`` of 2 one-thread workers in this
   process (``processes=False``: worker processes would each need their own copy of the
@@ -63,6 +64,7 @@ PLANTED = (
     ("sparse_planted", "sparse", 1_000_000, 1000, 5, None),
     ("planted_blocks", "blocks", 1_000_000, 500, 10, 0.01),
     ("dense_blocks", "dense", 60_000, 400, 5, 0.3),
+    ("dense_blocks", "dense", 30_000, 300, 12, 0.3),  # high rank: 4,096 codes a dense row
     ("sparse_planted", "sparse", 5_000_000, 1000, 5, None),
     ("dask_planted", "dask", 1_000_000, 200, 5, None),
 )

@@ -296,6 +296,7 @@ def test_branch_and_bound_rows_equal_brute_force(rank: int) -> None:
         (np.zeros((1, 2), dtype=object), np.eye(2, dtype=np.int64), "integer array"),
         (np.array([[np.inf, 0]]), np.eye(2, dtype=np.int64), "below 2"),  # wrapped to -2^63
         (np.array([[2**63, 0]], dtype=np.uint64), np.eye(2, dtype=np.int64), "below 2"),
+        (np.array([[2**60, 1]], dtype=np.int64), np.eye(2, dtype=np.int64), "below 2"),  # wraps
         (np.array([[np.nan, 0]]), np.eye(2, dtype=np.int64), "must hold integers"),
     ],
 )
@@ -319,17 +320,22 @@ def test_compiled_row_solve_takes_the_first_best_code_of_any_table_order(
 ) -> None:
     """solve_rows_exact scores only a row's helpful bits, yet picks what scanning the whole
     table does: the first code of the lowest error in the table's order (a kept row's code
-    where it ties), on data with many ties (small 0/1 blocks, repeated columns)."""
+    where it ties), on data with many ties (small 0/1 blocks, repeated rows and columns of
+    the factor, a zero column); ranks 8-10 on dense rows take the branch and bound."""
     from bmfdsl.linalg import code_table, solve_rows_exact
 
     rng = np.random.default_rng(len(order) + keep_ties)
-    for rank in (1, 3, 6):
+    for rank in (1, 3, 6, 8, 10):
         codes = code_table(rank, False, "index" if order == "shuffled" else order)  # type: ignore[arg-type]
         if order == "shuffled":
             codes = np.ascontiguousarray(codes[rng.permutation(len(codes))])
-        A = _random_binary(rng, (40, 12), 0.3)
+        A = _random_binary(rng, (40, 12), 0.3 if rank <= 6 else 0.7)
         V = _random_binary(rng, (12, rank), 0.3)
-        V[6:] = V[:6]  # equal columns: ties between codes
+        V[6:] = V[:6]  # equal rows: fewer distinct scores, more ties between codes
+        if rank > 1:
+            V[:, 1] = V[:, 0]  # equal columns: codes that swap them tie
+        if rank > 3:
+            V[:, 3] = 0  # a zero column: its bit never changes the error
         start = _random_binary(rng, (40, rank), 0.5)
         out = start.copy()
         error = solve_rows_exact(A, V, codes, out, keep_ties)

@@ -702,7 +702,7 @@ def best_codes_from_stats(cross: np.ndarray, gram: np.ndarray) -> tuple[np.ndarr
     score ``cᵀGc - 2 x·c``, as int64 arrays.
 
     A bit ``k`` with ``G_kk - 2 x_k >= 0`` never helps: switching it on adds that plus
-    ``2 Σ G_kl >= 0`` over the code's other bits and raises the index, so only the subsets of
+    ``Σ (G_kl + G_lk) >= 0`` over the code's other bits and raises the index, so only the subsets of
     the other ``K`` bits are scored, exactly, in integers. With ``K`` at most
     :data:`GRAY_WALK_BITS` (sparse or block rows: planted blocks, 100,000 x 2,000, r = 10, BLS
     of 100,000 rows 0.09 s -> 0.002 s) they are walked in Gray-code order, each in ``O(1)``
@@ -765,11 +765,11 @@ def integer_statistics(name: str, values: Any) -> np.ndarray:
                 f"such as {fractional.flat[0]:g}"
             )
     # counts of a 0/1 product stay far below 2^53; beyond it a float is not an exact count,
-    # and beyond 2^63 an int64 cast wraps around
-    if array.size and array.dtype.kind in "uf" and float(np.abs(array).max()) > 2.0**53:
-        raise InvalidParameterError(
-            f"{name} must hold counts below 2^53; got {float(np.abs(array).max()):g}"
-        )
+    # beyond 2^63 an int64 cast wraps around, and scores of r <= 24 bits of such counts
+    # (r² G + 2 r |x|) would wrap in int64 for integers near 2^60
+    largest = max(abs(float(array.min())), abs(float(array.max()))) if array.size else 0.0
+    if array.dtype.kind in "iuf" and largest > 2.0**53:
+        raise InvalidParameterError(f"{name} must hold counts below 2^53; got {largest:g}")
     return np.ascontiguousarray(array, dtype=np.int64)
 
 
@@ -966,15 +966,19 @@ def _best_table_code(
     """The first code in table order (``position``) of the least ``cᵀGc - 2 x·c`` and that
     score, for ``G`` with no negative entry: a bit with ``G_kk - 2 x_k > 0`` makes any code
     strictly worse than the same code without it, so only the subsets of the other bits
-    are scored (Gray-code order, ``O(1)`` each from ``quad``, the index-order ``cᵀGc``; more
-    than :data:`GRAY_WALK_BITS` of them by :func:`_branch_and_bound`)."""
+    are scored (Gray-code order, ``O(1)`` each from ``quad``, the index-order ``cᵀGc``; by
+    :func:`_branch_and_bound` where more than :data:`GRAY_WALK_BITS` of them lower the score:
+    bits that leave it as it is only break ties, and the search cannot prune on them)."""
     rank = cross.shape[0]
     count = 0
+    lowering = 0  # bits that lower the score: the branch and bound prunes on them alone
     for k in range(rank):
-        if factor_gram[k, k] - 2 * cross[k] <= 0:  # (= 0: ties, which the order breaks)
+        gain = factor_gram[k, k] - 2 * cross[k]
+        if gain <= 0:  # (= 0: ties, which the order breaks)
             helpful[count] = k
             count += 1
-    if count > GRAY_WALK_BITS:
+            lowering += gain < 0
+    if lowering > GRAY_WALK_BITS:
         index, score = _branch_and_bound(cross, factor_gram, helpful[:count], position, stack)
         return position[index], score
     best_index = 0
