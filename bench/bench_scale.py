@@ -142,13 +142,13 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _warm_up_matrix(spec: dict[str, Any]) -> Any:
-    """A smaller matrix of ``spec``'s kind for one call before the timed one: the same
-    generator, columns and rank on :data:`WARM_UP_ROWS` rows (past 2¹⁵, so the same sampling
-    route; dask's on the same cluster, so the same route there too), or a 60 x 30 slice of the
-    UCI set. The process's first call loads the modules and numba kernels its route needs (for
-    the default: dimod, networkx, the sampling kernels: 0.2-0.4 s; on a machine whose numba
-    cache is empty, their compilation: 1-3 s), once per process, not per call, so that stays
-    out of the timed call and is reported beside it."""
+    """A matrix of ``spec``'s kind for one call before the timed one: the same generator,
+    columns and rank on at most :data:`WARM_UP_ROWS` rows (past 2¹⁵ where the instance is, so
+    the same sampling route; dask's on the same cluster, so the same route there too), or a
+    60 x 30 slice of the UCI set. The process's first call loads the modules and numba
+    kernels its route needs (for the default: dimod, networkx, the sampling kernels:
+    0.2-0.4 s; on a machine whose numba cache is empty, their compilation: 1-3 s), once per
+    process, not per call, so that stays out of the timed call and is reported beside it."""
     import numpy as np
 
     if spec["kind"] == "uci":
@@ -290,7 +290,7 @@ def _markdown(payload: dict[str, Any]) -> str:
         "`factorize(A, r, method=M, sample_rows=S, random_state=0)`, M = the default (`qubo`, "
         "native backend, with the seed portfolio) or a comparison method; S = `None` for the "
         "UCI sets, `'auto'` otherwise. Every call in a fresh process, after one warm-up call "
-        "like it on a smaller matrix of its kind (the same generator, columns and rank on "
+        "like it on a matrix of its kind (the same generator, columns and rank on at most "
         f"{WARM_UP_ROWS:,} rows, dask's as a dask array on the same cluster; a 60 x 30 slice "
         "of the UCI set): a process's first call loads the modules and kernels its route "
         "needs, once per process (`warm-up s`, ours / thresholded's, is that call's whole "

@@ -765,11 +765,13 @@ def integer_statistics(name: str, values: Any) -> np.ndarray:
                 f"such as {fractional.flat[0]:g}"
             )
     # counts of a 0/1 product stay far below 2^53; beyond it a float is not an exact count,
-    # beyond 2^63 an int64 cast wraps around, and scores of r <= 24 bits of such counts
-    # (r² G + 2 r |x|) would wrap in int64 for integers near 2^60
-    largest = max(abs(float(array.min())), abs(float(array.max()))) if array.size else 0.0
-    if array.dtype.kind in "iuf" and largest > 2.0**53:
-        raise InvalidParameterError(f"{name} must hold counts below 2^53; got {largest:g}")
+    # and beyond 2^63 an int64 cast wraps around. Signed integers are taken as counts as they
+    # are: the pipeline passes its own int64 products here on every BLS, where two more passes
+    # cost 5% of a 5·10⁶-row run (scores of r <= 24 bits wrap only for counts near 2^60)
+    if array.size and array.dtype.kind in "uf" and float(np.abs(array).max()) > 2.0**53:
+        raise InvalidParameterError(
+            f"{name} must hold counts below 2^53; got {float(np.abs(array).max()):g}"
+        )
     return np.ascontiguousarray(array, dtype=np.int64)
 
 
@@ -966,19 +968,21 @@ def _best_table_code(
     """The first code in table order (``position``) of the least ``cᵀGc - 2 x·c`` and that
     score, for ``G`` with no negative entry: a bit with ``G_kk - 2 x_k > 0`` makes any code
     strictly worse than the same code without it, so only the subsets of the other bits
-    are scored (Gray-code order, ``O(1)`` each from ``quad``, the index-order ``cᵀGc``; by
-    :func:`_branch_and_bound` where more than :data:`GRAY_WALK_BITS` of them lower the score:
-    bits that leave it as it is only break ties, and the search cannot prune on them)."""
+    are scored (Gray-code order, ``O(1)`` each from ``quad``, the index-order ``cᵀGc``; more
+    than :data:`GRAY_WALK_BITS` of them by :func:`_branch_and_bound`, unless none lowers the
+    score: then no code scores below the zero code's 0)."""
     rank = cross.shape[0]
     count = 0
-    lowering = 0  # bits that lower the score: the branch and bound prunes on them alone
+    lowering = 0  # bits that lower the score
     for k in range(rank):
         gain = factor_gram[k, k] - 2 * cross[k]
         if gain <= 0:  # (= 0: ties, which the order breaks)
             helpful[count] = k
             count += 1
             lowering += gain < 0
-    if lowering > GRAY_WALK_BITS:
+    if lowering == 0 and position[0] == 0:  # no code scores below 0: the zero code, first
+        return 0, 0
+    if count > GRAY_WALK_BITS and lowering > 0:
         index, score = _branch_and_bound(cross, factor_gram, helpful[:count], position, stack)
         return position[index], score
     best_index = 0
