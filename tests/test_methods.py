@@ -306,6 +306,27 @@ def test_penalized_fused_update_gives_the_numpy_expressions_bits(
         assert W.tobytes() == W_ref.tobytes() and H.tobytes() == H_ref.tobytes()
 
 
+@pytest.mark.parametrize(("max_iter", "test_conv"), [(200, 7), (60, None), (300, 1000)])
+def test_penalized_sparse_loop_tests_convergence_where_the_numpy_loop_does(
+    max_iter: int, test_conv: int | None
+) -> None:
+    """The sparse route runs its iterations in one compiled call between two convergence
+    tests: with tests every 7 iterations, every iteration (None) or never before the end, it
+    stops where the numpy loop stops, with the same values up to the last bits."""
+    from bmfdsl.solvers.methods._penalized import SPARSE_DENSITY
+
+    rng = np.random.default_rng(max_iter)
+    for trial in range(4):
+        A = (rng.random((60, 150)) < 0.05).astype(np.int8)
+        assert np.count_nonzero(A) <= SPARSE_DENSITY * A.size
+        W, H = penalized_factors(A, 4, random_state=trial, max_iter=max_iter, test_conv=test_conv)
+        W_ref, H_ref = _numpy_penalized_factors(
+            A, 4, random_state=trial, max_iter=max_iter, test_conv=test_conv or 1
+        )
+        np.testing.assert_allclose(W, W_ref, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(H, H_ref, rtol=1e-9, atol=1e-12)
+
+
 def test_penalized_on_sparse_input_rounds_to_the_dense_products_answer() -> None:
     # Below SPARSE_DENSITY the data terms are summed over the ones of A: the same values up to
     # the last bits, and the same rounded U, V as the BLAS products give.
