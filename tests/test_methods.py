@@ -327,6 +327,20 @@ def test_penalized_sparse_loop_tests_convergence_where_the_numpy_loop_does(
         np.testing.assert_allclose(H, H_ref, rtol=1e-9, atol=1e-12)
 
 
+def test_penalized_sparse_loop_gives_the_same_bits_in_any_number_of_calls(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The compiled iterations are cut into calls of bounded work (so that Ctrl-C is felt);
+    where the cuts fall changes nothing, down to one iteration a call."""
+    from bmfdsl.solvers.methods import _penalized as module
+
+    A = (np.random.default_rng(3).random((50, 120)) < 0.06).astype(np.int8)
+    whole = penalized_factors(A, 3, random_state=0, max_iter=300)
+    monkeypatch.setattr(module, "_COMPILED_CALL_WORK", 1)
+    cut = penalized_factors(A, 3, random_state=0, max_iter=300)
+    assert whole[0].tobytes() == cut[0].tobytes() and whole[1].tobytes() == cut[1].tobytes()
+
+
 def test_penalized_on_sparse_input_rounds_to_the_dense_products_answer() -> None:
     # Below SPARSE_DENSITY the data terms are summed over the ones of A: the same values up to
     # the last bits, and the same rounded U, V as the BLAS products give.

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         dense_row_pairs,
         gram,
         integer_statistics,
+        pattern_cross_into,
         pattern_gram_matvec,
         pattern_quadratic_forms,
         random_factor,

@@ -235,6 +235,22 @@ def pattern_cross(
 
 
 @numba.njit(cache=True, nogil=True)
+def pattern_cross_into(
+    indptr: np.ndarray, indices: np.ndarray, factor: np.ndarray, out: np.ndarray
+) -> None:
+    """``out = A F`` for a 0/1 CSR ``A`` given by its pattern, in ``out``'s dtype: the sums
+    :func:`pattern_cross` gives, on one thread, callable from other compiled loops.
+
+    >>> out = np.empty((2, 1))
+    >>> pattern_cross_into(np.array([0, 2, 3]), np.array([0, 1, 1]), np.array([[1.0], [2.0]]), out)
+    >>> out.tolist()
+    [[3.0], [2.0]]
+    """
+    out[:, :] = 0
+    _pattern_cross_rows(indptr, indices, factor, 0, out)
+
+
+@numba.njit(cache=True, nogil=True)
 def _pattern_cross_rows(
     indptr: np.ndarray, indices: np.ndarray, factor: np.ndarray, first: int, out: np.ndarray
 ) -> None:

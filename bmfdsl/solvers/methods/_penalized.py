@@ -39,16 +39,25 @@ import numba
 import numpy as np
 
 from bmfdsl.errors import InvalidParameterError
+from bmfdsl.linalg import pattern_cross_into
 from bmfdsl.validation import check_binary_matrix, check_random_state, check_rank
 
 _EPS = float(np.finfo(np.float64).eps)
 #: Largest share of ones at which the data terms ``WᵀA`` and ``AHᵀ`` are summed over the ones
-#: of ``A`` (:meth:`bmfdsl.linalg.SparseMatrix.cross`, scipy's sums) rather than by dense BLAS
+#: of ``A`` (:meth:`bmfdsl.linalg.SparseMatrix.cross`) rather than by dense BLAS
 #: products: penalized at 100 x 1,000, rank 5, 5% ones took 0.06 s instead of 0.13 s; beyond
 #: about 15% ones BLAS is faster. The sums differ from BLAS's in the last bits only; the rounded
 #: ``U``, ``V`` were the same on each of 154 instances tried (random at 2-12% ones, planted,
 #: the four UCI sets at k = 2, 5, 10), and tests compare them on more.
 SPARSE_DENSITY = 0.125
+#: Work of one iteration (``2 nnz r + (m + n) r²``) below which sparse input runs its iterations
+#: in compiled calls (:func:`_penalized_sparse_steps`): the portfolio's sampled cores (200 x
+#: 2,000 at 2% ones, r = 10: 0.3 M) and the paper's sizes; above it the Python loop's
+#: overhead is small and the sums over the ones use threads (``SparseMatrix.cross``).
+_COMPILED_MAX_WORK = 2**22
+#: Work per compiled call (a bound on the iterations between two returns to Python, so that
+#: Ctrl-C is felt within about a tenth of a second); the result does not depend on it.
+_COMPILED_CALL_WORK = 2**26
 
 
 def penalized(
@@ -150,7 +159,11 @@ def penalized_factors(
     penalty_w = penalty_h = 1.0 / max_iter if max_iter else 0.1
     previous = current = float(np.finfo(np.float64).max)
     iteration = 0
-    H_t = np.ascontiguousarray(H.T) if sparse is not None else H  # the kernel's layout
+    # small sparse input: compiled calls (the portfolio's cores); larger: the loop below, whose
+    # sums over the ones use the threads of SparseMatrix.cross and outweigh Python's overhead
+    work = 0 if sparse is None else 2 * sparse[0].csr.nnz * rank + (m + n) * rank * rank
+    compiled = sparse is not None and work < _COMPILED_MAX_WORK
+    H_t = np.ascontiguousarray(H.T) if compiled else H  # the kernel's layout
     while not (max_iter and iteration >= max_iter):
         testing = not test_conv or iteration % test_conv == 0
         if testing and iteration > 0:
@@ -161,10 +174,11 @@ def penalized_factors(
         if testing:
             previous = current
         # the iterations up to the next test (the loop's only reads of the iterates)
-        steps = test_conv - iteration % test_conv if test_conv else 1
+        steps = int(test_conv - iteration % test_conv if test_conv else 1)
         if max_iter:
-            steps = min(steps, max_iter - iteration)
-        if sparse is not None:
+            steps = int(min(steps, max_iter - iteration))
+        if compiled and sparse is not None:
+            steps = min(steps, max(1, _COMPILED_CALL_WORK // work))  # Ctrl-C between calls
             rows, columns = sparse[0].csr, sparse[1].csr
             W = np.ascontiguousarray(W)
             penalty_h, penalty_w = _penalized_sparse_steps(
@@ -174,8 +188,10 @@ def penalized_factors(
             H = H_t.T
         else:
             for _ in range(steps):
-                H = _penalized_update(H, W.T @ A, (W.T @ W) @ H, penalty_h)
-                W = _penalized_update(W, A @ H.T, W @ (H @ H.T), penalty_w)
+                data_h = W.T @ A if sparse is None else sparse[1].cross(W).T
+                H = _penalized_update(H, data_h, (W.T @ W) @ H, penalty_h)
+                data_w = A @ H.T if sparse is None else sparse[0].cross(H.T)
+                W = _penalized_update(W, data_w, W @ (H @ H.T), penalty_w)
                 penalty_h *= lambda_h
                 penalty_w *= lambda_w
                 np.maximum(H, _EPS, out=H)  # avoid underflow to 0 (a fixed point of the updates)
@@ -236,8 +252,8 @@ def _penalized_sparse_steps(
 ) -> tuple[float, float]:
     """``steps`` iterations of the loop in place on ``W`` (``m x r``) and ``H_t`` (``Hᵀ``,
     ``n x r``) for a 0/1 ``A`` given as the CSR patterns of ``A`` and ``Aᵀ``; returns the
-    grown penalty weights. The data terms are summed over the ones in index order (the sums
-    :meth:`~bmfdsl.linalg.SparseMatrix.cross` gives), the model terms are BLAS products (from
+    grown penalty weights. The data terms are summed over the ones in index order
+    (:func:`~bmfdsl.linalg.pattern_cross_into`), the model terms are BLAS products (from
     numba, so the same as numpy's up to the last bits), the updates as
     :func:`_penalized_update` computes them: one call instead of ten per iteration, without
     the GIL (beside the portfolio's other threads, the loop waited for it at every call)."""
@@ -246,10 +262,10 @@ def _penalized_sparse_steps(
     data_w = np.empty((m, rank))
     data_h = np.empty((n, rank))
     for _ in range(steps):
-        _pattern_sums(t_indptr, t_indices, W, data_h)  # (WᵀA)ᵀ
+        pattern_cross_into(t_indptr, t_indices, W, data_h)  # (WᵀA)ᵀ
         model_h = np.dot(H_t, np.dot(W.T, W))  # ((WᵀW) H)ᵀ, BLAS
         H_t[:, :] = _penalized_update(H_t, data_h, model_h, penalty_h)
-        _pattern_sums(indptr, indices, H_t, data_w)  # A Hᵀ
+        pattern_cross_into(indptr, indices, H_t, data_w)  # A Hᵀ
         model_w = np.dot(W, np.dot(H_t.T, H_t))  # W (H Hᵀ)
         W[:, :] = _penalized_update(W, data_w, model_w, penalty_w)
         penalty_h *= lambda_h
@@ -263,23 +279,9 @@ def _penalized_sparse_steps(
     return penalty_h, penalty_w
 
 
-@numba.njit(cache=True, nogil=True)
-def _pattern_sums(indptr: np.ndarray, indices: np.ndarray, F: np.ndarray, out: np.ndarray) -> None:
-    """``out = A F`` for the 0/1 CSR pattern of ``A``: each row the sum of ``F``'s rows at its
-    ones, in index order."""
-    rank = F.shape[1]
-    for i in range(out.shape[0]):
-        for k in range(rank):
-            out[i, k] = 0.0
-        for p in range(indptr[i], indptr[i + 1]):
-            j = indices[p]
-            for k in range(rank):
-                out[i, k] += F[j, k]
-
-
 def sparse_products(A: np.ndarray) -> tuple[Any, Any] | None:
     """For a 0/1 ``A`` with at most :data:`SPARSE_DENSITY` ones: ``A`` and ``Aᵀ`` as sparse
-    patterns whose ``cross(F)`` is ``A F`` summed over the ones (scipy's sums); else ``None``
+    patterns whose ``cross(F)`` is ``A F`` summed over the ones; else ``None``
     (dense BLAS products are faster, or ``A`` holds other values).
 
     >>> sparse_products(np.eye(2)) is None, sparse_products(np.eye(9))[0].cross(np.ones((9, 1)))[0]
