@@ -336,7 +336,7 @@ def test_penalized_sparse_loop_gives_the_same_bits_in_any_number_of_calls(
 
     A = (np.random.default_rng(3).random((50, 120)) < 0.06).astype(np.int8)
     whole = penalized_factors(A, 3, random_state=0, max_iter=300)
-    monkeypatch.setattr(module, "_COMPILED_CALL_WORK", 1)
+    monkeypatch.setattr(module, "COMPILED_CALL_WORK", 1)
     cut = penalized_factors(A, 3, random_state=0, max_iter=300)
     assert whole[0].tobytes() == cut[0].tobytes() and whole[1].tobytes() == cut[1].tobytes()
 
@@ -404,8 +404,8 @@ def test_every_method_has_the_same_calling_convention(name: str) -> None:
 
 
 def test_nmf_on_sparse_binary_input_matches_the_dense_products() -> None:
-    # A sparse 0/1 matrix takes the products over its ones: BLAS's factors up to rounding, and
-    # the same thresholded answer.
+    # A sparse 0/1 matrix takes the products over its ones (in compiled calls at this size):
+    # BLAS's factors up to rounding, and the same thresholded answer.
     rng = np.random.default_rng(23)
     for trial in range(6):
         A = (rng.random((60, 300)) < 0.05).astype(np.int8)
@@ -416,6 +416,20 @@ def test_nmf_on_sparse_binary_input_matches_the_dense_products() -> None:
         U1, V1 = thresholded(A, 4, random_state=trial)
         U2, V2 = thresholded(A, 4, random_state=trial, nmf=_dense_nmf)
         assert np.array_equal(U1, U2) and np.array_equal(V1, V2)
+
+
+def test_nmf_sparse_loop_gives_the_same_bits_in_any_number_of_calls(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """nmf's compiled iterations are cut into calls of bounded work, as penalized's: where the
+    cuts fall changes nothing."""
+    from bmfdsl.solvers.methods import _thresholded as module
+
+    A = (np.random.default_rng(4).random((50, 120)) < 0.06).astype(np.int8)
+    whole = nmf(A, 3, random_state=0)
+    monkeypatch.setattr(module, "COMPILED_CALL_WORK", 1)
+    cut = nmf(A, 3, random_state=0)
+    assert whole[0].tobytes() == cut[0].tobytes() and whole[1].tobytes() == cut[1].tobytes()
 
 
 def _dense_nmf(A, rank, rng, iterations=300):

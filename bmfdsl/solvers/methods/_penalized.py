@@ -51,13 +51,14 @@ _EPS = float(np.finfo(np.float64).eps)
 #: the four UCI sets at k = 2, 5, 10), and tests compare them on more.
 SPARSE_DENSITY = 0.125
 #: Work of one iteration (``2 nnz r + (m + n) r²``) below which sparse input runs its iterations
-#: in compiled calls (:func:`_penalized_sparse_steps`): the portfolio's sampled cores (200 x
-#: 2,000 at 2% ones, r = 10: 0.3 M) and the paper's sizes; above it the Python loop's
-#: overhead is small and the sums over the ones use threads (``SparseMatrix.cross``).
-_COMPILED_MAX_WORK = 2**22
+#: in compiled calls (:func:`_penalized_sparse_steps`; thresholded's NMF likewise): the
+#: portfolio's sampled cores (200 x 2,000 at 2% ones, r = 10: 0.3 M) and the paper's sizes;
+#: above it the Python loop's overhead is small and the sums over the ones use threads
+#: (``SparseMatrix.cross``).
+COMPILED_MAX_WORK = 2**22
 #: Work per compiled call (a bound on the iterations between two returns to Python, so that
 #: Ctrl-C is felt within about a tenth of a second); the result does not depend on it.
-_COMPILED_CALL_WORK = 2**26
+COMPILED_CALL_WORK = 2**26
 
 
 def penalized(
@@ -162,7 +163,7 @@ def penalized_factors(
     # small sparse input: compiled calls (the portfolio's cores); larger: the loop below, whose
     # sums over the ones use the threads of SparseMatrix.cross and outweigh Python's overhead
     work = 0 if sparse is None else 2 * sparse[0].csr.nnz * rank + (m + n) * rank * rank
-    compiled = sparse is not None and work < _COMPILED_MAX_WORK
+    compiled = sparse is not None and work < COMPILED_MAX_WORK
     H_t = np.ascontiguousarray(H.T) if compiled else H  # the kernel's layout
     while not (max_iter and iteration >= max_iter):
         testing = not test_conv or iteration % test_conv == 0
@@ -178,7 +179,7 @@ def penalized_factors(
         if max_iter:
             steps = int(min(steps, max_iter - iteration))
         if compiled and sparse is not None:
-            steps = min(steps, max(1, _COMPILED_CALL_WORK // work))  # Ctrl-C between calls
+            steps = min(steps, max(1, COMPILED_CALL_WORK // work))  # Ctrl-C between calls
             rows, columns = sparse[0].csr, sparse[1].csr
             W = np.ascontiguousarray(W)
             penalty_h, penalty_w = _penalized_sparse_steps(
