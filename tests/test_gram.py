@@ -297,3 +297,21 @@ def test_lookups_that_miss_in_the_probe_rows_stop_there_and_the_counts_stay_exac
         gram = kernels.pattern_gram(A.indptr, A.indices, 60, threads=1)
         assert np.array_equal(gram, _reference(A.toarray()))
         assert looked_up == expected_ranges
+
+
+def test_pattern_cross_into_sums_like_pattern_cross_and_refuses_wrong_shapes() -> None:
+    """The single-thread kernel other compiled loops call gives pattern_cross's sums, and a
+    wrong ``out`` or a column index beyond the factor raises before any read (it would read
+    past the arrays' ends otherwise)."""
+    from bmfdsl.linalg import pattern_cross_into
+
+    rng = np.random.default_rng(8)
+    csr = scipy.sparse.csr_array((rng.random((30, 20)) < 0.2).astype(np.int8))
+    factor = rng.random((20, 3))
+    out = np.empty((30, 3))
+    pattern_cross_into(csr.indptr, csr.indices, factor, out)
+    assert out.tobytes() == kernels.pattern_cross(csr.indptr, csr.indices, factor).tobytes()
+    with pytest.raises(ValueError, match="rows x r"):
+        pattern_cross_into(csr.indptr, csr.indices, factor, np.empty((31, 3)))
+    with pytest.raises(ValueError, match="beyond the factor"):
+        pattern_cross_into(csr.indptr, csr.indices, factor[:5], out)

@@ -416,6 +416,12 @@ def test_nmf_on_sparse_binary_input_matches_the_dense_products() -> None:
         U1, V1 = thresholded(A, 4, random_state=trial)
         U2, V2 = thresholded(A, 4, random_state=trial, nmf=_dense_nmf)
         assert np.array_equal(U1, U2) and np.array_equal(V1, V2)
+    for rank in (7, 10):  # where the products' last bits differ most often
+        A = (rng.random((80, 250)) < 0.06).astype(np.int8)
+        W, H = nmf(A, rank, random_state=rank)
+        W_dense, H_dense = _dense_nmf(A, rank, np.random.default_rng(rank))
+        np.testing.assert_allclose(W, W_dense, rtol=1e-7, atol=1e-12)
+        np.testing.assert_allclose(H, H_dense, rtol=1e-7, atol=1e-12)
 
 
 def test_nmf_sparse_loop_gives_the_same_bits_in_any_number_of_calls(

@@ -239,13 +239,22 @@ def pattern_cross_into(
     indptr: np.ndarray, indices: np.ndarray, factor: np.ndarray, out: np.ndarray
 ) -> None:
     """``out = A F`` for a 0/1 CSR ``A`` given by its pattern, in ``out``'s dtype: the sums
-    :func:`pattern_cross` gives, on one thread, callable from other compiled loops.
+    :func:`pattern_cross` gives, on one thread, callable from other compiled loops. Shapes that
+    do not fit (``out`` not ``rows x r``, a column index beyond ``F``'s rows) raise
+    ``ValueError`` before any read.
 
     >>> out = np.empty((2, 1))
     >>> pattern_cross_into(np.array([0, 2, 3]), np.array([0, 1, 1]), np.array([[1.0], [2.0]]), out)
     >>> out.tolist()
     [[3.0], [2.0]]
     """
+    if out.shape[0] != indptr.shape[0] - 1 or out.shape[1] != factor.shape[1]:
+        raise ValueError("pattern_cross_into: out must be rows x r")
+    if indptr[-1] > indices.shape[0]:
+        raise ValueError("pattern_cross_into: indptr points past the indices")
+    for p in range(indptr[-1]):
+        if indices[p] < 0 or indices[p] >= factor.shape[0]:
+            raise ValueError("pattern_cross_into: a column index beyond the factor's rows")
     out[:, :] = 0
     _pattern_cross_rows(indptr, indices, factor, 0, out)
 

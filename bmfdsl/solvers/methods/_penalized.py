@@ -50,7 +50,7 @@ _EPS = float(np.finfo(np.float64).eps)
 #: ``U``, ``V`` were the same on each of 154 instances tried (random at 2-12% ones, planted,
 #: the four UCI sets at k = 2, 5, 10), and tests compare them on more.
 SPARSE_DENSITY = 0.125
-#: Work of one iteration (``2 nnz r + (m + n) r²``) below which sparse input runs its iterations
+#: Work of one iteration (:func:`sparse_loop_work`) below which sparse input runs its iterations
 #: in compiled calls (:func:`_penalized_sparse_steps`; thresholded's NMF likewise): the
 #: portfolio's sampled cores (200 x 2,000 at 2% ones, r = 10: 0.3 M) and the paper's sizes;
 #: above it the Python loop's overhead is small and the sums over the ones use threads
@@ -162,7 +162,7 @@ def penalized_factors(
     iteration = 0
     # small sparse input: compiled calls (the portfolio's cores); larger: the loop below, whose
     # sums over the ones use the threads of SparseMatrix.cross and outweigh Python's overhead
-    work = 0 if sparse is None else 2 * sparse[0].csr.nnz * rank + (m + n) * rank * rank
+    work = 0 if sparse is None else sparse_loop_work(sparse[0].csr.nnz, m, n, rank)
     compiled = sparse is not None and work < COMPILED_MAX_WORK
     H_t = np.ascontiguousarray(H.T) if compiled else H  # the kernel's layout
     while not (max_iter and iteration >= max_iter):
@@ -278,6 +278,16 @@ def _penalized_sparse_steps(
             for k in range(rank):
                 W[i, k] = max(W[i, k], _EPS)
     return penalty_h, penalty_w
+
+
+def sparse_loop_work(ones: int, m: int, n: int, rank: int) -> int:
+    """One iteration's work on sparse input: the data terms over the ``ones`` and the model
+    terms' products (:data:`COMPILED_MAX_WORK` and :data:`COMPILED_CALL_WORK` count in it).
+
+    >>> sparse_loop_work(1000, 100, 1000, 5)
+    65000
+    """
+    return 2 * ones * rank + 2 * (m + n) * rank * rank
 
 
 def sparse_products(A: np.ndarray) -> tuple[Any, Any] | None:
