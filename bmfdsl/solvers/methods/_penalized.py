@@ -271,13 +271,18 @@ def _penalized_sparse_steps(
         W[:, :] = _penalized_update(W, data_w, model_w, penalty_w)
         penalty_h *= lambda_h
         penalty_w *= lambda_w
-        for i in range(n):
-            for k in range(rank):
-                H_t[i, k] = max(H_t[i, k], _EPS)
-        for i in range(m):
-            for k in range(rank):
-                W[i, k] = max(W[i, k], _EPS)
+        floor_at_eps(H_t)  # avoid underflow to 0 (a fixed point of the updates)
+        floor_at_eps(W)
     return penalty_h, penalty_w
+
+
+@numba.njit(cache=True, nogil=True)
+def floor_at_eps(F: np.ndarray) -> None:
+    """Raise the entries of ``F`` below machine epsilon to it, in place (``np.maximum(F, eps,
+    out=F)`` inside compiled loops: the multiplicative updates' iterates stay positive)."""
+    for i in range(F.shape[0]):
+        for k in range(F.shape[1]):
+            F[i, k] = max(F[i, k], _EPS)
 
 
 def sparse_loop_work(ones: int, m: int, n: int, rank: int) -> int:

@@ -19,6 +19,7 @@ from bmfdsl.linalg import pattern_cross_into
 from bmfdsl.solvers.methods._penalized import (
     COMPILED_CALL_WORK,
     COMPILED_MAX_WORK,
+    floor_at_eps,
     sparse_loop_work,
     sparse_products,
 )
@@ -111,12 +112,8 @@ def _nmf_sparse_steps(
         for i in range(m):
             for k in range(rank):
                 W[i, k] *= data_w[i, k] / max(model_w[i, k], 1e-12)
-        for j in range(n):
-            for k in range(rank):
-                H_t[j, k] = max(H_t[j, k], _EPS)
-        for i in range(m):
-            for k in range(rank):
-                W[i, k] = max(W[i, k], _EPS)
+        floor_at_eps(H_t)
+        floor_at_eps(W)
 
 
 def normalize_factors(W: np.ndarray, H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
