@@ -429,7 +429,7 @@ def test_nmf_sparse_loop_gives_the_same_bits_in_any_number_of_calls(
 ) -> None:
     """nmf's compiled iterations are cut into calls of bounded work, as penalized's: where the
     cuts fall changes nothing."""
-    from bmfdsl.solvers.methods import _thresholded as module
+    from bmfdsl.solvers.methods import _penalized as module  # the work limits' home
 
     A = (np.random.default_rng(4).random((50, 120)) < 0.06).astype(np.int8)
     whole = nmf(A, 3, random_state=0)

@@ -160,11 +160,8 @@ def penalized_factors(
     penalty_w = penalty_h = 1.0 / max_iter if max_iter else 0.1
     previous = current = float(np.finfo(np.float64).max)
     iteration = 0
-    # small sparse input: compiled calls (the portfolio's cores); larger: the loop below, whose
-    # sums over the ones use the threads of SparseMatrix.cross and outweigh Python's overhead
-    work = 0 if sparse is None else sparse_loop_work(sparse[0].csr.nnz, m, n, rank)
-    compiled = sparse is not None and work < COMPILED_MAX_WORK
-    H_t = np.ascontiguousarray(H.T) if compiled else H  # the kernel's layout
+    compiled = compiled_patterns(sparse, m, n, rank)
+    H_t = np.ascontiguousarray(H.T) if compiled is not None else H  # the kernel's layout
     while not (max_iter and iteration >= max_iter):
         testing = not test_conv or iteration % test_conv == 0
         if testing and iteration > 0:
@@ -178,9 +175,9 @@ def penalized_factors(
         steps = int(test_conv - iteration % test_conv if test_conv else 1)
         if max_iter:
             steps = int(min(steps, max_iter - iteration))
-        if compiled and sparse is not None:
-            steps = min(steps, max(1, COMPILED_CALL_WORK // work))  # Ctrl-C between calls
-            rows, columns = sparse[0].csr, sparse[1].csr
+        if compiled is not None:
+            rows, columns, per_call = compiled
+            steps = min(steps, per_call)
             W = np.ascontiguousarray(W)
             penalty_h, penalty_w = _penalized_sparse_steps(
                 rows.indptr, rows.indices, columns.indptr, columns.indices, W, H_t,
@@ -263,11 +260,9 @@ def _penalized_sparse_steps(
     data_w = np.empty((m, rank))
     data_h = np.empty((n, rank))
     for _ in range(steps):
-        pattern_cross_into(t_indptr, t_indices, W, data_h)  # (WᵀA)ᵀ
-        model_h = np.dot(H_t, np.dot(W.T, W))  # ((WᵀW) H)ᵀ, BLAS
+        model_h = update_terms(t_indptr, t_indices, W, H_t, data_h)
         H_t[:, :] = _penalized_update(H_t, data_h, model_h, penalty_h)
-        pattern_cross_into(indptr, indices, H_t, data_w)  # A Hᵀ
-        model_w = np.dot(W, np.dot(H_t.T, H_t))  # W (H Hᵀ)
+        model_w = update_terms(indptr, indices, H_t, W, data_w)
         W[:, :] = _penalized_update(W, data_w, model_w, penalty_w)
         penalty_h *= lambda_h
         penalty_w *= lambda_w
@@ -283,6 +278,40 @@ def floor_at_eps(F: np.ndarray) -> None:
     for i in range(F.shape[0]):
         for k in range(F.shape[1]):
             F[i, k] = max(F[i, k], _EPS)
+
+
+@numba.njit(cache=True, nogil=True)
+def update_terms(
+    indptr: np.ndarray, indices: np.ndarray, other: np.ndarray, factor: np.ndarray, data: np.ndarray
+) -> np.ndarray:
+    """The terms of one multiplicative update of ``factor`` (``Hᵀ`` or ``W``, a row per
+    pattern row) given the ``other`` factor: the data term (``(WᵀA)ᵀ`` or ``A Hᵀ``, summed
+    over the ones of the pattern into ``data``) and, returned, the model term
+    ``factor (otherᵀ other)`` (``((WᵀW) H)ᵀ`` or ``W (H Hᵀ)``, BLAS products)."""
+    pattern_cross_into(indptr, indices, other, data)
+    return np.dot(factor, np.dot(other.T, other))
+
+
+def compiled_patterns(
+    sparse: tuple[Any, Any] | None, m: int, n: int, rank: int
+) -> tuple[Any, Any, int] | None:
+    """Where the multiplicative updates run in compiled calls, for the patterns
+    :func:`sparse_products` gave: the CSR patterns of ``A`` and ``Aᵀ`` and the iterations per
+    call (work at most :data:`COMPILED_CALL_WORK`, so that Ctrl-C is felt between calls);
+    ``None`` for dense input or an iteration above :data:`COMPILED_MAX_WORK` (the Python loop,
+    whose sums over the ones use the threads of ``SparseMatrix.cross``).
+
+    >>> compiled_patterns(None, 9, 9, 2) is None  # dense input
+    True
+    >>> compiled_patterns(sparse_products(np.eye(9)), 9, 9, 2)[2]  # 2**26 // (36 + 144)
+    372827
+    """
+    if sparse is None:
+        return None
+    work = sparse_loop_work(sparse[0].csr.nnz, m, n, rank)
+    if work >= COMPILED_MAX_WORK:
+        return None
+    return sparse[0].csr, sparse[1].csr, max(1, COMPILED_CALL_WORK // work)
 
 
 def sparse_loop_work(ones: int, m: int, n: int, rank: int) -> int:

@@ -15,13 +15,11 @@ import numba
 import numpy as np
 
 from bmfdsl.errors import InvalidParameterError
-from bmfdsl.linalg import pattern_cross_into
 from bmfdsl.solvers.methods._penalized import (
-    COMPILED_CALL_WORK,
-    COMPILED_MAX_WORK,
+    compiled_patterns,
     floor_at_eps,
-    sparse_loop_work,
     sparse_products,
+    update_terms,
 )
 from bmfdsl.validation import check_binary_matrix, check_random_state, check_rank
 
@@ -44,9 +42,9 @@ def nmf(
     floored at 1e-12, entries floored at machine epsilon). On a 0/1 ``A`` with at most
     ``SPARSE_DENSITY`` ones (see :func:`~bmfdsl.solvers.methods._penalized.sparse_products`)
     ``WᵀA`` and ``AHᵀ`` are summed over its ones: BLAS's products up to the last bits, in
-    about half the time (100 x 1,000, 5% ones); below ``COMPILED_MAX_WORK`` per iteration the
-    updates run in compiled calls without the GIL, as penalized's, their model terms BLAS
-    products called from numba: the same factors up to the last bits (the default at 10⁵ rows
+    about half the time (100 x 1,000, 5% ones); where penalized's ``compiled_patterns`` says
+    so, the updates run in compiled calls without the GIL, as penalized's, their model terms
+    BLAS products called from numba: the same factors up to the last bits (the default at 10⁵ rows
     5-15% faster beside the other seed threads). The thresholded answers were the same on 160
     sparse instances; a review found 5 of 8,312 at ranks 4-12 where the last bits moved a
     threshold, each by at most 1 in error (never worse there). Same seed, same factors.
@@ -62,11 +60,10 @@ def nmf(
     W = rng.uniform(0.0, scale, (m, rank))
     H = rng.uniform(0.0, scale, (rank, n))
     sparse = sparse_products(A)  # 0/1 and sparse: products over the ones, as penalized
-    work = 0 if sparse is None else sparse_loop_work(sparse[0].csr.nnz, m, n, rank)
-    if sparse is not None and work < COMPILED_MAX_WORK:  # as penalized: compiled calls
-        rows, columns = sparse[0].csr, sparse[1].csr
+    compiled = compiled_patterns(sparse, m, n, rank)
+    if compiled is not None:  # as penalized: compiled calls
+        rows, columns, per_call = compiled
         H_t = np.ascontiguousarray(H.T)
-        per_call = max(1, COMPILED_CALL_WORK // work)
         for first in range(0, iterations, per_call):
             _nmf_sparse_steps(
                 rows.indptr, rows.indices, columns.indptr, columns.indices, W, H_t,
@@ -102,13 +99,11 @@ def _nmf_sparse_steps(
     data_w = np.empty((m, rank))
     data_h = np.empty((n, rank))
     for _ in range(iterations):
-        pattern_cross_into(t_indptr, t_indices, W, data_h)  # (WᵀA)ᵀ
-        model_h = np.dot(H_t, np.dot(W.T, W))  # ((WᵀW) H)ᵀ
+        model_h = update_terms(t_indptr, t_indices, W, H_t, data_h)
         for j in range(n):
             for k in range(rank):
                 H_t[j, k] *= data_h[j, k] / max(model_h[j, k], 1e-12)
-        pattern_cross_into(indptr, indices, H_t, data_w)  # A Hᵀ
-        model_w = np.dot(W, np.dot(H_t.T, H_t))  # W (H Hᵀ)
+        model_w = update_terms(indptr, indices, H_t, W, data_w)
         for i in range(m):
             for k in range(rank):
                 W[i, k] *= data_w[i, k] / max(model_w[i, k], 1e-12)
