@@ -183,6 +183,52 @@ def test_dask_row_blocks_without_rows_are_solved_like_the_others() -> None:
         assert error == want_error
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_batch_multiplies_each_distinct_column_once(sparse: bool, monkeypatch) -> None:
+    """Starts that share columns (the repair's swaps share all but one) cost one product
+    column each, and every start still gets its own solve's answer."""
+    import scipy.sparse
+
+    from bmfdsl.linalg import SparseMatrix, as_matrix
+    from bmfdsl.solvers import solve_bls_many
+
+    rng = np.random.default_rng(21)
+    A = _random_binary(rng, (500, 40), 0.3)
+    base = _random_binary(rng, (40, 4), 0.3)
+    Vs = [base]
+    for k in range(4):
+        swapped = base.copy()
+        swapped[:, k] = _random_binary(rng, (40, 1), 0.3)[:, 0]
+        Vs.append(swapped)
+    widths: list[int] = []
+    if sparse:
+        real_cross = SparseMatrix.cross
+
+        def counted_cross(self, factor):
+            widths.append(factor.shape[1])
+            return real_cross(self, factor)
+
+        monkeypatch.setattr(SparseMatrix, "cross", counted_cross)
+        data = as_matrix(scipy.sparse.csr_array(A))
+    else:
+        real_products = bls_module._distinct_cross_products
+
+        def counted_products(block, factor, chunk_rows, xp):
+            widths.append(factor.shape[1])
+            return real_products(block, factor, chunk_rows, xp)
+
+        monkeypatch.setattr(bls_module, "_distinct_cross_products", counted_products)
+        monkeypatch.setattr(bls_module, "fits_compiled_kernel", lambda rank, cells: False)
+        data = as_matrix(A)
+    solved = solve_bls_many(data, Vs)
+    distinct = len({column.tobytes() for V in Vs for column in V.T})
+    assert widths == [distinct + (not sparse)]  # (dense: and the row norms' column of ones)
+    for (U, error, _), V in zip(solved, Vs, strict=True):
+        want_U, want_error = solve_bls_with_error(A, V)
+        np.testing.assert_array_equal(U, want_U)
+        assert error == want_error
+
+
 @pytest.mark.parametrize("hash_collides", [False, True])
 def test_local_search_solves_each_distinct_row_once_with_every_rows_answer(
     hash_collides, monkeypatch

@@ -64,6 +64,7 @@ if TYPE_CHECKING:
         dense_gram,
         exact_gram,
         is_dask_array,
+        on_distinct_columns,
         weighted_squared_error,
     )
     from bmfdsl.linalg._products import (

@@ -196,6 +196,30 @@ def bit_gram_work(rows: int, columns: int) -> float:
     return float(rows) * columns * columns / 64
 
 
+def on_distinct_columns(
+    product: Callable[[np.ndarray], np.ndarray], factor: np.ndarray
+) -> np.ndarray:
+    """``product(factor)`` for a column-wise ``product`` (``A F``, ``Aᵀ F``: each column of
+    the result depends on that column of ``F`` alone), computed on ``factor``'s distinct
+    columns only and spread back. The starts of a batch share most columns (the repair's
+    swaps share all but one), and exact integer products make the result the same.
+
+    >>> F = np.array([[1, 0, 1], [0, 1, 0]], dtype=np.int8)
+    >>> seen = []
+    >>> on_distinct_columns(lambda G: seen.append(G.shape) or G * 2, F).tolist(), seen
+    ([[2, 0, 2], [0, 2, 0]], [(2, 2)])
+    """
+    columns = np.ascontiguousarray(np.asarray(factor).T)
+    first: dict[bytes, int] = {}
+    inverse = np.array(
+        [first.setdefault(column.tobytes(), len(first)) for column in columns], dtype=np.int64
+    )
+    if len(first) == len(columns):
+        return product(factor)
+    kept = np.unique(inverse, return_index=True)[1]  # each distinct column's first position
+    return np.ascontiguousarray(product(np.ascontiguousarray(columns[kept].T))[:, inverse])
+
+
 def dense_gram(block: Any, between_chunks: Callable[[], object] | None = None) -> np.ndarray:
     """``blockᵀ block`` of a dense 0/1 array as exact integers in float64.
 

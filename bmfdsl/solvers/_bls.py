@@ -47,6 +47,7 @@ from bmfdsl.linalg import (
     first_minimum,
     get_array_module,
     integer_statistics,
+    on_distinct_columns,
     solve_rows_exact,
     solve_rows_local,
     to_host,
@@ -274,7 +275,7 @@ def _solve_in_memory(
         # The statistics route: A V is an O(nnz r) pass, A itself is never densified. Exact
         # scores with the same tie rule give the same U as the dense routes.
         rank = Vs[0].shape[1]
-        cross = data.cross(np.concatenate(Vs, axis=1))
+        cross = on_distinct_columns(data.cross, np.concatenate(Vs, axis=1))
         row_norms = data.row_norms
         return [
             (
@@ -345,7 +346,7 @@ def _block_codes(
     """A checked row block's codes (``rows x kr`` ``int8``) and row errors (``rows x k``) for
     each of the ``k`` factors side by side in ``stacked``: one product ``block @ stacked``."""
     xp = get_array_module(options["device"])
-    cross = to_host(_cross_products(block, stacked, options.get("chunk_rows"), xp))
+    cross = _cross_products(block, stacked, options.get("chunk_rows"), xp)
     norms = block.sum(axis=1, dtype=np.int64)
     groups = _column_groups(stacked.shape[1] // rank, rank)
     codes = np.empty((block.shape[0], stacked.shape[1]), dtype=np.int8)
@@ -421,7 +422,7 @@ def _solve_checked(
     errors = [0] * len(Vs)
     for first in range(0, m, step):
         rows = slice(first, first + step)
-        cross = to_host(_cross_products(A[rows], stacked, chunk_rows, xp))
+        cross = _cross_products(A[rows], stacked, chunk_rows, xp)
         row_norms = np.ascontiguousarray(cross[:, -1])
         for index, (columns, gram, start) in enumerate(zip(groups, grams, starts, strict=True)):
             U, error = solve_bls_from_stats(
@@ -723,9 +724,16 @@ def _score_dtype(cross_bound: int, quad_bound: int, xp: ModuleType = np) -> type
 
 def _cross_products(
     A: np.ndarray, V: np.ndarray, chunk_rows: int | None, xp: ModuleType = np
-) -> Any:
-    """``A @ V`` as int64 on the array module ``xp``, in chunks so that the float copy of
-    ``A`` stays small (each chunk goes to the device as ``int8``)."""
+) -> np.ndarray:
+    """``A @ V`` as host int64, computed on the array module ``xp`` in chunks so that the
+    float copy of ``A`` stays small (each chunk goes to the device as ``int8``), for ``V``'s
+    distinct columns only (a batch's factors share most of theirs)."""
+    return on_distinct_columns(lambda F: _distinct_cross_products(A, F, chunk_rows, xp), V)
+
+
+def _distinct_cross_products(
+    A: np.ndarray, V: np.ndarray, chunk_rows: int | None, xp: ModuleType
+) -> np.ndarray:
     m, n = A.shape
     dtype = _score_dtype(n, 0, xp)
     V_float = xp.asarray(V.astype(dtype))
@@ -734,7 +742,7 @@ def _cross_products(
     for start in range(0, m, step):
         block = xp.asarray(A[start : start + step]).astype(dtype)
         cross[start : start + step] = xp.rint(block @ V_float).astype(np.int64)
-    return cross
+    return to_host(cross)
 
 
 def _best_codes(
