@@ -230,12 +230,12 @@ def test_a_batch_multiplies_each_distinct_column_once(sparse: bool, monkeypatch)
 
 
 @pytest.mark.parametrize("hash_collides", [False, True])
-def test_local_search_solves_each_distinct_row_once_with_every_rows_answer(
+def test_row_solves_beyond_the_table_solve_each_distinct_row_once_with_every_rows_answer(
     hash_collides, monkeypatch
 ):
-    from bmfdsl.linalg import solve_rows_local
+    from bmfdsl.linalg import BRANCH_CODES_PER_RANK, solve_rows_bounded
 
-    rank = bls_module.MAX_ENUMERATION_RANK + 2  # beyond enumeration: the local search
+    rank = bls_module.MAX_ENUMERATION_RANK + 2  # beyond the code table: branch and bound
     rng = np.random.default_rng(5)
     V = (rng.random((40, rank)) < 0.3).astype(np.int64)
     patterns = (rng.random((30, 40)) < 0.3).astype(np.int64)
@@ -244,15 +244,16 @@ def test_local_search_solves_each_distinct_row_once_with_every_rows_answer(
     starts = (rng.random((3, rank)) < 0.2).astype(np.int8)
     start = starts[rng.integers(0, 3, size=3000)]  # equal rows of cross, different starts
     expected = start.copy()
-    solve_rows_local(cross, gram, expected, bls_module.LOCAL_MOVES_PER_RANK * rank)
+    moves = bls_module.LOCAL_MOVES_PER_RANK * rank
+    solve_rows_bounded(cross, gram, expected, BRANCH_CODES_PER_RANK * rank, moves)
     solved = []
-    real = bls_module.solve_rows_local
+    real = bls_module.solve_rows_bounded
 
-    def counted(cross, gram, out, moves):
+    def counted(cross, gram, out, max_codes, moves):
         solved.append(len(out))
-        return real(cross, gram, out, moves)
+        return real(cross, gram, out, max_codes, moves)
 
-    monkeypatch.setattr(bls_module, "solve_rows_local", counted)
+    monkeypatch.setattr(bls_module, "solve_rows_bounded", counted)
     if hash_collides:  # every key equal: the exact check must send every row to the search
         monkeypatch.setattr(bls_module, "_PAIR_HASH_MULTIPLIERS", np.zeros(128, dtype=np.int64))
     codes, error = solve_bls_from_stats(cross, gram, (A * A).sum(axis=1), start=start)
@@ -260,6 +261,30 @@ def test_local_search_solves_each_distinct_row_once_with_every_rows_answer(
     assert error == int(((A - expected.astype(np.int64) @ V.T) ** 2).sum())
     assert solved == ([3000] if hash_collides else [len(np.unique(np.c_[cross, start], axis=0))])
     assert hash_collides or solved[0] < 300
+
+
+def test_row_solves_beyond_the_table_are_exact_and_fall_back_to_the_local_search() -> None:
+    """Rank 14: every row's code is the exact best (lowest index on ties, as the table's
+    scoring breaks them); with a negative Gram entry, the local search from the start."""
+    from bmfdsl.linalg import solve_rows_local
+
+    rank = bls_module.MAX_ENUMERATION_RANK + 2
+    rng = np.random.default_rng(8)
+    V = (rng.random((30, rank)) < 0.25).astype(np.int64)
+    V[:, 3] = V[:, 2]  # equal columns: ties between codes
+    A = (rng.random((200, 30)) < 0.4).astype(np.int64)
+    cross, gram = A @ V, V.T @ V
+    codes = enumerate_codes(rank).astype(np.int64)  # index order
+    scores = np.einsum("ck,kl,cl->c", codes, gram, codes)[None, :] - 2 * cross @ codes.T
+    U, error = solve_bls_from_stats(cross, gram, (A * A).sum(axis=1))
+    np.testing.assert_array_equal(U, codes[np.argmin(scores, axis=1)])
+    assert error == int(((A - U.astype(np.int64) @ V.T) ** 2).sum())
+    signed = gram.copy()
+    signed[0, 1] = signed[1, 0] = -1  # no 0/1 factor's Gram: the local search alone
+    start = (rng.random((200, rank)) < 0.2).astype(np.int8)
+    expected = start.copy()
+    solve_rows_local(cross, signed, expected, bls_module.LOCAL_MOVES_PER_RANK * rank)
+    np.testing.assert_array_equal(solve_bls_from_stats(cross, signed, start=start)[0], expected)
 
 
 @pytest.mark.parametrize("rows", [300, 5000])  # 5,000: the probe may group equal rows

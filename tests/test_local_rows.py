@@ -1,5 +1,6 @@
 """Ranks beyond enumeration: the local-search row solver against exact enumeration, never
-worse than its start, deterministic; the native solver at rank 20 within its budget."""
+worse than its start, deterministic; the branch-and-bound row solver against every code
+scored, its fallback to the local search; the native solver at rank 20 within its budget."""
 
 from __future__ import annotations
 
@@ -7,7 +8,13 @@ import numpy as np
 import pytest
 
 from bmfdsl import factorize, make_exact_rank
-from bmfdsl.linalg import code_table, solve_rows_exact, solve_rows_local, squared_error
+from bmfdsl.linalg import (
+    code_table,
+    solve_rows_bounded,
+    solve_rows_exact,
+    solve_rows_local,
+    squared_error,
+)
 from bmfdsl.solvers import solve_bls_with_error
 from bmfdsl.solvers.native import NativeSettings, solve_bmf
 
@@ -46,6 +53,70 @@ def test_local_rows_are_never_worse_than_their_start(rank):
         per_row_local = ((A - local.astype(int) @ V.T) ** 2).sum(axis=1)
         assert (per_row_local <= per_row_start).all()  # row by row, not just in total
         assert exact_error <= int(A.sum()) + score == squared_error(A, local, V)
+
+
+def _scores_of_every_code(cross: np.ndarray, G: np.ndarray) -> np.ndarray:
+    """``cᵀGc - 2 x·c`` of every code in index order (``Σ c_k 2^k``), per row."""
+    rank = G.shape[0]
+    codes = (np.arange(2**rank)[:, None] >> np.arange(rank)) & 1
+    return np.einsum("ck,kl,cl->c", codes, G, codes)[None, :] - 2 * cross @ codes.T
+
+
+@pytest.mark.parametrize("rank", [13, 15])
+def test_bounded_rows_equal_every_code_scored_lowest_index_on_ties(rank):
+    rng = np.random.default_rng(rank)
+    for case in range(4):
+        A, V, cross, G = _problem(rng, 60, 30, rank)
+        if case == 1:
+            V[:, 4] = V[:, 1]  # equal columns: ties
+            G = V.astype(np.int64).T @ V.astype(np.int64)
+            cross = A.astype(np.int64) @ V.astype(np.int64)
+        if case == 2:  # not symmetric, no negative entry
+            G = G + np.triu(rng.integers(0, 3, size=(rank, rank)), 1)
+        if case == 3:  # many helpful bits per row: deep searches
+            cross = cross + rng.integers(0, 6, size=cross.shape)
+        scores = _scores_of_every_code(cross, G)
+        start = (rng.random((60, rank)) < 0.3).astype(np.int8)
+        out = start.copy()
+        total, unfinished = solve_rows_bounded(cross, G, out, 1 << 40, 4 * rank)
+        index = (out.astype(np.int64) << np.arange(rank)).sum(axis=1)
+        assert unfinished == 0
+        np.testing.assert_array_equal(index, np.argmin(scores, axis=1))
+        assert total == scores.min(axis=1).sum()
+
+
+def test_bounded_rows_past_their_budget_take_the_local_search_never_worse_than_the_start():
+    rank = 16
+    rng = np.random.default_rng(2)
+    _, _, cross, G = _problem(rng, 80, 30, rank)
+    cross = cross + rng.integers(0, 8, size=cross.shape)  # many helpful bits
+    scores = _scores_of_every_code(cross, G)
+    start = (rng.random((80, rank)) < 0.3).astype(np.int8)
+    local = start.copy()
+    solve_rows_local(cross, G, local, 4 * rank)
+    for budget in (0, 3):
+        out = start.copy()
+        total, unfinished = solve_rows_bounded(cross, G, out, budget, 4 * rank)
+        index = (out.astype(np.int64) << np.arange(rank)).sum(axis=1)
+        row_scores = scores[np.arange(80), index]
+        start_index = (start.astype(np.int64) << np.arange(rank)).sum(axis=1)
+        assert 0 < unfinished <= 80 and total == row_scores.sum()
+        assert (row_scores <= scores[np.arange(80), start_index]).all()
+        if budget == 0:  # nothing scored: the local search's answer exactly, where it searched
+            searched = (2 * cross > np.diag(G)).any(axis=1)  # rows with a helpful bit
+            np.testing.assert_array_equal(out[searched], local[searched])
+        assert (row_scores >= scores.min(axis=1)).all()
+    out = start.copy()
+    assert solve_rows_bounded(cross, G, out, 1 << 40, 4 * rank)[1] == 0
+
+
+def test_bounded_rows_refuse_what_they_cannot_solve():
+    cross, out = np.zeros((2, 3), np.int64), np.zeros((2, 3), np.int8)
+    with pytest.raises(ValueError, match="no negative entry"):
+        solve_rows_bounded(cross, -np.eye(3, dtype=np.int64), out, 100, 12)
+    wide = np.zeros((1, 63), np.int64)
+    with pytest.raises(ValueError, match="MAX_BRANCH_RANK"):
+        solve_rows_bounded(wide, np.eye(63, dtype=np.int64), np.zeros((1, 63), np.int8), 9, 9)
 
 
 def test_bls_beyond_rank_16_keeps_a_start_and_is_deterministic():

@@ -5,7 +5,8 @@
   :class:`DaskMatrix`, :class:`Orientation`);
 * the numba kernels behind exact binary least squares and ALS (:func:`solve_rows_exact`,
   :func:`als_loop`, :func:`code_table`, :func:`best_codes_from_stats`, Gram and cross
-  products) and the local-search row solver beyond enumeration (:func:`solve_rows_local`);
+  products), the exact row solver beyond enumeration (:func:`solve_rows_bounded`, branch and
+  bound) and its local-search fallback (:func:`solve_rows_local`);
 * where full-data BLS and ALS score codes: :data:`DEVICES`, :func:`check_device`,
   :func:`get_array_module` (numpy, or CuPy on a GPU, loaded only when asked for);
 * how good an answer is: :func:`squared_error` and the paper's :func:`relative_error`;
@@ -32,7 +33,9 @@ if TYPE_CHECKING:
         to_host,
     )
     from bmfdsl.linalg._kernels import (
+        BRANCH_CODES_PER_RANK,
         LOCAL_MOVES_PER_RANK,
+        MAX_BRANCH_RANK,
         MAX_STATS_RANK,
         als_loop,
         best_codes_from_stats,
@@ -48,6 +51,7 @@ if TYPE_CHECKING:
         pattern_gram_matvec,
         pattern_quadratic_forms,
         random_factor,
+        solve_rows_bounded,
         solve_rows_exact,
         solve_rows_local,
         start_kernels,

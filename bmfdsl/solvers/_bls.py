@@ -9,10 +9,12 @@ so every row only needs its ``r`` numbers ``a V`` ("cross") and the shared ``r x
 ``VᵀV``. Up to ``r = 12`` (:data:`MAX_ENUMERATION_RANK`) the exact answer comes from scoring
 all ``2^r`` codes at once (one matrix product per chunk of rows, so memory stays bounded for
 any ``m``; small problems run one compiled numba loop instead, which avoids per-call
-overhead). Beyond that each row is solved by
-a deterministic local search (1- and 2-flips from the row's current code, from the best code
-of its first 8 columns and from zero: :func:`bmfdsl.linalg.solve_rows_local`), which never
-worsens a given ``start``; when a ``backend`` is named, each distinct row becomes the paper's
+overhead). Beyond that each row is still solved exactly, without a code table, by branch and
+bound over the bits that lower its score alone (:func:`bmfdsl.linalg.solve_rows_bounded`, the
+same tie rule); a row whose search passes its budget of codes goes to a deterministic local
+search from its ``start`` code instead (1- and 2-flips from it, from the best code of its
+first 8 columns and from zero: :func:`bmfdsl.linalg.solve_rows_local`), so no solve worsens
+a given ``start``; when a ``backend`` is named, each distinct row becomes the paper's
 QUBO ``VᵀV - 2 diag(a V)`` solved on a dimod sampler instead. The same statistics serve the
 transposed problem (solving ``V`` for fixed ``U``), which is what lets ALS run blockwise on a
 dask array.
@@ -34,7 +36,9 @@ import numpy as np
 
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
 from bmfdsl.linalg import (
+    BRANCH_CODES_PER_RANK,
     LOCAL_MOVES_PER_RANK,
+    MAX_BRANCH_RANK,
     BinaryMatrix,
     DaskMatrix,
     InMemoryMatrix,
@@ -48,6 +52,7 @@ from bmfdsl.linalg import (
     get_array_module,
     integer_statistics,
     on_distinct_columns,
+    solve_rows_bounded,
     solve_rows_exact,
     solve_rows_local,
     to_host,
@@ -502,7 +507,7 @@ def solve_bls_from_stats(
             U, scores = _best_codes_scored(cross, gram, codes, chunk_rows, xp)
     elif backend is None:
         U = np.zeros((cross.shape[0], rank), np.int8) if start is None else start.copy()
-        U = _solve_rows_local_distinct(cross, gram, np.ascontiguousarray(U, dtype=np.int8))
+        U = _solve_rows_beyond_distinct(cross, gram, np.ascontiguousarray(U, dtype=np.int8))
         scores = _code_scores(cross, gram, U)
     else:
         U = _solve_rows_on_backend(cross, gram, backend, backend_params)
@@ -567,15 +572,19 @@ def _grouping_pays(cross: np.ndarray, gram: np.ndarray) -> bool:
     return float(np.mean(np.exp2(helpful))) >= _GROUP_MIN_CODES
 
 
-def _solve_rows_local_distinct(cross: np.ndarray, gram: np.ndarray, U: np.ndarray) -> np.ndarray:
-    """:func:`~bmfdsl.linalg.solve_rows_local` from ``U``, each distinct pair of a row of
-    ``cross`` and its start code solved once: a row's answer depends on that pair alone, so
-    the codes are the ones every row solved gives (sparse 10,000 x 200 at r = 15: 10,000
-    rows, about 480 distinct pairs). Pairs are grouped by a 64-bit hash, checked exactly (a
-    collision solves every row).
+def _solve_rows_beyond_distinct(cross: np.ndarray, gram: np.ndarray, U: np.ndarray) -> np.ndarray:
+    """The row solves beyond the code table, from ``U``: exact by
+    :func:`~bmfdsl.linalg.solve_rows_bounded` (a row whose branch and bound passes
+    :data:`~bmfdsl.linalg.BRANCH_CODES_PER_RANK` codes per unit of rank goes to the local
+    search from its ``U`` row), or :func:`~bmfdsl.linalg.solve_rows_local` alone where a
+    ``gram`` entry is negative or the rank passes :data:`~bmfdsl.linalg.MAX_BRANCH_RANK`.
+    Each distinct pair of a row of ``cross`` and its start code is solved once: a row's
+    answer depends on that pair alone, so the codes are the ones every row solved gives
+    (sparse 10,000 x 200 at r = 15: 10,000 rows, about 480 distinct pairs). Pairs are
+    grouped by a 64-bit hash, checked exactly (a collision solves every row).
 
     >>> cross, gram = np.tile([[2, 0, 1], [0, 3, 0]], (5, 1)), 2 * np.eye(3, dtype=np.int64)
-    >>> U = _solve_rows_local_distinct(cross, gram, np.zeros((10, 3), dtype=np.int8))
+    >>> U = _solve_rows_beyond_distinct(cross, gram, np.zeros((10, 3), dtype=np.int8))
     >>> U[:2].tolist(), bool((U[::2] == U[0]).all() and (U[1::2] == U[1]).all())
     ([[1, 0, 0], [0, 1, 0]], True)
     """
@@ -587,16 +596,25 @@ def _solve_rows_local_distinct(cross: np.ndarray, gram: np.ndarray, U: np.ndarra
         keys += column.astype(np.int64) * multiplier  # wraps around: a hash, checked below
     _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     inverse = np.ravel(inverse)
-    moves = LOCAL_MOVES_PER_RANK * rank
     grouped = 2 * len(first) <= len(keys) and all(
         np.array_equal(column[first][inverse], column) for column in columns
     )
     if not grouped:  # mostly distinct, or a collision: every row solved
-        solve_rows_local(np.ascontiguousarray(cross), gram, U, moves)
+        _solve_rows_beyond(np.ascontiguousarray(cross), gram, U)
         return U
     distinct = np.ascontiguousarray(U[first])
-    solve_rows_local(np.ascontiguousarray(cross[first]), gram, distinct, moves)
+    _solve_rows_beyond(np.ascontiguousarray(cross[first]), gram, distinct)
     return np.ascontiguousarray(distinct[inverse])
+
+
+def _solve_rows_beyond(cross: np.ndarray, gram: np.ndarray, U: np.ndarray) -> None:
+    """Every row of ``cross`` solved into ``U`` (see :func:`_solve_rows_beyond_distinct`)."""
+    rank = gram.shape[0]
+    moves = LOCAL_MOVES_PER_RANK * rank
+    if rank <= MAX_BRANCH_RANK and int(gram.min(initial=0)) >= 0:
+        solve_rows_bounded(cross, gram, U, BRANCH_CODES_PER_RANK * rank, moves)
+    else:
+        solve_rows_local(cross, gram, U, moves)
 
 
 def _distinct_rows(cross: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
