@@ -245,13 +245,14 @@ def test_row_solves_beyond_the_table_solve_each_distinct_row_once_with_every_row
     start = starts[rng.integers(0, 3, size=3000)]  # equal rows of cross, different starts
     expected = start.copy()
     moves = bls_module.LOCAL_MOVES_PER_RANK * rank
-    solve_rows_bounded(cross, gram, expected, BRANCH_CODES_PER_RANK * rank, moves)
+    scores = np.empty(3000, dtype=np.int64)
+    solve_rows_bounded(cross, gram, expected, scores, BRANCH_CODES_PER_RANK * rank, moves)
     solved = []
     real = bls_module.solve_rows_bounded
 
-    def counted(cross, gram, out, max_codes, moves):
+    def counted(cross, gram, out, scores, max_codes, moves):
         solved.append(len(out))
-        return real(cross, gram, out, max_codes, moves)
+        return real(cross, gram, out, scores, max_codes, moves)
 
     monkeypatch.setattr(bls_module, "solve_rows_bounded", counted)
     if hash_collides:  # every key equal: the exact check must send every row to the search

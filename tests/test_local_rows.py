@@ -77,12 +77,13 @@ def test_bounded_rows_equal_every_code_scored_lowest_index_on_ties(rank):
             cross = cross + rng.integers(0, 6, size=cross.shape)
         scores = _scores_of_every_code(cross, G)
         start = (rng.random((60, rank)) < 0.3).astype(np.int8)
-        out = start.copy()
-        total, unfinished = solve_rows_bounded(cross, G, out, 1 << 40, 4 * rank)
+        out, row_scores = start.copy(), np.empty(60, dtype=np.int64)
+        total, unfinished = solve_rows_bounded(cross, G, out, row_scores, 1 << 40, 4 * rank)
         index = (out.astype(np.int64) << np.arange(rank)).sum(axis=1)
         assert unfinished == 0
         np.testing.assert_array_equal(index, np.argmin(scores, axis=1))
-        assert total == scores.min(axis=1).sum()
+        np.testing.assert_array_equal(row_scores, scores.min(axis=1))
+        assert total == row_scores.sum()
 
 
 def test_bounded_rows_past_their_budget_take_the_local_search_never_worse_than_the_start():
@@ -95,11 +96,12 @@ def test_bounded_rows_past_their_budget_take_the_local_search_never_worse_than_t
     local = start.copy()
     solve_rows_local(cross, G, local, 4 * rank)
     for budget in (0, 3):
-        out = start.copy()
-        total, unfinished = solve_rows_bounded(cross, G, out, budget, 4 * rank)
+        out, reported = start.copy(), np.empty(80, dtype=np.int64)
+        total, unfinished = solve_rows_bounded(cross, G, out, reported, budget, 4 * rank)
         index = (out.astype(np.int64) << np.arange(rank)).sum(axis=1)
         row_scores = scores[np.arange(80), index]
         start_index = (start.astype(np.int64) << np.arange(rank)).sum(axis=1)
+        np.testing.assert_array_equal(reported, row_scores)
         assert 0 < unfinished <= 80 and total == row_scores.sum()
         assert (row_scores <= scores[np.arange(80), start_index]).all()
         if budget == 0:  # nothing scored: the local search's answer exactly, where it searched
@@ -107,16 +109,21 @@ def test_bounded_rows_past_their_budget_take_the_local_search_never_worse_than_t
             np.testing.assert_array_equal(out[searched], local[searched])
         assert (row_scores >= scores.min(axis=1)).all()
     out = start.copy()
-    assert solve_rows_bounded(cross, G, out, 1 << 40, 4 * rank)[1] == 0
+    assert solve_rows_bounded(cross, G, out, reported, 1 << 40, 4 * rank)[1] == 0
 
 
 def test_bounded_rows_refuse_what_they_cannot_solve():
     cross, out = np.zeros((2, 3), np.int64), np.zeros((2, 3), np.int8)
+    scores = np.empty(2, np.int64)
     with pytest.raises(ValueError, match="no negative entry"):
-        solve_rows_bounded(cross, -np.eye(3, dtype=np.int64), out, 100, 12)
-    wide = np.zeros((1, 63), np.int64)
+        solve_rows_bounded(cross, -np.eye(3, dtype=np.int64), out, scores, 100, 12)
+    with pytest.raises(ValueError, match="a score per row"):
+        solve_rows_bounded(cross, np.eye(3, dtype=np.int64), out, scores[:1], 100, 12)
+    with pytest.raises(ValueError, match="r x r"):
+        solve_rows_bounded(cross, np.eye(2, dtype=np.int64), out, scores, 100, 12)
+    wide, one = np.zeros((1, 63), np.int64), np.empty(1, np.int64)
     with pytest.raises(ValueError, match="MAX_BRANCH_RANK"):
-        solve_rows_bounded(wide, np.eye(63, dtype=np.int64), np.zeros((1, 63), np.int8), 9, 9)
+        solve_rows_bounded(wide, np.eye(63, dtype=np.int64), np.zeros((1, 63), np.int8), one, 9, 9)
 
 
 def test_bls_beyond_rank_16_keeps_a_start_and_is_deterministic():

@@ -1322,7 +1322,12 @@ MAX_BRANCH_RANK = 62
 
 @numba.njit(cache=True, nogil=True)
 def solve_rows_bounded(
-    cross: np.ndarray, gram: np.ndarray, out: np.ndarray, max_codes: int, max_moves: int
+    cross: np.ndarray,
+    gram: np.ndarray,
+    out: np.ndarray,
+    scores: np.ndarray,
+    max_codes: int,
+    max_moves: int,
 ) -> tuple[np.int64, np.int64]:
     """Exact binary least squares per row without a code table, for ``G`` with no negative
     entry (a 0/1 factor's Gram) and ``r <= MAX_BRANCH_RANK``: row ``i`` gets the code of the
@@ -1331,9 +1336,14 @@ def solve_rows_bounded(
     lower the score alone. A row whose search scores ``max_codes`` codes without finishing
     gets :func:`solve_rows_local`'s answer from ``out[i]`` (``max_moves`` moves a start), or
     the search's best code so far where that is strictly better: never worse than ``out[i]``.
-    Deterministic. Returns ``(Σ scores, rows that did not finish)``.
+    Each row's score goes to ``scores[i]``. Deterministic. Returns ``(Σ scores, rows that did
+    not finish)``.
     """
     rows, rank = out.shape
+    if cross.shape[0] != rows or cross.shape[1] != rank or scores.shape[0] != rows:
+        raise ValueError("solve_rows_bounded needs cross and out of one shape, a score per row")
+    if gram.shape[0] != rank or gram.shape[1] != rank:
+        raise ValueError("solve_rows_bounded needs an r x r Gram matrix")
     if rank > MAX_BRANCH_RANK:
         raise ValueError("solve_rows_bounded takes ranks up to MAX_BRANCH_RANK")
     for k in range(rank):
@@ -1362,10 +1372,12 @@ def solve_rows_bounded(
             local, _ = _local_row_search(gram, cross[i], code, candidate, max_moves)
             if local <= score:
                 out[i] = code
+                scores[i] = local
                 total += local
                 continue
         for k in range(rank):
             out[i, k] = (index >> k) & 1
+        scores[i] = score
         total += score
     return total, unfinished
 

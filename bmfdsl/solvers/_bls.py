@@ -507,8 +507,7 @@ def solve_bls_from_stats(
             U, scores = _best_codes_scored(cross, gram, codes, chunk_rows, xp)
     elif backend is None:
         U = np.zeros((cross.shape[0], rank), np.int8) if start is None else start.copy()
-        U = _solve_rows_beyond_distinct(cross, gram, np.ascontiguousarray(U, dtype=np.int8))
-        scores = _code_scores(cross, gram, U)
+        U, scores = _solve_rows_beyond_distinct(cross, gram, np.ascontiguousarray(U, dtype=np.int8))
     else:
         U = _solve_rows_on_backend(cross, gram, backend, backend_params)
         scores = _code_scores(cross, gram, U)
@@ -572,21 +571,26 @@ def _grouping_pays(cross: np.ndarray, gram: np.ndarray) -> bool:
     return float(np.mean(np.exp2(helpful))) >= _GROUP_MIN_CODES
 
 
-def _solve_rows_beyond_distinct(cross: np.ndarray, gram: np.ndarray, U: np.ndarray) -> np.ndarray:
-    """The row solves beyond the code table, from ``U``: exact by
-    :func:`~bmfdsl.linalg.solve_rows_bounded` (a row whose branch and bound passes
-    :data:`~bmfdsl.linalg.BRANCH_CODES_PER_RANK` codes per unit of rank goes to the local
-    search from its ``U`` row), or :func:`~bmfdsl.linalg.solve_rows_local` alone where a
-    ``gram`` entry is negative or the rank passes :data:`~bmfdsl.linalg.MAX_BRANCH_RANK`.
-    Each distinct pair of a row of ``cross`` and its start code is solved once: a row's
-    answer depends on that pair alone, so the codes are the ones every row solved gives
-    (sparse 10,000 x 200 at r = 15: 10,000 rows, about 480 distinct pairs). Pairs are
-    grouped by a 64-bit hash, checked exactly (a collision solves every row).
+def _solve_rows_beyond_distinct(
+    cross: np.ndarray, gram: np.ndarray, U: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The row solves beyond the code table, from ``U``: each row's code and score (``cᵀGc -
+    2 x·c``). Exact by :func:`~bmfdsl.linalg.solve_rows_bounded` (a row whose branch and
+    bound passes :data:`~bmfdsl.linalg.BRANCH_CODES_PER_RANK` codes per unit of rank goes to
+    the local search from its ``U`` row), or :func:`~bmfdsl.linalg.solve_rows_local` alone
+    where a ``gram`` entry is negative or the rank passes
+    :data:`~bmfdsl.linalg.MAX_BRANCH_RANK`. Each distinct pair of a row of ``cross`` and its
+    start code is solved once: a row's answer depends on that pair alone, so the codes are
+    the ones every row solved gives (sparse 10,000 x 200 at r = 15: 10,000 rows, about 480
+    distinct pairs). Pairs are grouped by a 64-bit hash, checked exactly (a collision solves
+    every row).
 
     >>> cross, gram = np.tile([[2, 0, 1], [0, 3, 0]], (5, 1)), 2 * np.eye(3, dtype=np.int64)
-    >>> U = _solve_rows_beyond_distinct(cross, gram, np.zeros((10, 3), dtype=np.int8))
-    >>> U[:2].tolist(), bool((U[::2] == U[0]).all() and (U[1::2] == U[1]).all())
-    ([[1, 0, 0], [0, 1, 0]], True)
+    >>> U, scores = _solve_rows_beyond_distinct(cross, gram, np.zeros((10, 3), dtype=np.int8))
+    >>> U[:2].tolist(), scores[:2].tolist()
+    ([[1, 0, 0], [0, 1, 0]], [-2, -4])
+    >>> bool((U[::2] == U[0]).all() and (U[1::2] == U[1]).all())
+    True
     """
     rank = gram.shape[0]
     columns = [cross[:, k] for k in range(rank)] + [U[:, k] for k in range(rank)]
@@ -600,21 +604,23 @@ def _solve_rows_beyond_distinct(cross: np.ndarray, gram: np.ndarray, U: np.ndarr
         np.array_equal(column[first][inverse], column) for column in columns
     )
     if not grouped:  # mostly distinct, or a collision: every row solved
-        _solve_rows_beyond(np.ascontiguousarray(cross), gram, U)
-        return U
+        return U, _solve_rows_beyond(np.ascontiguousarray(cross), gram, U)
     distinct = np.ascontiguousarray(U[first])
-    _solve_rows_beyond(np.ascontiguousarray(cross[first]), gram, distinct)
-    return np.ascontiguousarray(distinct[inverse])
+    scores = _solve_rows_beyond(np.ascontiguousarray(cross[first]), gram, distinct)
+    return np.ascontiguousarray(distinct[inverse]), scores[inverse]
 
 
-def _solve_rows_beyond(cross: np.ndarray, gram: np.ndarray, U: np.ndarray) -> None:
-    """Every row of ``cross`` solved into ``U`` (see :func:`_solve_rows_beyond_distinct`)."""
+def _solve_rows_beyond(cross: np.ndarray, gram: np.ndarray, U: np.ndarray) -> np.ndarray:
+    """Every row of ``cross`` solved into ``U`` (see :func:`_solve_rows_beyond_distinct`);
+    returns the rows' scores."""
     rank = gram.shape[0]
     moves = LOCAL_MOVES_PER_RANK * rank
     if rank <= MAX_BRANCH_RANK and int(gram.min(initial=0)) >= 0:
-        solve_rows_bounded(cross, gram, U, BRANCH_CODES_PER_RANK * rank, moves)
-    else:
-        solve_rows_local(cross, gram, U, moves)
+        scores = np.empty(len(U), dtype=np.int64)
+        solve_rows_bounded(cross, gram, U, scores, BRANCH_CODES_PER_RANK * rank, moves)
+        return scores
+    solve_rows_local(cross, gram, U, moves)
+    return _code_scores(cross, gram, U)
 
 
 def _distinct_rows(cross: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
