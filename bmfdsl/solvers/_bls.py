@@ -335,33 +335,32 @@ def _solve_block_and_cross(
     """A row block's codes for every ``V`` stacked in ``stacked`` (side by side), the error of
     each, and ``blockᵀ [U_1 … U_k]`` (exact: float32 sums of chunks below 2^24 rows)."""
     block = _dask_block(block)
-    codes, row_errors = _block_codes(block, stacked, rank, options)
+    codes, errors = _block_codes(block, stacked, rank, options)
     cross = np.zeros((block.shape[1], codes.shape[1]), dtype=np.int64)
     step = max(1, _TRANSPOSED_CHUNK_BYTES // (4 * block.shape[1]))  # small float32 copies
     for first in range(0, block.shape[0], step):
         rows = slice(first, first + step)
         product = block[rows].T.astype(np.float32) @ codes[rows].astype(np.float32)
         cross += np.rint(product).astype(np.int64)
-    return codes, row_errors.sum(axis=0), cross
+    return codes, errors, cross
 
 
 def _block_codes(
     block: np.ndarray, stacked: np.ndarray, rank: int, options: dict[str, Any]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """A checked row block's codes (``rows x kr`` ``int8``) and row errors (``rows x k``) for
-    each of the ``k`` factors side by side in ``stacked``: one product ``block @ stacked``."""
+    """A checked row block's codes (``rows x kr`` ``int8``) and its error for each of the
+    ``k`` factors side by side in ``stacked`` (``k`` int64): one product ``block @ stacked``."""
     xp = get_array_module(options["device"])
     cross = _cross_products(block, stacked, options.get("chunk_rows"), xp)
-    norms = block.sum(axis=1, dtype=np.int64)
+    ones = int(block.sum(dtype=np.int64))
     groups = _column_groups(stacked.shape[1] // rank, rank)
     codes = np.empty((block.shape[0], stacked.shape[1]), dtype=np.int8)
-    row_errors = np.empty((block.shape[0], len(groups)), dtype=np.int64)
+    errors = np.empty(len(groups), dtype=np.int64)
     for index, columns in enumerate(groups):
-        gram = _gram(stacked[:, columns])
-        U, _ = solve_bls_from_stats(cross[:, columns], gram, **options)
+        U, error = solve_bls_from_stats(cross[:, columns], _gram(stacked[:, columns]), **options)
         codes[:, columns] = U
-        row_errors[:, index] = norms + _code_scores(cross[:, columns], gram, U)
-    return codes, row_errors
+        errors[index] = ones + error  # (without row norms the solve's error is Σ scores)
+    return codes, errors
 
 
 def _solve_blockwise(
@@ -369,7 +368,7 @@ def _solve_blockwise(
 ) -> tuple[np.ndarray, int]:
     """BLS over the row blocks of a dask ``A``; only the codes and one error are gathered."""
     rank = V.shape[1]
-    # One int64 block per row block: the codes and, in the last column, the row errors.
+    # One int64 block per row block: the codes and a last column summing to its error.
     solved = data.map_rows(_solve_block, V, options, columns=rank + 1, dtype=np.int64)
     codes, error = data.compute(solved[:, :rank].astype(np.int8), solved[:, rank].sum())
     return np.ascontiguousarray(codes, dtype=np.int8), int(error)
@@ -383,9 +382,13 @@ def _dask_block(block: Any) -> np.ndarray:
 
 
 def _solve_block(block: np.ndarray, V: np.ndarray, options: dict[str, Any]) -> np.ndarray:
+    """A row block's codes and a last column that sums to its error (in the first row)."""
     block = _dask_block(block)
-    codes, row_errors = _block_codes(block, V, V.shape[1], options)
-    return np.concatenate([codes.astype(np.int64), row_errors], axis=1)
+    codes, errors = _block_codes(block, V, V.shape[1], options)
+    error_column = np.zeros((block.shape[0], 1), dtype=np.int64)
+    if block.shape[0]:  # (a block without rows has no error)
+        error_column[0, 0] = errors[0]
+    return np.concatenate([codes.astype(np.int64), error_column], axis=1)
 
 
 def _solve_checked(
