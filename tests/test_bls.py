@@ -280,6 +280,11 @@ def test_row_solves_beyond_the_table_are_exact_and_fall_back_to_the_local_search
     U, error = solve_bls_from_stats(cross, gram, (A * A).sum(axis=1))
     np.testing.assert_array_equal(U, codes[np.argmin(scores, axis=1)])
     assert error == int(((A - U.astype(np.int64) @ V.T) ** 2).sum())
+    lopsided = gram + np.triu(rng.integers(0, 3, size=(rank, rank)), 1)  # not symmetric
+    scores = np.einsum("ck,kl,cl->c", codes, lopsided, codes)[None, :] - 2 * cross @ codes.T
+    U, error = solve_bls_from_stats(cross, lopsided, (A * A).sum(axis=1))
+    np.testing.assert_array_equal(U, codes[np.argmin(scores, axis=1)])
+    assert error == int((A * A).sum() + scores.min(axis=1).sum())
     signed = gram.copy()
     signed[0, 1] = signed[1, 0] = -1  # no 0/1 factor's Gram: the local search alone
     start = (rng.random((200, rank)) < 0.2).astype(np.int8)

@@ -71,8 +71,9 @@ def test_bounded_rows_equal_every_code_scored_lowest_index_on_ties(rank):
             V[:, 4] = V[:, 1]  # equal columns: ties
             G = V.astype(np.int64).T @ V.astype(np.int64)
             cross = A.astype(np.int64) @ V.astype(np.int64)
-        if case == 2:  # not symmetric, no negative entry
-            G = G + np.triu(rng.integers(0, 3, size=(rank, rank)), 1)
+        if case == 2:  # any symmetric G with no negative entry, not only a Gram matrix
+            extra = np.triu(rng.integers(0, 3, size=(rank, rank)), 1)
+            G = G + extra + extra.T
         if case == 3:  # many helpful bits per row: deep searches
             cross = cross + rng.integers(0, 6, size=cross.shape)
         scores = _scores_of_every_code(cross, G)
@@ -117,6 +118,8 @@ def test_bounded_rows_refuse_what_they_cannot_solve():
     scores = np.empty(2, np.int64)
     with pytest.raises(ValueError, match="no negative entry"):
         solve_rows_bounded(cross, -np.eye(3, dtype=np.int64), out, scores, 100, 12)
+    with pytest.raises(ValueError, match="symmetric"):
+        solve_rows_bounded(cross, np.triu(np.ones((3, 3), np.int64)), out, scores, 100, 12)
     with pytest.raises(ValueError, match="a score per row"):
         solve_rows_bounded(cross, np.eye(3, dtype=np.int64), out, scores[:1], 100, 12)
     with pytest.raises(ValueError, match="r x r"):

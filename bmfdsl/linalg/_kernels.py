@@ -933,7 +933,7 @@ def _branch_and_bound(
         if j >= counters[depth, 0]:
             depth -= 1
             continue
-        if nodes == max_codes:
+        if nodes >= max_codes:
             return best_index, best_score, False
         nodes += 1
         counters[depth, 1] = j + 1
@@ -1265,7 +1265,8 @@ def solve_rows_local(
 ) -> tuple[np.int64, np.int64]:
     """Binary least squares per row without enumerating the ``2**r`` codes: local search.
 
-    Row ``i`` minimises ``cᵀ G c - 2 cross_i·c`` (its error up to ``||a_i||²``) by
+    Row ``i`` minimises ``cᵀ G c - 2 cross_i·c`` (its error up to ``||a_i||²``; ``G``
+    symmetric, as a Gram matrix is: the moves' gains assume it) by
     best-improvement 1-flip and 2-flip moves (at most ``max_moves`` each) from three starts:
     the row's current code ``out[i]``, the best code using only the first
     :data:`LOCAL_SUBRANK_BITS` columns (solved exactly) and the all-zero code; ``out[i]`` gets
@@ -1329,9 +1330,9 @@ def solve_rows_bounded(
     max_codes: int,
     max_moves: int,
 ) -> tuple[np.int64, np.int64]:
-    """Exact binary least squares per row without a code table, for ``G`` with no negative
-    entry (a 0/1 factor's Gram) and ``r <= MAX_BRANCH_RANK``: row ``i`` gets the code of the
-    least ``cᵀ G c - 2 cross_i·c`` (the lowest index ``Σ c_k 2^k`` on ties, as
+    """Exact binary least squares per row without a code table, for a symmetric ``G`` with no
+    negative entry (a 0/1 factor's Gram) and ``r <= MAX_BRANCH_RANK``: row ``i`` gets the code
+    of the least ``cᵀ G c - 2 cross_i·c`` (the lowest index ``Σ c_k 2^k`` on ties, as
     :func:`best_codes_from_stats` breaks them), found by branch and bound over the bits that
     lower the score alone. A row whose search scores ``max_codes`` codes without finishing
     gets :func:`solve_rows_local`'s answer from ``out[i]`` (``max_moves`` moves a start), or
@@ -1345,11 +1346,13 @@ def solve_rows_bounded(
     if gram.shape[0] != rank or gram.shape[1] != rank:
         raise ValueError("solve_rows_bounded needs an r x r Gram matrix")
     if rank > MAX_BRANCH_RANK:
-        raise ValueError("solve_rows_bounded takes ranks up to MAX_BRANCH_RANK")
+        raise ValueError("solve_rows_bounded takes ranks up to 62 (MAX_BRANCH_RANK)")
     for k in range(rank):
         for l in range(rank):
             if gram[k, l] < 0:
                 raise ValueError("solve_rows_bounded needs a Gram matrix with no negative entry")
+            if gram[k, l] != gram[l, k]:  # (the local search's gains assume it)
+                raise ValueError("solve_rows_bounded needs a symmetric Gram matrix")
     helpful = np.empty(rank, dtype=np.int64)
     stack = _branch_stack(rank)
     in_index_order = np.empty(0, dtype=np.int64)

@@ -326,7 +326,8 @@ def _warn_if_rank_impractical(
 ) -> None:
     """Exact BLS/ALS solves score all ``2**rank`` codes per row up to
     :data:`~bmfdsl.solvers.MAX_ENUMERATION_RANK` (and a one-hot model's free side, or a masked
-    one's weighted solves, at any rank); beyond it free factors take a fast local search. Warn
+    one's weighted solves, at any rank); beyond it free factors are solved row by row by branch
+    and bound without a code table. Warn
     once when a run enumerates a rank beyond the practical range."""
     from bmfdsl.solvers import MAX_ENUMERATION_RANK
     from bmfdsl.solvers.native import warn_if_rank_impractical

@@ -13,9 +13,10 @@ overhead). Beyond that each row is still solved exactly, without a code table, b
 bound over the bits that lower its score alone (:func:`bmfdsl.linalg.solve_rows_bounded`, the
 same tie rule); a row whose search passes its budget of codes goes to a deterministic local
 search from its ``start`` code instead (1- and 2-flips from it, from the best code of its
-first 8 columns and from zero: :func:`bmfdsl.linalg.solve_rows_local`), so no solve worsens
-a given ``start``; when a ``backend`` is named, each distinct row becomes the paper's
-QUBO ``VᵀV - 2 diag(a V)`` solved on a dimod sampler instead. The same statistics serve the
+first 8 columns and from zero: :func:`bmfdsl.linalg.solve_rows_local`; the search's best
+code so far where that is better), so no solve worsens a given ``start``. When a
+``backend`` is named, each distinct row becomes the paper's QUBO ``VᵀV - 2 diag(a V)``
+solved on a dimod sampler instead. The same statistics serve the
 transposed problem (solving ``V`` for fixed ``U``), which is what lets ALS run blockwise on a
 dask array.
 
@@ -61,7 +62,9 @@ from bmfdsl.linalg import gram as factor_gram
 from bmfdsl.validation import check_binary_matrix
 
 #: Largest rank solved by enumerating all ``2^r`` codes when no backend is given; beyond it
-#: rows are solved by local search (:func:`bmfdsl.linalg.solve_rows_local`). The native
+#: rows are solved by branch and bound without a code table
+#: (:func:`bmfdsl.linalg.solve_rows_bounded`, a local search where a row passes its budget).
+#: The native
 #: solver's ``MAX_CODE_RANK`` is the same cut-off (a test holds them equal), so a run beyond
 #: it builds no ``2^r`` table anywhere (MNIST 1,000 x 784 at r = 16: 11.8 s -> 1.2 s).
 MAX_ENUMERATION_RANK = 12
@@ -147,8 +150,10 @@ def solve_bls(
     """The 0/1 ``U`` minimising ``||A - U Vᵀ||²_F`` for fixed ``V``, row by row.
 
     Exact by enumeration up to rank 12 (only the ``r`` one-hot codes with ``one_hot``), with
-    ties broken towards the lowest code index (see :func:`enumerate_codes`). Beyond rank 12 a
-    local search per row (see the module docstring), never worse than ``start``. When
+    ties broken towards the lowest code index (see :func:`enumerate_codes`). Beyond rank 12
+    still exact by branch and bound, the same tie rule, except a row whose search passes its
+    budget: that row gets a local search from its ``start`` row (see the module docstring),
+    never worse than it. When
     ``backend`` is given (and the rank exceeds 12 or the problem is not one-hot), each distinct
     row is solved as the QUBO ``VᵀV - 2 diag(a V)`` on that backend (heuristic unless the
     backend is exact). One-hot problems are always enumerated: there are only ``r``
@@ -163,13 +168,14 @@ def solve_bls(
         chunk_rows: rows scored at a time (default: about 32 MB of scores per chunk).
         backend: a registered backend name (e.g. ``"neal"``) or a ``dimod.Sampler``.
         backend_params: keyword arguments for the sampler's ``sample`` (e.g. ``num_reads``).
-        start: ``m x r`` 0/1 codes the local search (rank > 12) starts from and never
-            worsens (default: none); ignored by the exact and backend routes.
+        start: ``m x r`` 0/1 codes the local search (rank > 12, rows past the branch and
+            bound's budget) starts from and never worsens (default: none); ignored by the
+            exact and backend routes.
         device: where the codes are scored (see :data:`bmfdsl.linalg.DEVICES`): ``"cpu"``
             (default), ``"gpu"`` (CuPy, ``bmfdsl[gpu]``: the products ``A V`` and
             ``(A V) Cᵀ`` with the code table ``C``, and the argmin per row, run on the GPU in
             exact integer arithmetic) or ``"numpy"`` (the GPU's array code on the CPU). Every
-            device gives the same ``U`` and error. The local search (rank > 12) and a
+            device gives the same ``U`` and error. The row solves beyond rank 12 and a
             backend's QUBOs stay on the CPU.
 
     Returns:
@@ -238,7 +244,8 @@ def solve_bls_many(
     ``n x r``, one rank) in one pass over ``A``: the pass computes ``A [V_1 … V_k]`` and each
     solve reads its own columns, so every answer is bit-identical to its own solve (exact
     integer products, the same tie rule). ``starts`` (one per ``V``, or ``None``) seed the
-    local search beyond rank 12 as ``start`` does. Returns ``(U_i, error_i, cross_i)`` per
+    local search of rows past the branch and bound's budget beyond rank 12, as ``start``
+    does. Returns ``(U_i, error_i, cross_i)`` per
     ``V``: ``cross_i = Aᵀ U_i`` where it comes for free (a dask ``A`` sums it in the same
     pass: ALS's next half-step needs it, and ``U_i`` never travels back to the workers),
     else ``None``.
@@ -616,6 +623,8 @@ def _solve_rows_beyond_distinct(
 def _solve_rows_beyond(cross: np.ndarray, gram: np.ndarray, U: np.ndarray) -> np.ndarray:
     """Every row of ``cross`` solved into ``U`` (see :func:`_solve_rows_beyond_distinct`);
     returns the rows' scores."""
+    if not np.array_equal(gram, gram.T):  # the kernels take a symmetric G: cᵀGc doubled is
+        return _solve_rows_beyond(2 * cross, gram + gram.T, U) // 2  # cᵀ(G + Gᵀ)c
     rank = gram.shape[0]
     moves = LOCAL_MOVES_PER_RANK * rank
     if rank <= MAX_BRANCH_RANK and int(gram.min(initial=0)) >= 0:

@@ -275,8 +275,8 @@ def warn_if_rank_impractical(shape: tuple[int, int], rank: int, *, enumerates: b
         f"BLS solve scores all 2^{rank} codes of each row, about {seconds:,.1f} s on this "
         f"{shape[0]} x {shape[1]} matrix by the native solver's cost model (calibrated on an "
         "idle 2-core machine), and a factorization runs several (seeds, ALS). Use a smaller "
-        "rank, or a model without one_hot and mask, whose rows beyond rank 12 are solved by a "
-        "fast local search instead of enumeration. (Shown once per process.)",
+        "rank, or a model without one_hot and mask, whose rows beyond rank 12 are solved by "
+        "branch and bound instead of enumeration. (Shown once per process.)",
         PerformanceWarning,
         stacklevel=5,  # factorize's caller: here <- _warn_if_rank_impractical <- factorize's
         # body <- its wrapper that stops its background work (pipeline/_background.py) <- caller
