@@ -445,12 +445,57 @@ def test_the_background_bound_does_not_depend_on_blas_threads() -> None:
         assert _blas_spares_the_caller()
 
 
+def test_a_held_blas_lets_the_background_bound_compute_its_eigenvalues(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Fewer than 4 CPUs and BLAS on two threads: with ``hold_blas`` the caller keeps BLAS on
+    one thread until ``result()`` and Lanczos runs in the job's thread; without, in the
+    caller's. The same bound either way."""
+    import threading
+
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from bmfdsl import make_sparse_planted
+    from bmfdsl.linalg import as_matrix
+    from bmfdsl.pipeline import _bounds as bounds_module
+
+    A = make_sparse_planted(6000, 600, 4, random_state=1).toarray()
+    expected = spectral_bound(A, 4)
+    monkeypatch.setattr(bounds_module, "_blas_spares_the_caller", lambda: False)
+    where: list[str] = []
+    real = bounds_module.top_eigenvalue_sum_bound
+
+    def recorded(gram, rank):
+        where.append(threading.current_thread().name)
+        return real(gram, rank)
+
+    monkeypatch.setattr(bounds_module, "top_eigenvalue_sum_bound", recorded)
+
+    def blas_threads() -> set[int]:
+        return {entry["num_threads"] for entry in threadpool_info() if entry["user_api"] == "blas"}
+
+    with threadpool_limits(2, user_api="blas"):
+        job = bounds_module.start_bound(as_matrix(A), 4, hold_blas=True)
+        assert job is not None and blas_threads() == {1}  # held while the job runs
+        assert job.result() == expected > 0
+        assert blas_threads() == {2}  # given back by result()
+        job.cancel()  # a second release does nothing
+        assert blas_threads() == {2} and where == ["bmfdsl-bound"]
+        unheld = bounds_module.start_bound(as_matrix(A), 4)
+        assert unheld is not None and blas_threads() == {2}
+        assert unheld.result() == expected
+    assert where == ["bmfdsl-bound", threading.current_thread().name]
+
+
 def test_a_failing_factorize_leaves_no_background_bound_running(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import threading
 
+    from threadpoolctl import threadpool_info, threadpool_limits
+
     from bmfdsl import make_sparse_planted
+    from bmfdsl.pipeline import _bounds as bounds_module
     from bmfdsl.pipeline import _factorize
     from bmfdsl.pipeline._bounds import start_bound
 
@@ -466,9 +511,14 @@ def test_a_failing_factorize_leaves_no_background_bound_running(
 
     monkeypatch.setattr(_factorize, "start_bound", start)
     monkeypatch.setattr(_factorize, "_extend_and_polish", fail)
+    # fewer than 4 CPUs, BLAS on two threads: the job holds BLAS to one thread (hold_blas)
+    monkeypatch.setattr(bounds_module, "_blas_spares_the_caller", lambda: False)
     A = make_sparse_planted(2**20 // 300 + 1, 300, 3, random_state=0)
-    with pytest.raises(RuntimeError, match="full-data solve failed"):
-        factorize(A, 3, sample_rows="auto", random_state=0)
+    with threadpool_limits(2, user_api="blas"):
+        with pytest.raises(RuntimeError, match="full-data solve failed"):
+            factorize(A, 3, sample_rows="auto", random_state=0)
+        blas = {entry["num_threads"] for entry in threadpool_info() if entry["user_api"] == "blas"}
+    assert blas == {2}  # the hold was given back
     assert started and started[0] is not None and not started[0].alive()
     assert not [thread for thread in threading.enumerate() if thread.name == "bmfdsl-bound"]
 

@@ -36,6 +36,7 @@ gives the same bound; the default budgets keep them within a few percent of a de
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import threading
@@ -167,13 +168,23 @@ class BoundJob:
     :func:`spectral_bound`'s (Cholesky's outcome could only change if ``λ_max(G - Z)`` fell
     within its rounding, ``n·eps·‖X‖``, of a tried shift). :meth:`result` waits for it;
     :meth:`cancel` stops it between row chunks and joins it (the pipeline does so when it
-    fails, so no thread outlives a failed call).
+    fails, so no thread outlives a failed call). ``blas_hold``: a context the starting thread
+    entered (BLAS on one thread, see :func:`start_bound`), left by that thread's
+    :meth:`result` or :meth:`cancel`.
     """
 
-    def __init__(self, tall: Any, rank: int, *, eigenvalues: bool = True) -> None:
+    def __init__(
+        self,
+        tall: Any,
+        rank: int,
+        *,
+        eigenvalues: bool = True,
+        blas_hold: contextlib.ExitStack | None = None,
+    ) -> None:
         self._tall = tall  # the wrapped long-side matrix (its Gram, if held, is reused)
         self._rank = rank
         self._eigenvalues = eigenvalues  # whether Lanczos and Cholesky run in the thread
+        self._blas_hold = blas_hold
         self._stop = threading.Event()
         self._gram: np.ndarray | None = None
         self._tail: float | None = None
@@ -213,6 +224,7 @@ class BoundJob:
         """The spectral bound (waits for the thread); eigenvalues it left to the caller (256
         columns or fewer, or Lanczos not certified) are computed in the calling thread."""
         self._thread.join()
+        self._release_blas()
         if self._error is not None:
             raise self._error
         if self._gram is None:
@@ -224,6 +236,11 @@ class BoundJob:
         """Stop the thread at its next row chunk (or eigenvalue step) and wait for it."""
         self._stop.set()
         self._thread.join()
+        self._release_blas()
+
+    def _release_blas(self) -> None:
+        if self._blas_hold is not None:
+            self._blas_hold.close()  # (a second close does nothing)
 
     def alive(self) -> bool:
         """Whether the thread still runs."""
@@ -245,12 +262,21 @@ def _blas_spares_the_caller() -> bool:
     return threads is not None and all(count <= 1 for count in threads)
 
 
-def start_bound(data: Any, rank: int) -> BoundJob | None:
+def start_bound(data: Any, rank: int, *, hold_blas: bool = False) -> BoundJob | None:
     """Start :func:`spectral_bound` of a wrapped in-memory ``data`` (dense or sparse, at
     least :data:`BACKGROUND_BOUND_CELLS` entries) in a background thread (:class:`BoundJob`);
     ``None`` when there is nothing to start: smaller or dask data, ``r`` at least the short
     side, or a Gram matrix over the work budget (the bound is then summed over blocks, in the
     caller's thread).
+
+    Where BLAS calls in the thread would compete with the caller's core (fewer than 4 CPUs,
+    BLAS on several threads: see :func:`_blas_spares_the_caller`), Lanczos and Cholesky wait
+    for :meth:`BoundJob.result`, in the caller's thread, unless ``hold_blas``: the caller
+    then keeps BLAS on one thread (:func:`~bmfdsl.solvers.native.one_blas_thread`) until it
+    calls :meth:`~BoundJob.result` or :meth:`~BoundJob.cancel`, and the thread computes them
+    too (10⁵ x 2,000 at r = 10 on 2 cores: 0.12-0.22 s of Lanczos at the end otherwise). The
+    pipeline asks for it on a sampled run, whose caller's stages then make only exact integer
+    products: no answer depends on BLAS's thread count there.
 
     >>> import numpy as np, scipy.sparse
     >>> from bmfdsl.linalg import as_matrix
@@ -275,7 +301,14 @@ def start_bound(data: Any, rank: int) -> BoundJob | None:
         max(m, n), min(m, n), counts, _default_flops(m, n, rank)
     ):
         return None
-    job = BoundJob(tall, rank, eigenvalues=_blas_spares_the_caller())
+    if _blas_spares_the_caller() or not hold_blas:
+        job = BoundJob(tall, rank, eigenvalues=_blas_spares_the_caller())
+    else:
+        from bmfdsl.solvers.native import one_blas_thread
+
+        hold = contextlib.ExitStack()
+        hold.enter_context(one_blas_thread())
+        job = BoundJob(tall, rank, blas_hold=hold)
     close_with_call(job.cancel)  # no thread outlives a factorize that fails
     return job
 

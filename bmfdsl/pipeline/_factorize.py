@@ -241,7 +241,9 @@ def factorize(
                     data, core, rank_core, method_rng, sampled=s is not None
                 )
                 if s is not None and mask is None:  # the portfolio's model is integer BMF
-                    bound_job = start_bound(whole, rank)  # early, so done by the finish
+                    # early, so done by the finish (BLAS on one thread meanwhile: the
+                    # caller's stages then make only exact integer products)
+                    bound_job = start_bound(whole, rank, hold_blas=True)
         with timer("solve"):
             solution = _solve_compiled(compiled, backend, rng, core_params, device)
         if seeds_ahead is not None and s is None:
