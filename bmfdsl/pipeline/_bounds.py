@@ -306,9 +306,9 @@ def start_bound(data: Any, rank: int, *, hold_blas: bool = False) -> BoundJob | 
     else:
         from bmfdsl.solvers.native import one_blas_thread
 
-        hold = contextlib.ExitStack()
-        hold.enter_context(one_blas_thread())
-        job = BoundJob(tall, rank, blas_hold=hold)
+        with contextlib.ExitStack() as hold:  # a job that fails to start releases it here
+            hold.enter_context(one_blas_thread())
+            job = BoundJob(tall, rank, blas_hold=hold.pop_all())
     close_with_call(job.cancel)  # no thread outlives a factorize that fails
     return job
 
