@@ -172,3 +172,55 @@ def test_bls_and_the_native_solver_stop_enumerating_at_the_same_rank():
     from bmfdsl.solvers.native._beyond import MAX_CODE_RANK
 
     assert MAX_ENUMERATION_RANK == MAX_CODE_RANK == PRACTICAL_MAX_RANK
+
+
+def test_one_hot_als_steps_are_exact_bls_and_never_worsen():
+    """U: each row to its nearest center (the lowest index on ties), as exact one-hot BLS;
+    V: each center bit by majority, as exact BLS for that one-hot U (a diagonal Gram)."""
+    from bmfdsl.solvers.native._beyond import one_hot_als
+    from bmfdsl.timings import WorkBudget
+
+    rng = np.random.default_rng(4)
+    A = (rng.random((80, 30)) < 0.3).astype(np.int8)
+    V = (rng.random((30, 14)) < 0.3).astype(np.int8)
+    V[:, 5] = V[:, 2]  # equal centers: ties
+    U, _, error, _ = one_hot_als(A, V, WorkBudget(), 1)  # the U step alone
+    expected_U, expected_error = solve_bls_with_error(A, V, one_hot=True)
+    np.testing.assert_array_equal(U, expected_U)
+    assert error == expected_error == squared_error(A, U, V)
+    U, V2, error, solves = one_hot_als(A, V, WorkBudget(), 2)  # and the V step
+    expected_V, expected_error = solve_bls_with_error(A.T, U)
+    np.testing.assert_array_equal(V2, expected_V)
+    assert error == expected_error <= squared_error(A, U, V) and solves == 2
+
+
+@pytest.mark.parametrize("side", ["U", "V"])
+def test_one_hot_models_beyond_rank_12_never_lose_to_rank_12_and_are_deterministic(side):
+    """Before, annealing over the free side's 2**r codes ran out of budget beyond rank 12:
+    the error rose with the rank (800 at r = 12, 844 at r = 13-16 on this matrix)."""
+    from bmfdsl import make_planted_blocks
+
+    A = make_planted_blocks(300, 60, 16, density=0.1, random_state=0)[0].toarray()
+    errors = []
+    for rank in (12, 13, 16):
+        result = solve_bmf(A, rank, one_hot=side, seed=5)
+        U, V, error = result.solutions[0]
+        hot = U if side == "U" else V
+        assert (hot.sum(axis=1) == 1).all()  # one cluster per row
+        assert error == squared_error(A, U, V)
+        errors.append(error)
+        if rank > 12:
+            beyond = result.info["beyond_enumeration"]
+            assert error <= beyond["sub_rank_error"] and beyond["restarts"] >= 1
+            again = solve_bmf(A, rank, one_hot=side, seed=5).solutions[0]
+            assert np.array_equal(U, again[0]) and np.array_equal(V, again[1])
+    assert errors[0] > errors[1] > errors[2]
+
+
+def test_one_hot_beyond_rank_12_stays_within_a_small_work_limit():
+    A = make_exact_rank(120, 40, 16, random_state=2)
+    small = solve_bmf(A, 16, one_hot="U", seed=0, settings=NativeSettings(work_limit=1e6))
+    U, V, error = small.solutions[0]
+    assert (U.sum(axis=1) == 1).all() and error == squared_error(A, U, V)
+    assert small.info["beyond_enumeration"]["restarts"] == 0  # no restart fits
+    assert error <= small.info["beyond_enumeration"]["sub_rank_error"]

@@ -1,53 +1,32 @@
-"""Warnings a user needs: a rank beyond the practical range (once per process, with the time the
-cost model expects) and a dask array handed to the estimator (which loads it whole)."""
+"""Warnings a user needs, and none they do not: no rank beyond the code tables warns (no route
+scores ``2**r`` codes there; the cost model still says what one would take), and a dask array
+handed to the estimator (which loads it whole) does."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 import warnings
 
 import numpy as np
 import pytest
 
-from bmfdsl import BinaryMatrixFactorization, PerformanceWarning, make_exact_rank
+from bmfdsl import BinaryMatrixFactorization, PerformanceWarning, factorize, make_exact_rank
 from bmfdsl.solvers.native import PRACTICAL_MAX_RANK, exact_solve_seconds
 
 
-def test_a_rank_beyond_the_practical_range_warns_once_per_process():
-    # a fresh interpreter: the warning is once per process
-    script = textwrap.dedent(
-        f"""
-        import warnings
-        import numpy as np
-        import bmfdsl
-        A = bmfdsl.make_exact_rank(16, 16, 2, random_state=0)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            bmfdsl.factorize(A, {PRACTICAL_MAX_RANK}, one_hot="V", random_state=0)
-            # free factors beyond enumeration take the local search: nothing to warn about
-            bmfdsl.factorize(A, {PRACTICAL_MAX_RANK + 1}, method="baseline", random_state=0)
-            assert not [w for w in caught if w.category is bmfdsl.PerformanceWarning]
-            for _ in range(2):  # a one-hot model's free side still scores every code
-                bmfdsl.factorize(A, {PRACTICAL_MAX_RANK + 1}, one_hot="V", random_state=0)
-        slow = [w for w in caught if w.category is bmfdsl.PerformanceWarning]
-        print(len(slow))
-        print(slow[0].message)
-        print(slow[0].filename)
-        """
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, result.stderr
-    count, message, filename = result.stdout.strip().split("\n")
-    assert count == "1"
-    rank = PRACTICAL_MAX_RANK + 1
-    assert f"rank {rank} is beyond the practical range (up to {PRACTICAL_MAX_RANK})" in message
-    assert f"2^{rank} codes" in message
-    assert f"about {exact_solve_seconds((16, 16), rank):,.1f} s" in message
-    assert filename == "<string>"  # it points at the caller's line, not at bmfdsl
+def test_no_rank_beyond_the_code_tables_warns_and_a_masked_one_says_why_it_stops():
+    """Free factors (branch and bound) and one-hot models (clusters) beyond rank 12 score no
+    ``2**r`` codes, so nothing warns; a masked model's weighted solves would, and refuse."""
+    from bmfdsl.errors import InvalidParameterError
+
+    A = make_exact_rank(16, 16, 2, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PerformanceWarning)
+        for options in ({}, {"method": "baseline"}, {"one_hot": "V"}, {"one_hot": "U"}):
+            factorize(A, PRACTICAL_MAX_RANK + 1, random_state=0, **options)
+    seen = np.ones(A.shape, dtype=np.int8)
+    seen[0, 0] = 0
+    with pytest.raises(InvalidParameterError, match=r"enumerates 2\*\*rank row codes; rank 13"):
+        factorize(A, PRACTICAL_MAX_RANK + 1, mask=seen, random_state=0)
 
 
 def test_the_expected_time_follows_the_cost_model():

@@ -197,7 +197,6 @@ def factorize(
     data, s = _load(A, rank, sample_rows)
     rank = check_rank(rank, data.shape)
     one_hot = check_one_hot(one_hot)
-    _warn_if_rank_impractical(data.shape, rank, one_hot, masked=mask is not None)
     method_key = _check_method(method, one_hot, weights, backend_params)
     model_data = _check_model_data(model_data, method_key, s)
     objective = _Objective(None if mask is None else check_mask(mask, data.shape))
@@ -321,21 +320,6 @@ def factorize(
         info=info,
         lower_bound=proof.bound.value,
     )
-
-
-def _warn_if_rank_impractical(
-    shape: tuple[int, int], rank: int, one_hot: str | None, *, masked: bool
-) -> None:
-    """Exact BLS/ALS solves score all ``2**rank`` codes per row up to
-    :data:`~bmfdsl.solvers.MAX_ENUMERATION_RANK` (and a one-hot model's free side, or a masked
-    one's weighted solves, at any rank); beyond it free factors are solved row by row by branch
-    and bound without a code table. Warn
-    once when a run enumerates a rank beyond the practical range."""
-    from bmfdsl.solvers import MAX_ENUMERATION_RANK
-    from bmfdsl.solvers.native import warn_if_rank_impractical
-
-    enumerates = rank <= MAX_ENUMERATION_RANK or one_hot is not None or masked
-    warn_if_rank_impractical(shape, rank, enumerates=enumerates)
 
 
 def _with_jit(

@@ -41,7 +41,6 @@ from bmfdsl.solvers.native._settings import (
     auto_work_limit,
     exact_solve_seconds,
     portfolio_work_patience,
-    warn_if_rank_impractical,
 )
 from bmfdsl.solvers.native._weighted import solve_weighted_bmf, weighted_als, weighted_bls
 
@@ -67,7 +66,6 @@ __all__ = [
     "solve_family",
     "solve_weighted_bmf",
     "structure_seeds",
-    "warn_if_rank_impractical",
     "weighted_als",
     "weighted_bls",
 ]

@@ -42,7 +42,12 @@ import numpy as np
 
 from bmfdsl.linalg import Orientation
 from bmfdsl.solvers.methods import baseline
-from bmfdsl.solvers.native._beyond import MAX_CODE_RANK, local_als, polish_beyond
+from bmfdsl.solvers.native._beyond import (
+    MAX_CODE_RANK,
+    local_als,
+    polish_beyond,
+    polish_one_hot_beyond,
+)
 from bmfdsl.solvers.native._certify import exact_rank1
 from bmfdsl.solvers.native._seeds import seed_work, structure_seeds
 from bmfdsl.solvers.native._settings import (
@@ -139,8 +144,8 @@ def solve_bmf(
     one_hot = check_one_hot(one_hot)
     rng = check_random_state(seed)
     warm = check_warm_starts(initial_factors, A.shape, rank)
-    if rank > MAX_CODE_RANK and one_hot is None:  # no 2**rank code tables (_beyond.py)
-        return _solve_beyond(A, rank, warm, rng, settings, compile_seconds, started)
+    if rank > MAX_CODE_RANK:  # no 2**rank code tables (_beyond.py)
+        return _solve_beyond(A, rank, one_hot, warm, rng, settings, compile_seconds, started)
     budget = solve_budget(settings, A.shape, started)
     problem = _Problem.reduce(A, one_hot, warm)
     solver = PortfolioSolver(problem.A, rank, problem.one_hot, settings, rng, budget)
@@ -172,6 +177,7 @@ def solve_bmf(
 def _solve_beyond(
     A: np.ndarray,
     rank: int,
+    one_hot: str | None,
     warm: list[tuple[np.ndarray, np.ndarray]],
     rng: np.random.Generator,
     settings: NativeSettings,
@@ -179,9 +185,9 @@ def _solve_beyond(
     started: float,
 ) -> NativeResult:
     """Rank beyond :data:`MAX_CODE_RANK`: the portfolio at that rank, extended and polished
-    by local-search ALS (see ``_beyond.py``), within one work budget: the portfolio gets
-    three quarters of it (and of a time limit), the polish what is left (at least its first
-    two solves run)."""
+    by local-search ALS, or for a ``one_hot`` model by adding clusters and exact one-hot ALS
+    (see ``_beyond.py``), within one work budget: the portfolio gets three quarters of it
+    (and of a time limit), the polish what is left (at least its first two solves run)."""
     limit = settings.work_limit
     if limit is None and settings.time_limit is None:
         limit = auto_work_limit(A.shape)
@@ -189,12 +195,24 @@ def _solve_beyond(
     sub_work = None if limit is None else 0.75 * limit
     sub_settings = replace(settings, work_limit=sub_work, time_limit=sub_time)
     sub_warm = [(U[:, :MAX_CODE_RANK], V[:, :MAX_CODE_RANK]) for U, V in warm]
-    sub = solve_bmf(A, MAX_CODE_RANK, initial_factors=sub_warm, seed=rng, settings=sub_settings)
+    sub = solve_bmf(
+        A,
+        MAX_CODE_RANK,
+        one_hot=one_hot,
+        initial_factors=sub_warm,
+        seed=rng,
+        settings=sub_settings,
+    )
     A = np.ascontiguousarray(A, dtype=np.int8)
     left = None if limit is None else max(limit - sub.info["work"]["units"], 0.0)
     budget = solve_budget(replace(settings, work_limit=left), A.shape, started)  # one clock
     warm8 = [(np.asarray(U, np.int8), np.asarray(V, np.int8)) for U, V in warm]
-    candidates, done = polish_beyond(A, rank, sub.solutions[0], warm8, settings, budget)
+    if one_hot is None:
+        candidates, done = polish_beyond(A, rank, sub.solutions[0], warm8, settings, budget)
+    else:
+        candidates, done = polish_one_hot_beyond(
+            A, rank, one_hot, sub.solutions[0], warm8, settings, budget, rng
+        )
     info = dict(sub.info)
     if candidates[0][0] == 0:
         info["certificate"] = {"optimal": True, "reason": "zero error"}

@@ -11,14 +11,13 @@ opt-in wall-clock deadline of ``time_limit``.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from bmfdsl.errors import InvalidParameterError, PerformanceWarning
+from bmfdsl.errors import InvalidParameterError
 from bmfdsl.solvers.native._certify import DEFAULT_MAX_ENUMERATION
 from bmfdsl.timings import WorkBudget
 from bmfdsl.validation import check_count, check_real
@@ -37,9 +36,10 @@ _SOLVE_CELL_WORK = 24.0
 WORK_PER_SECOND = 3e9
 #: The fewest sweeps worth an annealing restart; below that a restart is skipped.
 MIN_SWEEPS = 50
-#: The largest rank that :func:`warn_if_rank_impractical` lets pass silently: an enumerating
-#: BLS solve (a one-hot factor's, a masked model's) scores all ``2**r`` codes of a row, so its
-#: cost doubles with each rank beyond.
+#: The largest rank whose row solves may score all ``2**r`` codes of a row (the native
+#: solver's code tables, a masked model's weighted solves): their cost doubles with each rank
+#: beyond, so no route enumerates there (free factors: branch and bound or local search;
+#: one-hot models: clusters; masked models refuse such a rank).
 PRACTICAL_MAX_RANK = 12
 
 
@@ -251,37 +251,6 @@ def exact_solve_seconds(shape: tuple[int, int], rank: int) -> float:
     """
     codes = 2**rank
     return solve_work(shape[0], shape[1], codes, codes) / WORK_PER_SECOND
-
-
-_warned_about_rank = False
-
-
-def warn_if_rank_impractical(shape: tuple[int, int], rank: int, *, enumerates: bool = True) -> bool:
-    """Warn (once per process) when ``rank`` exceeds :data:`PRACTICAL_MAX_RANK`, with the
-    time of one exact BLS solve on ``shape`` by the cost model; True when it warned.
-    ``enumerates``: whether the run's row solves score all ``2**rank`` codes (False: free
-    factors beyond the enumerated ranks take a local search, which is fast, so no warning).
-
-    Every method polishes with BLS and ALS, so an enumerated large rank is slow whatever the
-    backend; the warning names the faster routes.
-    """
-    global _warned_about_rank
-    if rank <= PRACTICAL_MAX_RANK or not enumerates or _warned_about_rank:
-        return False
-    _warned_about_rank = True
-    seconds = exact_solve_seconds(shape, rank)
-    warnings.warn(
-        f"rank {rank} is beyond the practical range (up to {PRACTICAL_MAX_RANK}): one exact "
-        f"BLS solve scores all 2^{rank} codes of each row, about {seconds:,.1f} s on this "
-        f"{shape[0]} x {shape[1]} matrix by the native solver's cost model (calibrated on an "
-        "idle 2-core machine), and a factorization runs several (seeds, ALS). Use a smaller "
-        "rank, or a model without one_hot and mask, whose rows beyond rank 12 are solved by "
-        "branch and bound instead of enumeration. (Shown once per process.)",
-        PerformanceWarning,
-        stacklevel=5,  # factorize's caller: here <- _warn_if_rank_impractical <- factorize's
-        # body <- its wrapper that stops its background work (pipeline/_background.py) <- caller
-    )
-    return True
 
 
 # one code-bit operation of the local-search row solver (bmfdsl.linalg.solve_rows_local)
