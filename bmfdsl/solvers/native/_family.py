@@ -234,7 +234,8 @@ class FamilySolver:
     ) -> tuple[np.ndarray, float]:
         """Every row takes its best single-bit change (or none) given ``other``."""
         rows, q = side.A.shape
-        counts = current.astype(np.int64) @ other.astype(np.int64).T
+        # exact small integers by BLAS (numpy's int64 matmul has none: 3x this update's time)
+        counts = (current.astype(np.float64) @ other.T.astype(np.float64)).astype(np.int64)
         self.budget.spend(_UPDATE_OVERHEAD + float(rows) * q * (self.rank + 1) * 2)
         ones = current.sum(axis=1)
         base = self._row_costs(side, counts) + side.l1 * ones
