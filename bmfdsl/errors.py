@@ -84,5 +84,5 @@ class SolverError(BmfdslError, RuntimeError):
 
 
 class PerformanceWarning(UserWarning):
-    """A call will be slow or use much memory (a large rank, a dask array loaded whole);
-    the message says how slow and what to do instead."""
+    """A call will be slow or use much memory (a dask array loaded whole); the message says
+    how slow and what to do instead."""

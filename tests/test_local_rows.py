@@ -177,18 +177,19 @@ def test_bls_and_the_native_solver_stop_enumerating_at_the_same_rank():
 def test_one_hot_als_steps_are_exact_bls_and_never_worsen():
     """U: each row to its nearest center (the lowest index on ties), as exact one-hot BLS;
     V: each center bit by majority, as exact BLS for that one-hot U (a diagonal Gram)."""
-    from bmfdsl.solvers.native._beyond import one_hot_als
+    from bmfdsl.solvers.native._beyond import OneHotData, one_hot_als
     from bmfdsl.timings import WorkBudget
 
     rng = np.random.default_rng(4)
     A = (rng.random((80, 30)) < 0.3).astype(np.int8)
     V = (rng.random((30, 14)) < 0.3).astype(np.int8)
     V[:, 5] = V[:, 2]  # equal centers: ties
-    U, _, error, _ = one_hot_als(A, V, WorkBudget(), 1)  # the U step alone
+    data = OneHotData.of(A)
+    U, _, error, _ = one_hot_als(data, V, WorkBudget(), 1)  # the U step alone
     expected_U, expected_error = solve_bls_with_error(A, V, one_hot=True)
     np.testing.assert_array_equal(U, expected_U)
     assert error == expected_error == squared_error(A, U, V)
-    U, V2, error, solves = one_hot_als(A, V, WorkBudget(), 2)  # and the V step
+    U, V2, error, solves = one_hot_als(data, V, WorkBudget(), 2)  # and the V step
     expected_V, expected_error = solve_bls_with_error(A.T, U)
     np.testing.assert_array_equal(V2, expected_V)
     assert error == expected_error <= squared_error(A, U, V) and solves == 2
@@ -224,3 +225,14 @@ def test_one_hot_beyond_rank_12_stays_within_a_small_work_limit():
     assert (U.sum(axis=1) == 1).all() and error == squared_error(A, U, V)
     assert small.info["beyond_enumeration"]["restarts"] == 0  # no restart fits
     assert error <= small.info["beyond_enumeration"]["sub_rank_error"]
+    capped = solve_bmf(A, 16, one_hot="U", seed=0, settings=NativeSettings(num_reads=3))
+    assert capped.info["beyond_enumeration"]["restarts"] == 3  # num_reads caps the restarts
+
+
+def test_solutions_beyond_rank_12_are_distinct():
+    A = np.kron(np.eye(4, dtype=np.int8), np.ones((5, 5), dtype=np.int8))
+    for one_hot in (None, "U"):
+        result = solve_bmf(A, 14, one_hot=one_hot, seed=0, settings=NativeSettings(num_solutions=5))
+        keys = [U.tobytes() + V.tobytes() for U, V, _ in result.solutions]
+        assert len(keys) == len(set(keys)) >= 1
+        assert result.solutions[0][2] == 0

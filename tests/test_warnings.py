@@ -27,6 +27,11 @@ def test_no_rank_beyond_the_code_tables_warns_and_a_masked_one_says_why_it_stops
     seen[0, 0] = 0
     with pytest.raises(InvalidParameterError, match=r"enumerates 2\*\*rank row codes; rank 13"):
         factorize(A, PRACTICAL_MAX_RANK + 1, mask=seen, random_state=0)
+    # the estimator's masked transform solves U for its fitted V: the same refusal
+    model = BinaryMatrixFactorization(n_components=PRACTICAL_MAX_RANK + 1, random_state=0)
+    model.fit(A)
+    with pytest.raises(InvalidParameterError, match=r"enumerates 2\*\*rank row codes; rank 13"):
+        model.transform(A, mask=seen)
 
 
 def test_the_expected_time_follows_the_cost_model():

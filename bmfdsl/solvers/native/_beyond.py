@@ -2,8 +2,7 @@
 
 The annealing kernels and exact row solves score every one of a row's ``2**r`` codes: at
 rank 16 on MNIST 1,000 x 784 that took 7.3 s, at rank 20 85 s, and rank 32 cannot be
-enumerated at all. Above :data:`MAX_CODE_RANK` (free factors only; a one-hot factor has just
-``r`` codes) the solver instead
+enumerated at all. Above :data:`MAX_CODE_RANK` the solver instead
 
 1. solves rank :data:`MAX_CODE_RANK` with the whole portfolio (certificate, seeds, restarts),
 2. extends that answer by ``r - MAX_CODE_RANK`` columns: the greedy baseline (S1 Algorithm 2)
@@ -16,24 +15,34 @@ A one-hot model (every row of ``U``, or of ``V``, one cluster) goes the same way
 steps 2-3 made for it (:func:`polish_one_hot_beyond`): its free factor has ``2**r`` codes, yet
 with one cluster per row its Gram matrix is diagonal, so exact ALS is cheap at any rank (each
 row to its nearest center; each center bit by majority). Step 2 adds one cluster at a time,
-centred on the row the answer fits worst, each followed by that ALS (before, annealing over
-the ``2**r`` codes ran out of budget beyond rank 12: on 300 x 60 planted blocks the error
-rose from 800 at r = 12 to 844 at r = 13-16 and 1,221 at r = 24, in 9 s).
+centred on the row the answer fits worst, each followed by that ALS; step 3 is k-means++
+restarts while the budget lasts (before, annealing over the ``2**r`` codes ran out of budget
+beyond rank 12: on 300 x 60 planted blocks the error rose from 800 at r = 12 to 844 at
+r = 13-16 and 1,221 at r = 24, in 9 s).
 
 The sub-rank answer with zero extra columns (empty clusters) is kept as a candidate, so the
-error at rank ``r`` never exceeds the error at :data:`MAX_CODE_RANK`. The polish counts its
-work in the solve's :class:`~bmfdsl.timings.WorkBudget` (:func:`local_solve_work`); equal seeds
-give equal answers.
+error at rank ``r`` never exceeds that of the rank-:data:`MAX_CODE_RANK` answer it extends
+(solved on three quarters of the budget: a rank-12 solve with the whole budget can be
+lower). The polish counts its work in the solve's :class:`~bmfdsl.timings.WorkBudget`
+(:func:`local_solve_work`); equal seeds give equal answers.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from bmfdsl.linalg import LOCAL_MOVES_PER_RANK, dense_cross, gram, solve_rows_local
+from bmfdsl.linalg import (
+    LOCAL_MOVES_PER_RANK,
+    BinaryMatrix,
+    as_matrix,
+    dense_cross,
+    gram,
+    solve_rows_local,
+)
 from bmfdsl.solvers.methods import baseline
 from bmfdsl.solvers.native._settings import NativeSettings, local_solve_work
 from bmfdsl.timings import WorkBudget
@@ -138,47 +147,63 @@ def polish_beyond(
     return candidates, {"local_als_solves": solves, "sub_rank": int(U0.shape[1])}
 
 
+@dataclass(frozen=True)
+class OneHotData:
+    """``A`` (``m x n``, 0/1) as the one-hot polish reads it: wrapped once for exact BLS
+    (``U``'s side and ``V``'s), its ones in all and per row."""
+
+    A: np.ndarray
+    rows: BinaryMatrix
+    columns: BinaryMatrix
+    ones: int
+    row_ones: np.ndarray
+
+    @classmethod
+    def of(cls, A: np.ndarray) -> OneHotData:
+        A = np.ascontiguousarray(A, dtype=np.int8)
+        row_ones = np.count_nonzero(A, axis=1).astype(np.int64)
+        return cls(A, as_matrix(A), as_matrix(A.T), int(row_ones.sum()), row_ones)
+
+    def step_work(self, rows: int, columns: int, rank: int) -> float:
+        """Work units of one exact BLS step: a pass over the ones per factor column
+        (``A F``) and ``rank`` scores per row."""
+        return local_solve_work(rows, columns, (self.ones + rows) * rank)
+
+
 def one_hot_als(
-    A: np.ndarray, V: np.ndarray, budget: WorkBudget, max_solves: int
+    data: OneHotData, V: np.ndarray, budget: WorkBudget, max_solves: int
 ) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """Exact ALS from ``V`` with a one-hot ``U`` (``U`` first, so no start ``U`` is needed):
-    each row of ``A`` goes to the cluster ``k`` of the least ``|v_k| - 2 a·v_k`` (the lowest
-    ``k`` on ties), and bit ``j`` of center ``k`` is 1 where more than half of the cluster's
-    rows have a 1 in column ``j`` (``UᵀU`` is diagonal: each bit alone). Stops as
+    """Exact ALS from ``V`` with a one-hot ``U`` (``U`` first, so no start ``U`` is needed) by
+    :func:`~bmfdsl.solvers.solve_bls_many`: each row of ``A`` goes to its nearest center
+    (the lowest index on ties), and ``V``, whose Gram matrix ``UᵀU`` is then diagonal, is
+    solved without a code table at any rank (each center bit by majority). Stops as
     :func:`local_als` does; returns ``(U, V, error, solves)``; no solve worsens the error.
 
     >>> A = np.kron(np.eye(2, dtype=np.int8), np.ones((2, 2), dtype=np.int8))
     >>> V = np.array([[1, 0], [0, 0], [0, 0], [0, 1]], dtype=np.int8)
-    >>> U, V, error, solves = one_hot_als(A, V, WorkBudget(), 10)
+    >>> U, V, error, solves = one_hot_als(OneHotData.of(A), V, WorkBudget(), 10)
     >>> U.tolist(), V.T.tolist(), error
     ([[1, 0], [1, 0], [0, 1], [0, 1]], [[1, 1, 0, 0], [0, 0, 1, 1]], 0)
     """
-    A = np.ascontiguousarray(A, dtype=np.int8)
-    At = np.ascontiguousarray(A.T)
-    V = np.ascontiguousarray(V, dtype=np.int8).copy()
-    m, n = A.shape
+    from bmfdsl.solvers import solve_bls_many
+
+    m, n = data.A.shape
+    V = np.ascontiguousarray(V, dtype=np.int8)
     rank = V.shape[1]
     U = np.zeros((m, rank), dtype=np.int8)
-    ones = int(np.count_nonzero(A))
     error = -1
     stale = solves = 0
     while solves < max_solves and stale < 2 and error != 0:
         if solves >= 2 and not budget.affords(0.0):  # work limit and deadline
             break
         started = time.perf_counter()
-        if solves % 2 == 0:  # U: the nearest center
-            scores = V.sum(axis=0, dtype=np.int64)[None, :] - 2 * dense_cross(A, V)
-            nearest = np.argmin(scores, axis=1)
-            U[:] = 0
-            U[np.arange(m), nearest] = 1
-            new = ones + int(scores[np.arange(m), nearest].sum())
-            rows, columns = m, n
-        else:  # V: each center bit by majority (a tie leaves it 0, the lowest code)
-            gains = U.sum(axis=0, dtype=np.int64)[None, :] - 2 * dense_cross(At, U)
-            V = (gains < 0).astype(np.int8)
-            new = ones + int(np.minimum(gains, 0).sum())
-            rows, columns = n, m
-        budget.spend(local_solve_work(rows, columns, rows * rank), time.perf_counter() - started)
+        if solves % 2 == 0:
+            ((U, new, _),) = solve_bls_many(data.rows, [V], one_hot=True)
+            work = data.step_work(m, n, rank)
+        else:
+            ((V, new, _),) = solve_bls_many(data.columns, [U])
+            work = data.step_work(n, m, rank)
+        budget.spend(work, time.perf_counter() - started)
         solves += 1
         if error < 0 or new < error:
             error, stale = new, 0
@@ -188,7 +213,7 @@ def one_hot_als(
 
 
 def extend_one_hot(
-    A: np.ndarray,
+    data: OneHotData,
     U: np.ndarray,
     V: np.ndarray,
     rank: int,
@@ -201,54 +226,52 @@ def extend_one_hot(
 
     >>> A = np.kron(np.eye(3, dtype=np.int8), np.ones((2, 2), dtype=np.int8))
     >>> U, V = np.ones((6, 1), dtype=np.int8), A[:1].T.copy()  # one cluster: the first block
-    >>> U, V, error, _ = extend_one_hot(A, U, V, 3, WorkBudget(), 10)
+    >>> U, V, error, _ = extend_one_hot(OneHotData.of(A), U, V, 3, WorkBudget(), 10)
     >>> error, V.sum(axis=0).tolist()
     (0, [2, 2, 2])
     """
-    A = np.ascontiguousarray(A, dtype=np.int8)
+    A = data.A
     U = np.ascontiguousarray(U, dtype=np.int8)
     V = np.ascontiguousarray(V, dtype=np.int8)
-    row_ones = np.count_nonzero(A, axis=1).astype(np.int64)
     error: int | None = None
     solves = 0
     while V.shape[1] < rank:
         cluster = np.argmax(U, axis=1)
         cross = dense_cross(A, V)[np.arange(A.shape[0]), cluster]
-        fits = row_ones + V.sum(axis=0, dtype=np.int64)[cluster] - 2 * cross
+        fits = data.row_ones + V.sum(axis=0, dtype=np.int64)[cluster] - 2 * cross
         worst = int(np.argmax(fits))
         center = A[worst] if fits[worst] > 0 else np.zeros(A.shape[1], dtype=np.int8)
         V = np.ascontiguousarray(np.column_stack([V, center]), dtype=np.int8)
-        U, V, error, done = one_hot_als(A, V, budget, max_solves)
+        U, V, error, done = one_hot_als(data, V, budget, max_solves)
         solves += done
     if error is None:  # nothing to add: the pair polished as it is
-        U, V, error, solves = one_hot_als(A, V, budget, max_solves)
+        U, V, error, solves = one_hot_als(data, V, budget, max_solves)
     return U, V, error, solves
 
 
 def seeded_clusters(
-    A: np.ndarray,
+    data: OneHotData,
     V: np.ndarray,
     rank: int,
     rng: np.random.Generator,
     budget: WorkBudget,
     max_solves: int,
 ) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """k-means++ for one-hot ``U``: ``V``'s centers (none, or a smaller answer's) and more
-    up to ``rank``, each a row of ``A`` drawn with probability proportional to its error
-    under the centers so far (an empty cluster once every row fits exactly), then
-    :func:`one_hot_als`. Returns ``(U, V, error, solves)``.
+    """k-means++ for one-hot ``U``: ``V``'s centers (none, or a smaller answer's) and more up
+    to ``rank``, each a row of ``A`` drawn with probability proportional to its error under
+    the centers so far, the all-zero center included (an empty cluster once every row fits
+    exactly), then :func:`one_hot_als`. Returns ``(U, V, error, solves)``.
 
     >>> A = np.kron(np.eye(3, dtype=np.int8), np.ones((2, 2), dtype=np.int8))
-    >>> start = np.zeros((6, 0), dtype=np.int8)
-    >>> U, V, error, _ = seeded_clusters(A, start, 3, np.random.default_rng(0), WorkBudget(), 10)
+    >>> start, rng = np.zeros((6, 0), dtype=np.int8), np.random.default_rng(0)
+    >>> U, V, error, _ = seeded_clusters(OneHotData.of(A), start, 3, rng, WorkBudget(), 10)
     >>> error
     0
     """
-    A = np.ascontiguousarray(A, dtype=np.int8)
+    A = data.A
     m, n = A.shape
-    row_ones = np.count_nonzero(A, axis=1).astype(np.int64)
     centers = [np.ascontiguousarray(V[:, k], dtype=np.int8) for k in range(V.shape[1])]
-    fits = row_ones.copy()  # each row's error under its nearest center so far (none: all 0)
+    fits = data.row_ones.copy()  # each row's error under the zero center and those so far
     if centers:
         scores = V.sum(axis=0, dtype=np.int64)[None, :] - 2 * dense_cross(A, V)
         fits += np.minimum(scores.min(axis=1), 0)
@@ -259,13 +282,10 @@ def seeded_clusters(
         center = A[drawn] if total else np.zeros(n, dtype=np.int8)
         centers.append(center)
         overlap = dense_cross(A, center[:, None])[:, 0]
-        fits = np.minimum(fits, row_ones + int(center.sum()) - 2 * overlap)
-    budget.spend(local_solve_work(m, n, m * (rank - V.shape[1])), time.perf_counter() - started)
-    return one_hot_als(A, np.column_stack(centers).astype(np.int8), budget, max_solves)
-
-
-#: Most k-means++ restarts of :func:`polish_one_hot_beyond` (each about ten ALS solves).
-MAX_ONE_HOT_RESTARTS = 64
+        fits = np.minimum(fits, data.row_ones + int(center.sum()) - 2 * overlap)
+    added = rank - V.shape[1]
+    budget.spend(data.step_work(m, n, added), time.perf_counter() - started)
+    return one_hot_als(data, np.column_stack(centers).astype(np.int8), budget, max_solves)
 
 
 def polish_one_hot_beyond(
@@ -281,12 +301,15 @@ def polish_one_hot_beyond(
     """:func:`polish_beyond` for a one-hot ``one_hot`` side (``"U"`` or ``"V"``): the
     candidates ``(error, U, V)`` best first (the sub-rank answer with empty clusters, its
     extension by :func:`extend_one_hot`, each warm start's ``V`` polished by
-    :func:`one_hot_als`, and :func:`seeded_clusters` restarts while the budget affords one,
-    at most :data:`MAX_ONE_HOT_RESTARTS` and ``settings.patience`` in a row without a better
-    answer), and what was done."""
+    :func:`one_hot_als`, then :func:`seeded_clusters` restarts), and what was done.
+
+    The restarts start from the sub-rank answer's centers and from none in turn, while the
+    budget affords one (ten solves' worth), at most ``settings.num_reads`` of them when
+    given, until an answer is exact, and with ``settings.patience`` until that many in a row
+    (and at least as many as it took to find the best) brought no better answer."""
     U0, V0, error0 = sub_rank_answer
     flip = one_hot == "V"  # solved as its transpose, whose U is one-hot
-    data = np.ascontiguousarray(A.T if flip else A, dtype=np.int8)
+    data = OneHotData.of(A.T if flip else A)
     hot, free = (V0, U0) if flip else (U0, V0)
     pad = rank - hot.shape[1]
     padded = (
@@ -302,23 +325,25 @@ def polish_one_hot_beyond(
         )
         solves += done
         found.append((error, U, V))
-    # k-means++ restarts, from the sub-rank answer's centers and from none in turn, while the
-    # budget affords one (ten solves' worth) and, with a patience, they still improve
-    m, n = data.shape
-    restart_work = 10 * local_solve_work(m, n, m * rank)
+    m, n = data.A.shape
+    restart_work = 10 * data.step_work(m, n, rank)
     best = min(error for error, _, _ in found)
-    restarts = stale = 0
+    restarts = stale = found_at = 0
     while (
-        restarts < MAX_ONE_HOT_RESTARTS
+        best > 0
+        and (settings.num_reads is None or restarts < settings.num_reads)
         and budget.affords(restart_work)
-        and (settings.patience is None or stale < settings.patience)
+        and (settings.patience is None or stale < max(settings.patience, found_at))
     ):
         start = free if restarts % 2 == 0 else free[:, :0]
         U, V, error, done = seeded_clusters(data, start, rank, rng, budget, settings.max_solves)
         solves += done
         restarts += 1
         found.append((error, U, V))
-        best, stale = (error, 0) if error < best else (best, stale + 1)
+        if error < best:
+            best, stale, found_at = error, 0, restarts
+        else:
+            stale += 1
     found.sort(key=lambda item: item[0])  # stable: the sub-rank answer first on ties
     candidates = [(error, V, U) if flip else (error, U, V) for error, U, V in found]
     done_info = {"local_als_solves": solves, "sub_rank": int(U0.shape[1]), "restarts": restarts}

@@ -228,7 +228,13 @@ def _solve_beyond(
         "compile": compile_seconds,
         "total": time.perf_counter() - started,
     }
-    solutions = [(U, V, error) for error, U, V in candidates[: settings.num_solutions]]
+    solutions: list[tuple[np.ndarray, np.ndarray, int]] = []
+    seen: set[bytes] = set()
+    for error, U, V in candidates:  # distinct answers, best first
+        key = U.tobytes() + V.tobytes()
+        if key not in seen and len(solutions) < settings.num_solutions:
+            seen.add(key)
+            solutions.append((U, V, error))
     return NativeResult(solutions=solutions, info=info)
 
 

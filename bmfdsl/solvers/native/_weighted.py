@@ -31,15 +31,19 @@ def weighted_bls(
 ) -> tuple[np.ndarray, float]:
     """The best 0/1 ``U`` for fixed ``V``: ``argmin Σ c (A - U Vᵀ)²``, row by row, exactly.
 
-    Every row code is scored (only the ``r`` one-hot codes with ``exactly_one``); of equally
-    good codes a row takes the first in ``"lexicographic"`` order of
-    :func:`bmfdsl.linalg.code_table`.
+    Every row code is scored (only the ``r`` one-hot codes with ``exactly_one``; beyond
+    rank 12 nothing else is taken); of equally good codes a row takes the first in
+    ``"lexicographic"`` order of :func:`bmfdsl.linalg.code_table`.
 
     >>> A = np.array([[1, 1], [0, 1]]); C = np.array([[1, 0], [1, 1]])
     >>> U, error = weighted_bls(A, C, np.array([[1], [1]]))
     >>> U.ravel().tolist(), error
     ([1, 0], 1.0)
     """
+    if V.shape[1] > MAX_RANK and not exactly_one:  # 2**r codes a row, in float64
+        raise InvalidParameterError(
+            f"masked/weighted BMF enumerates 2**rank row codes; rank {V.shape[1]} > {MAX_RANK}"
+        )
     codes = code_table(V.shape[1], exactly_one, "lexicographic").astype(np.float64)
     P = codes @ V.astype(np.float64).T  # (K, n): each code's row of U Vᵀ
     Af = A.astype(np.float64)
