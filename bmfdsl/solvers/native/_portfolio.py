@@ -34,6 +34,7 @@ search: with a cold cache the first solve of a 2,000 x 30 matrix at rank 3 used 
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -156,7 +157,12 @@ def solve_bmf(
         search = _SearchOutcome(restarts=0, stopped_by="optimal")
     else:
         _polish_seeds(solver, problem.warm)
-        search = _search(solver)
+        clusters = (solver.one_hot_u or solver.one_hot_v) and rank > 1
+        # a one-hot model keeps a share of the budget for k-means++ after the annealing
+        reserve = CLUSTERS_SHARE * solver.budget.remaining() if clusters else 0.0
+        search = _search(solver, reserve if math.isfinite(reserve) else 0.0)
+        if clusters:
+            _cluster_restarts(solver)
     if solver.pool.best_error == 0:
         certificate = {"optimal": True, "reason": "zero error"}
     if certified_first:  # warm starts are kept among the answers even when certified
@@ -373,9 +379,43 @@ class _Progress:
     work_at_improvement: float = 0.0
 
 
-def _search(solver: PortfolioSolver) -> _SearchOutcome:
+#: The share of the budget left after the seeds that a one-hot model keeps for k-means++
+#: restarts (:func:`_cluster_restarts`), which also get what the annealing leaves.
+CLUSTERS_SHARE = 0.25
+#: Most k-means++ restarts of a one-hot model's solve (each about ten exact ALS solves).
+MAX_CLUSTER_RESTARTS = 128
+
+
+def _cluster_restarts(solver: PortfolioSolver) -> None:
+    """k-means++ restarts of a one-hot model (:meth:`PortfolioSolver.cluster`) after the
+    annealing, with the budget left: while one fits it (the first always runs), at most
+    :data:`MAX_CLUSTER_RESTARTS`, until the error is 0, and with ``patience`` until that many
+    in a row (and at least as many as it took to find the best) brought no gain.
+
+    Clustering is what the model asks for: on planted blocks of 5,000 x 200 the annealing
+    portfolio alone gave 25,936 at r = 4 and 16,895 at r = 12, the best of 100 k-means++ runs
+    22,317 and 12,647.
+    """
+    patience = solver.settings.patience
+    restarts = stale = found_at = 0
+    best = solver.pool.best_error
+    while (
+        best != 0
+        and restarts < MAX_CLUSTER_RESTARTS
+        and (restarts == 0 or solver.budget.affords(solver.restart_work("kmeans", 0)))
+        and (patience is None or stale < max(patience, found_at))
+    ):
+        solver.cluster()
+        restarts += 1
+        if best is None or (solver.pool.best_error or 0) < best:
+            best, stale, found_at = solver.pool.best_error, 0, restarts
+        else:
+            stale += 1
+
+
+def _search(solver: PortfolioSolver, reserve: float = 0.0) -> _SearchOutcome:
     """Restarts, cycling through :func:`_restart_modes`, until one stop rule holds or the
-    error is 0."""
+    error is 0; ``reserve``: work units left unspent for what follows."""
     modes = _restart_modes(solver)
     progress = _Progress(work_at_improvement=solver.budget.work)  # the seeds' best
     # work units and seconds of the last restart in each slot of ``modes`` (they differ in cost)
@@ -385,11 +425,12 @@ def _search(solver: PortfolioSolver) -> _SearchOutcome:
         slot = progress.restarts % len(modes)
         mode, core_rows = modes[slot]
         expected_work = last_work.get(slot, solver.restart_work(mode, core_rows))
+        expected_seconds = last_duration.get(slot, expected_work * solver.budget.seconds_per_unit)
         stop = _stop_rule(
             solver,
             progress,
-            expected_work,
-            last_duration.get(slot, expected_work * solver.budget.seconds_per_unit),
+            expected_work + reserve,
+            expected_seconds + reserve * solver.budget.seconds_per_unit,
         )
         if stop is not None:
             return _SearchOutcome(progress.restarts, stop)
