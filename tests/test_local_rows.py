@@ -184,7 +184,7 @@ def test_one_hot_als_steps_are_exact_bls_and_never_worsen():
     A = (rng.random((80, 30)) < 0.3).astype(np.int8)
     V = (rng.random((30, 14)) < 0.3).astype(np.int8)
     V[:, 5] = V[:, 2]  # equal centers: ties
-    data = OneHotData.of(A)
+    data = OneHotData(A)
     U, _, error, _ = one_hot_als(data, V, WorkBudget(), 1)  # the U step alone
     expected_U, expected_error = solve_bls_with_error(A, V, one_hot=True)
     np.testing.assert_array_equal(U, expected_U)
@@ -251,7 +251,7 @@ def test_one_hot_models_get_k_means_plus_plus_restarts_at_every_rank():
     U, V, error = result.solutions[0]
     assert (U.sum(axis=1) == 1).all() and error == squared_error(A, U, V)
     assert result.info["strategies"]["kmeans"] > 10
-    data, rng = OneHotData.of(A), np.random.default_rng(1)
+    data, rng = OneHotData(A), np.random.default_rng(1)
     lone = [
         seeded_clusters(data, np.zeros((100, 0), np.int8), 12, rng, WorkBudget(), 100)[2]
         for _ in range(10)

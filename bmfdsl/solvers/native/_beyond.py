@@ -29,8 +29,9 @@ lower). The polish counts its work in the solve's :class:`~bmfdsl.timings.WorkBu
 
 from __future__ import annotations
 
+import functools
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -147,22 +148,28 @@ def polish_beyond(
     return candidates, {"local_als_solves": solves, "sub_rank": int(U0.shape[1])}
 
 
-@dataclass(frozen=True)
 class OneHotData:
-    """``A`` (``m x n``, 0/1) as the one-hot polish reads it: wrapped once for exact BLS
-    (``U``'s side and ``V``'s), its ones in all and per row."""
+    """``A`` (``m x n``, 0/1) as the one-hot polish reads it: its ones, and on first use (a
+    pass over ``A`` each) the ones per row and ``A`` and ``Aᵀ`` wrapped for exact BLS."""
 
-    A: np.ndarray
-    rows: BinaryMatrix
-    columns: BinaryMatrix
-    ones: int
-    row_ones: np.ndarray
+    def __init__(self, A: np.ndarray) -> None:
+        self.A = np.ascontiguousarray(A, dtype=np.int8)
+        self.ones = int(np.count_nonzero(self.A))  # (fast: what a restart's cost needs)
 
-    @classmethod
-    def of(cls, A: np.ndarray) -> OneHotData:
-        A = np.ascontiguousarray(A, dtype=np.int8)
-        row_ones = np.count_nonzero(A, axis=1).astype(np.int64)
-        return cls(A, as_matrix(A), as_matrix(A.T), int(row_ones.sum()), row_ones)
+    @functools.cached_property
+    def row_ones(self) -> np.ndarray:
+        """The ones of each row (int64)."""
+        return self.A.sum(axis=1, dtype=np.int64)
+
+    @functools.cached_property
+    def rows(self) -> BinaryMatrix:
+        """``A`` for ``U``'s solves."""
+        return as_matrix(self.A)
+
+    @functools.cached_property
+    def columns(self) -> BinaryMatrix:
+        """``Aᵀ`` for ``V``'s solves."""
+        return as_matrix(np.ascontiguousarray(self.A.T))
 
     def step_work(self, rows: int, columns: int, rank: int) -> float:
         """Work units of one exact BLS step: a pass over the ones per factor column
@@ -181,7 +188,7 @@ def one_hot_als(
 
     >>> A = np.kron(np.eye(2, dtype=np.int8), np.ones((2, 2), dtype=np.int8))
     >>> V = np.array([[1, 0], [0, 0], [0, 0], [0, 1]], dtype=np.int8)
-    >>> U, V, error, solves = one_hot_als(OneHotData.of(A), V, WorkBudget(), 10)
+    >>> U, V, error, solves = one_hot_als(OneHotData(A), V, WorkBudget(), 10)
     >>> U.tolist(), V.T.tolist(), error
     ([[1, 0], [1, 0], [0, 1], [0, 1]], [[1, 1, 0, 0], [0, 0, 1, 1]], 0)
     """
@@ -226,7 +233,7 @@ def extend_one_hot(
 
     >>> A = np.kron(np.eye(3, dtype=np.int8), np.ones((2, 2), dtype=np.int8))
     >>> U, V = np.ones((6, 1), dtype=np.int8), A[:1].T.copy()  # one cluster: the first block
-    >>> U, V, error, _ = extend_one_hot(OneHotData.of(A), U, V, 3, WorkBudget(), 10)
+    >>> U, V, error, _ = extend_one_hot(OneHotData(A), U, V, 3, WorkBudget(), 10)
     >>> error, V.sum(axis=0).tolist()
     (0, [2, 2, 2])
     """
@@ -264,7 +271,7 @@ def seeded_clusters(
 
     >>> A = np.kron(np.eye(3, dtype=np.int8), np.ones((2, 2), dtype=np.int8))
     >>> start, rng = np.zeros((6, 0), dtype=np.int8), np.random.default_rng(0)
-    >>> U, V, error, _ = seeded_clusters(OneHotData.of(A), start, 3, rng, WorkBudget(), 10)
+    >>> U, V, error, _ = seeded_clusters(OneHotData(A), start, 3, rng, WorkBudget(), 10)
     >>> error
     0
     """
@@ -288,6 +295,43 @@ def seeded_clusters(
     return one_hot_als(data, np.column_stack(centers).astype(np.int8), budget, max_solves)
 
 
+def kmeans_restarts(
+    data: OneHotData,
+    rank: int,
+    starts: list[np.ndarray],
+    best: int | None,
+    rng: np.random.Generator,
+    budget: WorkBudget,
+    settings: NativeSettings,
+) -> Iterator[tuple[int, np.ndarray, np.ndarray, int]]:
+    """:func:`seeded_clusters` restarts, from each of ``starts`` (centers: ``n x k`` with
+    ``k <= rank``) in turn: ``(error, U, V, solves)`` of each, while the budget affords one
+    (ten solves' worth), at most ``settings.num_reads`` when given, until an answer is exact
+    (``best``: the error to beat, ``None`` for none yet), and with ``settings.patience`` until
+    that many in a row (and at least as many as it took to find the best) brought no better
+    answer."""
+    m, n = data.A.shape
+    restart_work = 10 * data.step_work(m, n, rank)
+    restarts = stale = found_at = 0
+    last_seconds = None  # (under a time limit a restart starts while one like the last fits)
+    while (
+        best != 0
+        and (settings.num_reads is None or restarts < settings.num_reads)
+        and budget.affords(restart_work, last_seconds)
+        and (settings.patience is None or stale < max(settings.patience, found_at))
+    ):
+        start = starts[restarts % len(starts)]
+        started = time.perf_counter()
+        U, V, error, solves = seeded_clusters(data, start, rank, rng, budget, settings.max_solves)
+        last_seconds = time.perf_counter() - started
+        restarts += 1
+        if best is None or error < best:
+            best, stale, found_at = error, 0, restarts
+        else:
+            stale += 1
+        yield error, U, V, solves
+
+
 def polish_one_hot_beyond(
     A: np.ndarray,
     rank: int,
@@ -301,15 +345,11 @@ def polish_one_hot_beyond(
     """:func:`polish_beyond` for a one-hot ``one_hot`` side (``"U"`` or ``"V"``): the
     candidates ``(error, U, V)`` best first (the sub-rank answer with empty clusters, its
     extension by :func:`extend_one_hot`, each warm start's ``V`` polished by
-    :func:`one_hot_als`, then :func:`seeded_clusters` restarts), and what was done.
-
-    The restarts start from the sub-rank answer's centers and from none in turn, while the
-    budget affords one (ten solves' worth), at most ``settings.num_reads`` of them when
-    given, until an answer is exact, and with ``settings.patience`` until that many in a row
-    (and at least as many as it took to find the best) brought no better answer."""
+    :func:`one_hot_als`, then :func:`kmeans_restarts` from the sub-rank answer's centers and
+    from none in turn), and what was done."""
     U0, V0, error0 = sub_rank_answer
     flip = one_hot == "V"  # solved as its transpose, whose U is one-hot
-    data = OneHotData.of(A.T if flip else A)
+    data = OneHotData(A.T if flip else A)
     hot, free = (V0, U0) if flip else (U0, V0)
     pad = rank - hot.shape[1]
     padded = (
@@ -325,25 +365,14 @@ def polish_one_hot_beyond(
         )
         solves += done
         found.append((error, U, V))
-    m, n = data.A.shape
-    restart_work = 10 * data.step_work(m, n, rank)
     best = min(error for error, _, _ in found)
-    restarts = stale = found_at = 0
-    while (
-        best > 0
-        and (settings.num_reads is None or restarts < settings.num_reads)
-        and budget.affords(restart_work)
-        and (settings.patience is None or stale < max(settings.patience, found_at))
+    restarts = 0
+    for error, U, V, done in kmeans_restarts(
+        data, rank, [free, free[:, :0]], best, rng, budget, settings
     ):
-        start = free if restarts % 2 == 0 else free[:, :0]
-        U, V, error, done = seeded_clusters(data, start, rank, rng, budget, settings.max_solves)
         solves += done
         restarts += 1
         found.append((error, U, V))
-        if error < best:
-            best, stale, found_at = error, 0, restarts
-        else:
-            stale += 1
     found.sort(key=lambda item: item[0])  # stable: the sub-rank answer first on ties
     candidates = [(error, V, U) if flip else (error, U, V) for error, U, V in found]
     done_info = {"local_als_solves": solves, "sub_rank": int(U0.shape[1]), "restarts": restarts}

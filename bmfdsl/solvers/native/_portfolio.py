@@ -161,8 +161,8 @@ def solve_bmf(
         # a one-hot model keeps a share of the budget for k-means++ after the annealing
         reserve = CLUSTERS_SHARE * solver.budget.remaining() if clusters else 0.0
         search = _search(solver, reserve if math.isfinite(reserve) else 0.0)
-        if clusters:
-            _cluster_restarts(solver)
+        if clusters:  # what the model asks for: k-means++ (_beyond.kmeans_restarts)
+            solver.cluster_restarts()
     if solver.pool.best_error == 0:
         certificate = {"optimal": True, "reason": "zero error"}
     if certified_first:  # warm starts are kept among the answers even when certified
@@ -379,38 +379,12 @@ class _Progress:
     work_at_improvement: float = 0.0
 
 
-#: The share of the budget left after the seeds that a one-hot model keeps for k-means++
-#: restarts (:func:`_cluster_restarts`), which also get what the annealing leaves.
+#: The share of the budget left after the seeds that a one-hot model keeps for its k-means++
+#: restarts (:meth:`PortfolioSolver.cluster_restarts`), which also get what the annealing
+#: leaves. Clustering is what the model asks for: on planted blocks of 5,000 x 200 the
+#: annealing portfolio alone gave 25,936 at r = 4 and 16,895 at r = 12, the best of 100
+#: k-means++ runs 22,317 and 12,647.
 CLUSTERS_SHARE = 0.25
-#: Most k-means++ restarts of a one-hot model's solve (each about ten exact ALS solves).
-MAX_CLUSTER_RESTARTS = 128
-
-
-def _cluster_restarts(solver: PortfolioSolver) -> None:
-    """k-means++ restarts of a one-hot model (:meth:`PortfolioSolver.cluster`) after the
-    annealing, with the budget left: while one fits it (the first always runs), at most
-    :data:`MAX_CLUSTER_RESTARTS`, until the error is 0, and with ``patience`` until that many
-    in a row (and at least as many as it took to find the best) brought no gain.
-
-    Clustering is what the model asks for: on planted blocks of 5,000 x 200 the annealing
-    portfolio alone gave 25,936 at r = 4 and 16,895 at r = 12, the best of 100 k-means++ runs
-    22,317 and 12,647.
-    """
-    patience = solver.settings.patience
-    restarts = stale = found_at = 0
-    best = solver.pool.best_error
-    while (
-        best != 0
-        and restarts < MAX_CLUSTER_RESTARTS
-        and (restarts == 0 or solver.budget.affords(solver.restart_work("kmeans", 0)))
-        and (patience is None or stale < max(patience, found_at))
-    ):
-        solver.cluster()
-        restarts += 1
-        if best is None or (solver.pool.best_error or 0) < best:
-            best, stale, found_at = solver.pool.best_error, 0, restarts
-        else:
-            stale += 1
 
 
 def _search(solver: PortfolioSolver, reserve: float = 0.0) -> _SearchOutcome:

@@ -59,9 +59,9 @@ class NativeSettings:
         time_limit: opt-in wall-clock limit in seconds (JIT compilation excluded). The answer
             then depends on machine speed and load: **not reproducible**. Restarts and ALS
             polishes check the clock inside, so the solve ends within about 10% of it.
-        num_reads: maximum number of annealing restarts (``None``: as many as the budget
-            allows; 0: the certificate and the seeds only, as the pipeline solves a sampled
-            core).
+        num_reads: maximum number of annealing restarts, and of a one-hot model's k-means++
+            restarts (``None``: as many as the budget allows; 0: the certificate and the
+            seeds only, as the pipeline solves a sampled core).
         sweeps: maximum sweeps per annealing run (fewer on big inputs so a run takes at most a
             quarter of the remaining budget).
         replicas: chains per run (independent for annealing, a temperature ladder for

@@ -16,7 +16,7 @@ import numpy as np
 
 from bmfdsl.linalg import random_factor
 from bmfdsl.solvers.native._anneal import anneal_replicas, bls_step, rank1_anneal, row_codes
-from bmfdsl.solvers.native._beyond import OneHotData, seeded_clusters
+from bmfdsl.solvers.native._beyond import OneHotData, kmeans_restarts
 from bmfdsl.solvers.native._settings import (
     MIN_SWEEPS,
     NativeSettings,
@@ -84,7 +84,6 @@ class PortfolioSolver:
             "kmeans": 0,
         }
         self._clusters_data: OneHotData | None = None  # (k-means++ of a one-hot model)
-        self._clusters_rng: np.random.Generator | None = None
         # work done so far (besides the budget's units): replica sweeps and exact BLS solves
         self.sweeps = 0
         self.solves = 0
@@ -194,9 +193,6 @@ class PortfolioSolver:
         m, n = self.A.shape
         if mode == "rank1":
             return 20 * rank1_sweep_work(self.A.size) + 4 * self.solve_units
-        if mode == "kmeans":
-            rows, columns = self.clusters_data().A.shape
-            return 10 * self.clusters_data().step_work(rows, columns, self.rank)
         rows = min(m, core_rows)
         K_u, K_v = len(self.codes_u[0]), len(self.codes_v[0])
         per_sweep = self.settings.replicas * sweep_work(rows, n, K_u, K_v)
@@ -206,24 +202,22 @@ class PortfolioSolver:
         """The matrix as k-means++ reads it (a one-hot model's; its transpose when ``V`` is the
         one-hot side), made once."""
         if self._clusters_data is None:
-            self._clusters_data = OneHotData.of(self.A.T if self.one_hot_v else self.A)
+            self._clusters_data = OneHotData(self.A.T if self.one_hot_v else self.A)
         return self._clusters_data
 
-    def cluster(self) -> None:
-        """One k-means++ restart of a one-hot model
-        (:func:`~bmfdsl.solvers.native._beyond.seeded_clusters`: centers drawn in proportion
-        to each row's error, then exact one-hot ALS) into the pool, from a generator of its
-        own: the annealing restarts draw the same states as without these."""
-        if self._clusters_rng is None:
-            self._clusters_rng = self.rng.spawn(1)[0]
+    def cluster_restarts(self) -> None:
+        """k-means++ restarts of a one-hot model into the pool
+        (:func:`~bmfdsl.solvers.native._beyond.kmeans_restarts`, from no centers), from a
+        generator of their own: the annealing restarts draw the same states as without them."""
         data = self.clusters_data()
         no_centers = np.zeros((data.A.shape[1], 0), dtype=np.int8)
-        hot, free, error, solves = seeded_clusters(
-            data, no_centers, self.rank, self._clusters_rng, self.budget, self.settings.max_solves
-        )
-        self.pool.add(error, *((free, hot) if self.one_hot_v else (hot, free)))
-        self.solves += solves
-        self.counts["kmeans"] += 1
+        rng = self.rng.spawn(1)[0]
+        for error, hot, free, solves in kmeans_restarts(
+            data, self.rank, [no_centers], self.pool.best_error, rng, self.budget, self.settings
+        ):
+            self.pool.add(error, *((free, hot) if self.one_hot_v else (hot, free)))
+            self.solves += solves
+            self.counts["kmeans"] += 1
 
     def anneal(self, mode: str, core_rows: int) -> None:
         """One restart of ``mode`` on a core of ``core_rows`` rows, sized to a quarter of the
