@@ -83,7 +83,6 @@ class PortfolioSolver:
             "reheat": 0,
             "kmeans": 0,
         }
-        self._clusters_data: OneHotData | None = None  # (k-means++ of a one-hot model)
         # work done so far (besides the budget's units): replica sweeps and exact BLS solves
         self.sweeps = 0
         self.solves = 0
@@ -198,18 +197,12 @@ class PortfolioSolver:
         per_sweep = self.settings.replicas * sweep_work(rows, n, K_u, K_v)
         return MIN_SWEEPS * per_sweep + 4 * self.solve_units
 
-    def clusters_data(self) -> OneHotData:
-        """The matrix as k-means++ reads it (a one-hot model's; its transpose when ``V`` is the
-        one-hot side), made once."""
-        if self._clusters_data is None:
-            self._clusters_data = OneHotData(self.A.T if self.one_hot_v else self.A)
-        return self._clusters_data
-
     def cluster_restarts(self) -> None:
         """k-means++ restarts of a one-hot model into the pool
-        (:func:`~bmfdsl.solvers.native._beyond.kmeans_restarts`, from no centers), from a
-        generator of their own: the annealing restarts draw the same states as without them."""
-        data = self.clusters_data()
+        (:func:`~bmfdsl.solvers.native._beyond.kmeans_restarts`, from no centers; on the
+        transpose when ``V`` is the one-hot side), from a generator of their own: the
+        annealing restarts draw the same states as without them."""
+        data = OneHotData(self.A.T if self.one_hot_v else self.A)
         no_centers = np.zeros((data.A.shape[1], 0), dtype=np.int8)
         rng = self.rng.spawn(1)[0]
         for error, hot, free, solves in kmeans_restarts(
