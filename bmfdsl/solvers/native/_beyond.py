@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -75,28 +75,39 @@ def local_als(
     V = np.ascontiguousarray(V, dtype=np.int8).copy()
     ones = int(np.count_nonzero(A))
     rank = U.shape[1]
+
+    def solve(solve_u: bool) -> tuple[int, float]:
+        data, fixed, solved = (A, V, U) if solve_u else (At, U, V)  # solved in place
+        score, code_ops = solve_rows_local(
+            dense_cross(data, fixed), gram(fixed), solved, LOCAL_MOVES_PER_RANK * rank
+        )
+        return ones + int(score), local_solve_work(data.shape[0], data.shape[1], int(code_ops))
+
+    error, solves = _alternate(solve, budget, max_solves)
+    return U, V, error, solves
+
+
+def _alternate(
+    solve: Callable[[bool], tuple[int, float]], budget: WorkBudget, max_solves: int
+) -> tuple[int, int]:
+    """ALS's rounds and stopping rule, one for every ALS of this module: ``solve(solve_u)``
+    makes one half-step (``U`` first) and returns the error after it and its work units;
+    it stops after two solves in a row without gain, ``max_solves`` solves, an exact pair, or
+    the budget (after the first two solves). Returns ``(the least error, solves)``."""
     error = -1
     stale = solves = 0
     while solves < max_solves and stale < 2 and error != 0:
         if solves >= 2 and not budget.affords(0.0):  # work limit and deadline
             break
         started = time.perf_counter()
-        solve_u = solves % 2 == 0
-        data, fixed, solved = (A, V, U) if solve_u else (At, U, V)
-        score, code_ops = solve_rows_local(
-            dense_cross(data, fixed), gram(fixed), solved, LOCAL_MOVES_PER_RANK * rank
-        )
-        new = ones + int(score)
-        budget.spend(
-            local_solve_work(data.shape[0], data.shape[1], int(code_ops)),
-            time.perf_counter() - started,
-        )
+        new, work = solve(solves % 2 == 0)
+        budget.spend(work, time.perf_counter() - started)
         solves += 1
         if error < 0 or new < error:
             error, stale = new, 0
         else:
             stale += 1
-    return U, V, error, solves
+    return error, solves
 
 
 def extend(A: np.ndarray, U: np.ndarray, V: np.ndarray, rank: int) -> tuple[np.ndarray, ...]:
@@ -198,24 +209,16 @@ def one_hot_als(
     V = np.ascontiguousarray(V, dtype=np.int8)
     rank = V.shape[1]
     U = np.zeros((m, rank), dtype=np.int8)
-    error = -1
-    stale = solves = 0
-    while solves < max_solves and stale < 2 and error != 0:
-        if solves >= 2 and not budget.affords(0.0):  # work limit and deadline
-            break
-        started = time.perf_counter()
-        if solves % 2 == 0:
-            ((U, new, _),) = solve_bls_many(data.rows, [V], one_hot=True)
-            work = data.step_work(m, n, rank)
-        else:
-            ((V, new, _),) = solve_bls_many(data.columns, [U])
-            work = data.step_work(n, m, rank)
-        budget.spend(work, time.perf_counter() - started)
-        solves += 1
-        if error < 0 or new < error:
-            error, stale = new, 0
-        else:
-            stale += 1
+
+    def solve(solve_u: bool) -> tuple[int, float]:
+        nonlocal U, V
+        if solve_u:
+            ((U, error, _),) = solve_bls_many(data.rows, [V], one_hot=True)
+            return error, data.step_work(m, n, rank)
+        ((V, error, _),) = solve_bls_many(data.columns, [U])
+        return error, data.step_work(n, m, rank)
+
+    error, solves = _alternate(solve, budget, max_solves)
     return U, V, error, solves
 
 
