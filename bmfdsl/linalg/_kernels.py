@@ -829,6 +829,19 @@ UNBOUNDED_NODES = 1 << 62
 GRAY_WALK_BITS = 4
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _lowering_bits(cross: np.ndarray, gram: np.ndarray, helpful: np.ndarray) -> int:
+    """The bits ``k`` that lower a row's score alone (``G_kk - 2 x_k < 0``) into ``helpful``,
+    in index order; returns their count. Only their subsets can beat the zero code when
+    ``G`` has no negative entry."""
+    count = 0
+    for k in range(cross.shape[0]):
+        if gram[k, k] - 2 * cross[k] < 0:
+            helpful[count] = k
+            count += 1
+    return count
+
+
 @numba.njit(cache=True, nogil=True)
 def _best_codes_rows(
     cross: np.ndarray, gram: np.ndarray, quad: np.ndarray, best: np.ndarray, scores: np.ndarray
@@ -842,11 +855,7 @@ def _best_codes_rows(
     stack = _branch_stack(rank)
     in_index_order = np.empty(0, dtype=np.int64)
     for i in range(rows):
-        count = 0
-        for k in range(rank):
-            if gram[k, k] - 2 * cross[i, k] < 0:
-                helpful[count] = k
-                count += 1
+        count = _lowering_bits(cross[i], gram, helpful)
         if count > GRAY_WALK_BITS:
             best[i], scores[i], _ = _branch_and_bound(
                 cross[i], gram, helpful[:count], in_index_order, stack
@@ -1361,11 +1370,7 @@ def solve_rows_bounded(
     total = np.int64(0)
     unfinished = np.int64(0)
     for i in range(rows):
-        count = 0
-        for k in range(rank):
-            if gram[k, k] - 2 * cross[i, k] < 0:
-                helpful[count] = k
-                count += 1
+        count = _lowering_bits(cross[i], gram, helpful)
         index, score, finished = _branch_and_bound(
             cross[i], gram, helpful[:count], in_index_order, stack, max_codes
         )
