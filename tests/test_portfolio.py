@@ -336,6 +336,18 @@ def test_screening_keeps_a_methods_answer_within_the_margin_only(monkeypatch):
     ends[3] = 0
     assert shortlist(SeedSet([Seed("columns-r+1", V_of(3))], sample), answer) == []
     assert shortlist(SeedSet([Seed("penalized", V_of(1))], sparse_sample), answer) == []
+    # ... unless the answer ended elsewhere on the full data: then the screened twin is
+    # judged as any other start, and one that screens to where the answer ended is skipped
+    elsewhere = V_of(2)
+    kept = shortlist(
+        SeedSet([Seed("penalized", V_of(1))], sparse_sample), answer, answer_end=elsewhere
+    )
+    assert [s.name for s in kept] == ["penalized"]
+    ends[3] = 2  # screens below the answer, to where the answer ended on the full data
+    kept = shortlist(SeedSet([Seed("columns-r+1", V_of(3))], sample), answer, answer_end=elsewhere)
+    assert kept == []
+    kept = shortlist(SeedSet([Seed("columns-r+1", V_of(3))], sample), answer, answer_end=answer)
+    assert [s.name for s in kept] == ["columns-r+1"]
 
 
 def test_a_sampled_core_gets_a_budget_sized_from_it_unless_the_caller_sets_one():

@@ -596,7 +596,9 @@ def _best_of_seeds(
         seed_set = seeds_ahead.result()
         if whole:  # decided by the core's error: computed now, in this thread
             seed_set = with_thresholded_whole(seed_set, core, rank, method_rng)
-        finished_seeds = shortlist(seed_set, core_V)
+        finished_seeds = shortlist(
+            seed_set, core_V, answer_end=None if answer is None else answer[1]
+        )
     names = [seed.name for seed in finished_seeds]
     starts = [(seed.U, seed.V) for seed in finished_seeds]
     if answer is None:  # the core's answer first, finished in the same passes

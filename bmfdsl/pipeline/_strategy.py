@@ -334,13 +334,26 @@ def _seed_threads(jobs: int) -> int:
     return max(1, min(jobs, os.cpu_count() or 1))
 
 
-def shortlist(seed_set: SeedSet, answer_V: np.ndarray, keep: int = SHORTLIST) -> list[Seed]:
+def shortlist(
+    seed_set: SeedSet,
+    answer_V: np.ndarray,
+    keep: int = SHORTLIST,
+    *,
+    answer_end: np.ndarray | None = None,
+) -> list[Seed]:
     """The seeds worth finishing on the full data, in order (see the module docstring): all
     but repeats when the data is small; on large data, best screened first (first on ties),
     against the core solve's answer screened the same way (``answer_V``: its ``V`` as the
     solve returned it, so the shortlist does not wait for the core's finish on the full data):
     every comparison method's own answer (on a sparse sample: within
     :data:`METHOD_SCREEN_MARGIN` of it), and at most ``keep`` other seeds that beat it.
+
+    A seed is skipped where it screens to the ``V`` the answer ended at (its columns in any
+    order): ``answer_end``, the answer's ``V`` on the full data when it is finished first,
+    else its screened ``V``. Its screened ``V`` alone does not tell: from another start the
+    full data can end elsewhere (planted blocks, 15,052 x 400, r = 10: thresholded's own
+    answer screened to the core's ``V`` and ended at 24,365 on the full data, the core's
+    answer at 32,078).
 
     >>> A = np.kron(np.eye(2, dtype=np.int8), np.ones((3, 2), dtype=np.int8))
     >>> good = Seed("good", np.kron(np.eye(2, dtype=np.int8), np.ones((2, 1), dtype=np.int8)))
@@ -366,7 +379,7 @@ def shortlist(seed_set: SeedSet, answer_V: np.ndarray, keep: int = SHORTLIST) ->
         answers = _screened_answers(matrix, [answer_V, *(seed.V for seed in seeds)])
     (to_beat, answer_key), *judged = [(error, _column_set(V)) for error, _, V in answers]
     ranked = sorted(range(len(seeds)), key=lambda index: (judged[index][0], index))
-    seen = {answer_key}
+    seen = {answer_key if answer_end is None else _column_set(answer_end.astype(np.int8))}
     chosen: list[Seed] = []
     others = 0  # seeds kept that are not a comparison method's own answer
     for index in ranked:
