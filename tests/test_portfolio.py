@@ -418,6 +418,36 @@ def test_the_repair_swaps_in_a_small_block_every_start_missed():
     assert repair_seed(A, V) is None  # nothing to swap in at the planted answer
 
 
+def test_the_repair_ranks_its_swaps_on_fewer_rows_and_judges_the_best_on_all(monkeypatch):
+    from bmfdsl.pipeline import _strategy
+
+    rng = np.random.default_rng(3)
+    U = (rng.random((600, 4)) < 0.15).astype(np.int8)
+    V = np.zeros((80, 4), dtype=np.int8)
+    for k, (start, width) in enumerate([(0, 20), (20, 20), (40, 20), (60, 3)]):
+        V[start : start + width, k] = 1
+    A = ((U.astype(int) @ V.T.astype(int)) > 0).astype(np.int8)
+    A[rng.random(A.shape) < 0.01] ^= 1
+    missed = V.copy()
+    missed[:, 3] = V[:, 0]
+    judged: list[tuple[int, int]] = []  # (rows, starts) of every batch
+    screened = _strategy._screened_answers
+
+    def counted(sample, Vs):
+        judged.append((sample.shape[0], len(Vs)))
+        return screened(sample, Vs)
+
+    monkeypatch.setattr(_strategy, "_screened_answers", counted)
+    seed = _strategy.repair_seed(A, missed, ranked_on=A[::4])
+    assert seed is not None  # the small block is found all the same
+    assert tuple(range(60, 63)) in {tuple(np.flatnonzero(column)) for column in seed.V.T}
+    on_all = [starts for rows, starts in judged if rows == 600]
+    ranked = [starts for rows, starts in judged if rows == 150]
+    assert ranked and all(starts == 4 for starts in ranked)  # every swap, on fewer rows
+    assert on_all[0] == 1 and all(starts == 3 for starts in on_all[1:])  # the answer, the best
+    assert _strategy.REPAIR_CONFIRMED == 3
+
+
 def test_the_screenings_run_in_one_batch_and_end_as_each_alone():
     from bmfdsl.pipeline._strategy import _screened_answers, repair_seed
     from bmfdsl.solvers import als

@@ -51,6 +51,7 @@ from bmfdsl.pipeline._bounds import (
 from bmfdsl.pipeline._strategy import (
     SeedsAhead,
     portfolio_core_params,
+    ranking_rows,
     repair_seed,
     repeats,
     screening_rows,
@@ -624,7 +625,13 @@ def _best_of_seeds(
     in_time = deadline is None or time.perf_counter() <= deadline
     with timer("seeds"):  # a component the best answer missed, judged where seeds were
         rows = screening_rows(data, seed_set, rank) if in_time else None
-        repair = None if rows is None else repair_seed(rows, best_V, deadline=deadline)
+        repair = (
+            None
+            if rows is None
+            else repair_seed(
+                rows, best_V, deadline=deadline, ranked_on=ranking_rows(data, seed_set, rank)
+            )
+        )
     if repair is not None and (deadline is None or time.perf_counter() <= deadline):
         start = _CoreSolution(U=repair.V, V=repair.V)  # (U: unread)
         U, V, error = _extend_and_polish(
