@@ -348,6 +348,15 @@ def test_screening_keeps_a_methods_answer_within_the_margin_only(monkeypatch):
     assert kept == []
     kept = shortlist(SeedSet([Seed("columns-r+1", V_of(3))], sample), answer, answer_end=answer)
     assert [s.name for s in kept] == ["columns-r+1"]
+    swapped = np.ascontiguousarray(elsewhere[:, ::-1])  # its columns in another order
+    assert (
+        shortlist(SeedSet([Seed("columns-r+1", V_of(3))], sample), answer, answer_end=swapped) == []
+    )
+    # a seed that starts where the core's answer did ends where it did: never finished again
+    screened[0], ends[0] = 900, 0
+    assert shortlist(SeedSet([Seed("penalized", V_of(0))], sample), answer) == []
+    with_U = Seed("penalized", V_of(0), np.ones((4, 2), dtype=np.int8))  # another start
+    assert [s.name for s in shortlist(SeedSet([with_U], sample), answer)] == ["penalized"]
 
 
 def test_a_sampled_core_gets_a_budget_sized_from_it_unless_the_caller_sets_one():
@@ -430,11 +439,11 @@ def test_the_repair_ranks_its_swaps_on_fewer_rows_and_judges_the_best_on_all(mon
     A[rng.random(A.shape) < 0.01] ^= 1
     missed = V.copy()
     missed[:, 3] = V[:, 0]
-    judged: list[tuple[int, int]] = []  # (rows, starts) of every batch
+    judged: list[tuple[int, list[np.ndarray]]] = []  # (rows, starts) of every batch
     screened = _strategy._screened_answers
 
     def counted(sample, Vs):
-        judged.append((sample.shape[0], len(Vs)))
+        judged.append((sample.shape[0], [V.copy() for V in Vs]))
         return screened(sample, Vs)
 
     monkeypatch.setattr(_strategy, "_screened_answers", counted)
@@ -443,9 +452,18 @@ def test_the_repair_ranks_its_swaps_on_fewer_rows_and_judges_the_best_on_all(mon
     assert tuple(range(60, 63)) in {tuple(np.flatnonzero(column)) for column in seed.V.T}
     on_all = [starts for rows, starts in judged if rows == 600]
     ranked = [starts for rows, starts in judged if rows == 150]
-    assert ranked and all(starts == 4 for starts in ranked)  # every swap, on fewer rows
-    assert on_all[0] == 1 and all(starts == 3 for starts in on_all[1:])  # the answer, the best
-    assert _strategy.REPAIR_CONFIRMED == 3
+    assert ranked and all(len(starts) == 4 for starts in ranked)  # every swap, on fewer rows
+    assert len(on_all[0]) == 1  # the answer, then only the best three of each round
+    assert all(len(starts) == _strategy.REPAIR_CONFIRMED == 3 for starts in on_all[1:])
+    # ... the three that rank best (in index order: the first on ties)
+    swaps = ranked[0]
+    errors = [error for error, _, _ in screened(A[::4], swaps)]
+    best = sorted(sorted(range(4), key=lambda k: (errors[k], k))[:3])
+    assert [V.tobytes() for V in on_all[1]] == [swaps[k].tobytes() for k in best]
+    # with no more swaps than that (rank 3) nothing is ranked: all are judged on all rows
+    judged.clear()
+    _strategy.repair_seed(A, missed[:, :3].copy(), ranked_on=A[::4])
+    assert judged and all(rows == 600 for rows, _ in judged)
 
 
 def test_the_screenings_run_in_one_batch_and_end_as_each_alone():

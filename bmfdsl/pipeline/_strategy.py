@@ -29,8 +29,8 @@ the uniform sample) and only some are finished on the full data, so the full-dat
 a small multiple of one method's: each comparison method's own answer (on sparse data, where
 the sample ranks starts well, only those that come within :data:`METHOD_SCREEN_MARGIN` of the
 core solve's answer there), and at most :data:`SHORTLIST` other seeds that beat it; a seed
-whose screened ``V`` equals one already kept (or the answer's, column order aside) is
-skipped, except, on dense data, a method's own answer. Last, :func:`repair_seed`
+whose screened ``V`` equals one already kept (or the one the answer ended at, column order
+aside) is skipped, except, on dense data, a method's own answer. Last, :func:`repair_seed`
 swaps one component of the best answer for a block of ones it leaves uncovered, judged on
 :func:`screening_rows` (on more than :data:`REPAIR_RANK_CELLS` entries, only the swaps
 :func:`ranking_rows` rank best), and the pipeline finishes that start too when the swap helps
@@ -359,12 +359,13 @@ def shortlist(
     every comparison method's own answer (on a sparse sample: within
     :data:`METHOD_SCREEN_MARGIN` of it), and at most ``keep`` other seeds that beat it.
 
-    A seed is skipped where it screens to the ``V`` the answer ended at (its columns in any
-    order): ``answer_end``, the answer's ``V`` on the full data when it is finished first,
-    else its screened ``V``. Its screened ``V`` alone does not tell: from another start the
-    full data can end elsewhere (planted blocks, 15,052 x 400, r = 10: thresholded's own
-    answer screened to the core's ``V`` and ended at 24,365 on the full data, the core's
-    answer at 32,078).
+    A seed that starts where the core's answer did is skipped (it would end the same), and
+    so is one that screens to the ``V`` the answer ended at (its columns in any order: it likely
+    ends there too): ``answer_end``, the answer's ``V`` on the full data when it is finished
+    first, else its screened ``V``. The screened ``V`` alone does not tell: from another
+    start the full data can end elsewhere (in a trial with the screening moved down to 2**21
+    entries, planted blocks, 15,052 x 400, r = 10: thresholded's own answer screened to the
+    core's ``V`` and ended at 24,365 on the full data, the core's answer at 32,078).
 
     >>> A = np.kron(np.eye(2, dtype=np.int8), np.ones((3, 2), dtype=np.int8))
     >>> good = Seed("good", np.kron(np.eye(2, dtype=np.int8), np.ones((2, 1), dtype=np.int8)))
@@ -383,6 +384,10 @@ def shortlist(
     sample = seed_set.sample
     if sample is None:
         return seeds
+    # the core's answer is finished from answer_V by the same BLS and ALS: the same start ends
+    # the same (baseline's V was the core's on sparse planted blocks, 450,000 x 40, r = 5)
+    core_start = np.asarray(answer_V, dtype=np.int8).tobytes()
+    seeds = [seed for seed in seeds if seed.U is not None or seed.V.tobytes() != core_start]
 
     matrix = _screening_matrix(sample)
     dense = not isinstance(matrix, SparseMatrix)  # over SCREEN_SPARSE_DENSITY ones
@@ -455,7 +460,7 @@ def repair_seed(
                 break
             round_best = best
             swaps = _swaps(best[2], block)
-            if ranking is not None:
+            if ranking is not None and len(swaps) > REPAIR_CONFIRMED:
                 ranked = list(_screened_many(ranking, swaps, deadline))
                 order = sorted(range(len(ranked)), key=lambda k: (ranked[k][0], k))
                 swaps = [swaps[k] for k in sorted(order[:REPAIR_CONFIRMED])]  # first on ties
@@ -489,8 +494,8 @@ def screening_rows(data: BinaryMatrix, seed_set: SeedSet, rank: int) -> np.ndarr
 def ranking_rows(data: BinaryMatrix, seed_set: SeedSet, rank: int) -> np.ndarray | None:
     """The rows that rank the repair's swaps before the best are judged on
     :func:`screening_rows`: :func:`structure_sample_rows` evenly spaced rows where those are
-    all of ``A`` and it has more than :data:`REPAIR_RANK_CELLS` entries, else ``None`` (every
-    swap is judged there).
+    all of ``A``, it has more than :data:`REPAIR_RANK_CELLS` entries and at least twice as
+    many rows, else ``None`` (every swap is judged there).
 
     >>> from bmfdsl.linalg import as_matrix
     >>> ranking_rows(as_matrix(np.ones((5000, 100), dtype=np.int8)), SeedSet([]), 2) is None
@@ -502,7 +507,7 @@ def ranking_rows(data: BinaryMatrix, seed_set: SeedSet, rank: int) -> np.ndarray
     if seed_set.sample is not None or not REPAIR_RANK_CELLS < m * n <= FULL_POLISH_CELLS:
         return None
     size = structure_sample_rows(data.shape, rank)
-    return None if size >= m else _evenly_spaced_rows(data, size)
+    return None if 2 * size > m else _evenly_spaced_rows(data, size)  # else it saves little
 
 
 def _evenly_spaced_rows(data: BinaryMatrix, size: int) -> np.ndarray:
