@@ -380,6 +380,22 @@ def test_a_sampled_core_gets_a_budget_sized_from_it_unless_the_caller_sets_one()
     assert unsampled.info["backend_info"]["work"]["limit"] == auto_work_limit((30, 20))
 
 
+def test_a_large_sparse_unsampled_core_is_solved_by_its_own_seeds_only():
+    from bmfdsl.pipeline._strategy import SEEDS_ONLY_CELLS
+
+    A, U, V = make_sparse_planted(8000, 300, 5, random_state=1, return_factors=True)
+    assert A.shape[0] * A.shape[1] > SEEDS_ONLY_CELLS
+    result = factorize(A, 5, random_state=0)
+    info = result.info["backend_info"]
+    assert info["restarts"] == 0 and info["stopped_by"] == "num_reads"
+    assert result.error <= as_matrix(A).squared_error(U, V)  # the planted structure, found
+    dense = A.toarray()
+    dense[:, :60] = 1  # over an eighth ones: the restarts run (they can help on dense data)
+    assert factorize(dense, 5, random_state=0).info["backend_info"]["restarts"] > 0
+    mine = factorize(A, 5, random_state=0, patience=2)  # a caller's patience: it anneals
+    assert mine.info["backend_info"]["restarts"] > 0
+
+
 def test_the_portfolio_core_stops_stalled_restarts_by_a_patience_sized_from_it():
     import math
 

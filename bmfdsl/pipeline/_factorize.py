@@ -233,7 +233,7 @@ def factorize(
         core_params = dict(backend_params)
         if uses_portfolio(method_key, model, backend, one_hot, weights, objective.observed):
             core_params = portfolio_core_params(
-                core_params, core.shape, rank_core, sampled=s is not None
+                core_params, core.shape, rank_core, sampled=s is not None, ones=data.total
             )
             # the seeds start beside the core solve (under a time limit none starts late)
             if _time_limit_end(backend_params, started) is None:

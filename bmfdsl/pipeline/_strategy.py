@@ -93,6 +93,14 @@ SHORTLIST = 2
 #: (planted blocks at 2% ones, 1,000 x 2,000 sample, r = 10: the screening and repair stages
 #: took about half the time); beyond it dense float products are faster.
 SCREEN_SPARSE_DENSITY = 0.125
+#: Entries beyond which an unsampled sparse core is solved by its own seeds only, as a sampled
+#: one (:func:`portfolio_core_params`): on 40 sparse planted, planted-block and Bernoulli(0.1)
+#: matrices of 2.2-16 million entries no restart changed the final error (14 of them took
+#: 10.1 s in all instead of 17.1 s; sparse planted 20,000 x 300, r = 8: 0.36 s, not 0.98 s).
+#: On dense data they can: planted blocks at 30% ones,
+#: 11,000 x 200, r = 5, found thresholded's answer (38,349) in the third restart, and the seeds
+#: alone ended at 39,749.
+SEEDS_ONLY_CELLS = 2**21
 #: Rounds of :func:`repair_seed` (one component swapped per round).
 REPAIR_ROUNDS = 2
 #: Data (entries) beyond which the repair ranks its ``r`` swaps on a row sample first and
@@ -145,7 +153,12 @@ def uses_portfolio(
 
 
 def portfolio_core_params(
-    backend_params: dict[str, Any], shape: tuple[int, int], rank: int, *, sampled: bool
+    backend_params: dict[str, Any],
+    shape: tuple[int, int],
+    rank: int,
+    *,
+    sampled: bool,
+    ones: int | None = None,
 ) -> dict[str, Any]:
     """The native solver's parameters for the core solve of the portfolio: the caller's,
     plus the budget of a core that is one seed among several, unless the caller set the
@@ -154,9 +167,11 @@ def portfolio_core_params(
     the core (:func:`~bmfdsl.solvers.native.sampled_core_work_limit`): the portfolio's
     seeds on the larger uniform sample beside it cover what the restarts found (on the 35
     sampled runs of bench_scale and bench_families, no restart changed the final error, and
-    they took 0.2-1.5 s of a 0.5-4 s run). An unsampled core stops its restarts once they
-    stall for :func:`~bmfdsl.solvers.native.portfolio_work_patience` work units (counted,
-    so the same seed gives the same answer), unless the caller set a patience.
+    they took 0.2-1.5 s of a 0.5-4 s run). So is an unsampled sparse core (``ones``: at most
+    :data:`SCREEN_SPARSE_DENSITY` of it) of more than :data:`SEEDS_ONLY_CELLS` entries. Any
+    other unsampled core stops its restarts once they stall for
+    :func:`~bmfdsl.solvers.native.portfolio_work_patience` work units (counted, so the same
+    seed gives the same answer), unless the caller set a patience (then it anneals).
 
     >>> portfolio_core_params({"num_reads": 3}, (100, 1000), 5, sampled=True)
     {'num_reads': 3}
@@ -166,6 +181,10 @@ def portfolio_core_params(
     ['work_patience']
     >>> sorted(portfolio_core_params({"patience": 5}, (100, 17), 5, sampled=False))
     ['patience']
+    >>> portfolio_core_params({}, (20_000, 300), 5, sampled=False, ones=60_000)
+    {'num_reads': 0}
+    >>> sorted(portfolio_core_params({}, (20_000, 300), 5, sampled=False, ones=1_800_000))
+    ['work_patience']
     """
     from bmfdsl.solvers.native import portfolio_work_patience, sampled_core_work_limit
 
@@ -174,9 +193,12 @@ def portfolio_core_params(
         return params
     if sampled:
         return {**params, "work_limit": sampled_core_work_limit(shape, rank), "num_reads": 0}
-    if not any(name in params for name in ("patience", "work_patience")):
-        params["work_patience"] = portfolio_work_patience(shape)
-    return params
+    if any(name in params for name in ("patience", "work_patience")):
+        return params
+    cells = shape[0] * shape[1]
+    if ones is not None and cells > SEEDS_ONLY_CELLS and ones <= SCREEN_SPARSE_DENSITY * cells:
+        return {**params, "num_reads": 0}
+    return {**params, "work_patience": portfolio_work_patience(shape)}
 
 
 def structure_sample_rows(shape: tuple[int, int], rank: int) -> int:
