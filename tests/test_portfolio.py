@@ -392,6 +392,10 @@ def test_a_large_sparse_unsampled_core_is_solved_by_its_own_seeds_only():
     dense = A.toarray()
     dense[:, :60] = 1  # over an eighth ones: the restarts run (they can help on dense data)
     assert factorize(dense, 5, random_state=0).info["backend_info"]["restarts"] > 0
+    # ... judged on the support: rows without a one do not make dense data sparse
+    padded = np.vstack([dense, np.zeros((16_000, 300), dtype=np.int8)])
+    assert padded.mean() < 0.125
+    assert factorize(padded, 5, random_state=0).info["backend_info"]["restarts"] > 0
     mine = factorize(A, 5, random_state=0, patience=2)  # a caller's patience: it anneals
     assert mine.info["backend_info"]["restarts"] > 0
 

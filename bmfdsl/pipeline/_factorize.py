@@ -56,6 +56,7 @@ from bmfdsl.pipeline._strategy import (
     repeats,
     screening_rows,
     shortlist,
+    solved_by_seeds_only,
     start_portfolio_seeds,
     takes_thresholded_whole,
     uses_portfolio,
@@ -233,7 +234,11 @@ def factorize(
         core_params = dict(backend_params)
         if uses_portfolio(method_key, model, backend, one_hot, weights, objective.observed):
             core_params = portfolio_core_params(
-                core_params, core.shape, rank_core, sampled=s is not None, ones=data.total
+                core_params,
+                core.shape,
+                rank_core,
+                sampled=s is not None,
+                seeds_only=s is None and solved_by_seeds_only(core, data.total),
             )
             # the seeds start beside the core solve (under a time limit none starts late)
             if _time_limit_end(backend_params, started) is None:

@@ -93,14 +93,17 @@ SHORTLIST = 2
 #: (planted blocks at 2% ones, 1,000 x 2,000 sample, r = 10: the screening and repair stages
 #: took about half the time); beyond it dense float products are faster.
 SCREEN_SPARSE_DENSITY = 0.125
-#: Entries beyond which an unsampled sparse core is solved by its own seeds only, as a sampled
-#: one (:func:`portfolio_core_params`): on 40 sparse planted, planted-block and Bernoulli(0.1)
-#: matrices of 2.2-16 million entries no restart changed the final error (14 of them took
-#: 10.1 s in all instead of 17.1 s; sparse planted 20,000 x 300, r = 8: 0.36 s, not 0.98 s).
-#: On dense data they can: planted blocks at 30% ones,
-#: 11,000 x 200, r = 5, found thresholded's answer (38,349) in the third restart, and the seeds
-#: alone ended at 39,749.
+#: An unsampled core of more than :data:`SEEDS_ONLY_CELLS` entries with at most
+#: :data:`SEEDS_ONLY_DENSITY` ones on its support (its rows and columns with a one) is solved
+#: by its own seeds only, as a sampled one (:func:`solved_by_seeds_only`): on 40 sparse planted,
+#: planted-block and Bernoulli(0.1) matrices of 2.2-16 million entries (and a review's 46 more)
+#: no annealing restart changed the final error (14 of them took 10.1 s in all instead of
+#: 17.1 s; sparse planted 20,000 x 300, r = 8: 0.36 s, not 0.98 s). On dense data they can:
+#: planted blocks at 30% ones, 11,000 x 200, r = 5, found thresholded's answer (38,349) in the
+#: third restart, and the seeds alone ended at 39,749; judged on the support, rows or columns
+#: without a one (a review padded that matrix to 27,000 rows) do not make it sparse.
 SEEDS_ONLY_CELLS = 2**21
+SEEDS_ONLY_DENSITY = 0.125
 #: Rounds of :func:`repair_seed` (one component swapped per round).
 REPAIR_ROUNDS = 2
 #: Data (entries) beyond which the repair ranks its ``r`` swaps on a row sample first and
@@ -152,13 +155,32 @@ def uses_portfolio(
     )
 
 
+def solved_by_seeds_only(core: np.ndarray, ones: int) -> bool:
+    """Whether an unsampled ``core`` (all of ``A``, with ``ones`` ones) is solved by its own
+    seeds only (see :data:`SEEDS_ONLY_CELLS`).
+
+    >>> A = (np.add.outer(np.arange(60_000), np.arange(100)) % 10 == 0).astype(np.int8)
+    >>> solved_by_seeds_only(A, int(A.sum()))  # 6 million entries, 10% ones
+    True
+    >>> A[:35_000] = 0
+    >>> A[35_000:] |= np.add.outer(np.arange(25_000), np.arange(100)) % 5 == 0
+    >>> float(A.mean()), solved_by_seeds_only(A, int(A.sum()))  # 20% ones on its support
+    (0.08333333333333333, False)
+    """
+    m, n = core.shape
+    if m * n <= SEEDS_ONLY_CELLS or ones > SEEDS_ONLY_DENSITY * m * n:
+        return False  # the support holds no smaller share of ones
+    support = int(np.count_nonzero(core.any(axis=1))) * int(np.count_nonzero(core.any(axis=0)))
+    return ones <= SEEDS_ONLY_DENSITY * support
+
+
 def portfolio_core_params(
     backend_params: dict[str, Any],
     shape: tuple[int, int],
     rank: int,
     *,
     sampled: bool,
-    ones: int | None = None,
+    seeds_only: bool = False,
 ) -> dict[str, Any]:
     """The native solver's parameters for the core solve of the portfolio: the caller's,
     plus the budget of a core that is one seed among several, unless the caller set the
@@ -167,11 +189,12 @@ def portfolio_core_params(
     the core (:func:`~bmfdsl.solvers.native.sampled_core_work_limit`): the portfolio's
     seeds on the larger uniform sample beside it cover what the restarts found (on the 35
     sampled runs of bench_scale and bench_families, no restart changed the final error, and
-    they took 0.2-1.5 s of a 0.5-4 s run). So is an unsampled sparse core (``ones``: at most
-    :data:`SCREEN_SPARSE_DENSITY` of it) of more than :data:`SEEDS_ONLY_CELLS` entries. Any
-    other unsampled core stops its restarts once they stall for
+    they took 0.2-1.5 s of a 0.5-4 s run). An unsampled core that
+    :func:`solved_by_seeds_only` (``seeds_only``) also gets ``num_reads=0``, within the default
+    budget, unless the caller set a patience (then it anneals). Any other unsampled core
+    stops its restarts once they stall for
     :func:`~bmfdsl.solvers.native.portfolio_work_patience` work units (counted, so the same
-    seed gives the same answer), unless the caller set a patience (then it anneals).
+    seed gives the same answer), unless the caller set a patience.
 
     >>> portfolio_core_params({"num_reads": 3}, (100, 1000), 5, sampled=True)
     {'num_reads': 3}
@@ -181,10 +204,10 @@ def portfolio_core_params(
     ['work_patience']
     >>> sorted(portfolio_core_params({"patience": 5}, (100, 17), 5, sampled=False))
     ['patience']
-    >>> portfolio_core_params({}, (20_000, 300), 5, sampled=False, ones=60_000)
+    >>> portfolio_core_params({}, (20_000, 300), 5, sampled=False, seeds_only=True)
     {'num_reads': 0}
-    >>> sorted(portfolio_core_params({}, (20_000, 300), 5, sampled=False, ones=1_800_000))
-    ['work_patience']
+    >>> portfolio_core_params({"patience": 5}, (20_000, 300), 5, sampled=False, seeds_only=True)
+    {'patience': 5}
     """
     from bmfdsl.solvers.native import portfolio_work_patience, sampled_core_work_limit
 
@@ -195,8 +218,7 @@ def portfolio_core_params(
         return {**params, "work_limit": sampled_core_work_limit(shape, rank), "num_reads": 0}
     if any(name in params for name in ("patience", "work_patience")):
         return params
-    cells = shape[0] * shape[1]
-    if ones is not None and cells > SEEDS_ONLY_CELLS and ones <= SCREEN_SPARSE_DENSITY * cells:
+    if seeds_only:
         return {**params, "num_reads": 0}
     return {**params, "work_patience": portfolio_work_patience(shape)}
 
