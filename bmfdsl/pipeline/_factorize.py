@@ -603,7 +603,9 @@ def _best_of_seeds(
         if whole:  # decided by the core's error: computed now, in this thread
             seed_set = with_thresholded_whole(seed_set, core, rank, method_rng)
         finished_seeds = shortlist(
-            seed_set, core_V, answer_end=None if answer is None else answer[1]
+            seed_set,
+            core_V,
+            answer_on_all=None if answer is None else (answer[2], data.shape[0]),
         )
     names = [seed.name for seed in finished_seeds]
     starts = [(seed.U, seed.V) for seed in finished_seeds]

@@ -394,7 +394,7 @@ def shortlist(
     answer_V: np.ndarray,
     keep: int = SHORTLIST,
     *,
-    answer_end: np.ndarray | None = None,
+    answer_on_all: tuple[int, int] | None = None,
 ) -> list[Seed]:
     """The seeds worth finishing on the full data, in order (see the module docstring): all
     but repeats when the data is small; on large data, best screened first (first on ties),
@@ -403,13 +403,16 @@ def shortlist(
     every comparison method's own answer (on a sparse sample: within
     :data:`METHOD_SCREEN_MARGIN` of it), and at most ``keep`` other seeds that beat it.
 
-    A seed that starts where the core's answer did is skipped (it would end the same), and
-    so is one that screens to the ``V`` the answer ended at (its columns in any order: it likely
-    ends there too): ``answer_end``, the answer's ``V`` on the full data when it is finished
-    first, else its screened ``V``. The screened ``V`` alone does not tell: from another
-    start the full data can end elsewhere (in a trial with the screening moved down to 2**21
+    A seed that starts where the core's answer did is skipped (it would end the same), and so
+    is one that screens to the answer's screened ``V`` (its columns in any order: it likely
+    ends where the answer did), unless the answer ended on all of ``A`` far above what its
+    screening promised (``answer_on_all``: its error there and ``A``'s rows, when it is
+    finished first; far above: by more than :data:`METHOD_SCREEN_MARGIN` over its screened
+    error scaled to all rows). Then its own start took it elsewhere than the sample did, and a
+    seed from another start may end better (in a trial with the screening moved down to 2**21
     entries, planted blocks, 15,052 x 400, r = 10: thresholded's own answer screened to the
-    core's ``V`` and ended at 24,365 on the full data, the core's answer at 32,078).
+    core's ``V``, 3,022 on 2,000 rows, and ended at 24,365 on all of ``A``, the core's answer
+    at 32,078).
 
     >>> A = np.kron(np.eye(2, dtype=np.int8), np.ones((3, 2), dtype=np.int8))
     >>> good = Seed("good", np.kron(np.eye(2, dtype=np.int8), np.ones((2, 1), dtype=np.int8)))
@@ -439,7 +442,11 @@ def shortlist(
         answers = _screened_answers(matrix, [answer_V, *(seed.V for seed in seeds)])
     (to_beat, answer_key), *judged = [(error, _column_set(V)) for error, _, V in answers]
     ranked = sorted(range(len(seeds)), key=lambda index: (judged[index][0], index))
-    seen = {answer_key if answer_end is None else _column_set(answer_end.astype(np.int8))}
+    promised = to_beat * (1 + METHOD_SCREEN_MARGIN)
+    kept_promise = answer_on_all is None or (
+        answer_on_all[0] * sample.shape[0] <= promised * answer_on_all[1]
+    )
+    seen = {answer_key} if kept_promise else set()
     chosen: list[Seed] = []
     others = 0  # seeds kept that are not a comparison method's own answer
     for index in ranked:
@@ -452,7 +459,7 @@ def shortlist(
         # data the sample tells: finishing them there doubled 5·10⁶ rows' passes, and no
         # answer changed.
         forced = own_answer and dense
-        within = own_answer and error <= to_beat * (1 + METHOD_SCREEN_MARGIN)
+        within = own_answer and error <= promised
         if not forced and (key in seen or not (error < to_beat or within)):
             continue
         if not own_answer and others == keep:
