@@ -337,20 +337,22 @@ def test_screening_keeps_a_methods_answer_within_the_margin_only(monkeypatch):
     assert shortlist(SeedSet([Seed("columns-r+1", V_of(3))], sample), answer) == []
     assert shortlist(SeedSet([Seed("penalized", V_of(1))], sparse_sample), answer) == []
     # ... unless the answer ended on all of A far above what its screening promised (1,000 on
-    # 9 rows of 18, 5% margin: above 2,100): then the twin is judged as any other start
-    kept = shortlist(
-        SeedSet([Seed("penalized", V_of(1))], sparse_sample), answer, answer_on_all=(2100, 18)
-    )
-    assert kept == []
-    kept = shortlist(
-        SeedSet([Seed("penalized", V_of(1))], sparse_sample), answer, answer_on_all=(2101, 18)
-    )
+    # 9 rows of 18, 25% margin: above 2,500): then the twin is judged as any other start
+    end = V_of(2)  # where the answer ended on all of A
+    penalized = [Seed("penalized", V_of(1))]
+    assert shortlist(SeedSet(penalized, sparse_sample), answer, answer_on_all=(end, 2500, 18)) == []
+    kept = shortlist(SeedSet(penalized, sparse_sample), answer, answer_on_all=(end, 2501, 18))
     assert [s.name for s in kept] == ["penalized"]
     assert screened[3] < screened[0] and ends[3] == 0  # screens below the answer, to its V
     seeds = [Seed("columns-r+1", V_of(3))]
-    assert shortlist(SeedSet(seeds, sample), answer, answer_on_all=(2100, 8)) == []
-    kept = shortlist(SeedSet(seeds, sample), answer, answer_on_all=(2101, 8))
+    assert shortlist(SeedSet(seeds, sample), answer, answer_on_all=(end, 2500, 8)) == []
+    kept = shortlist(SeedSet(seeds, sample), answer, answer_on_all=(end, 2501, 8))
     assert [s.name for s in kept] == ["columns-r+1"]
+    ends[3] = 2  # screens to where the answer ended on all of A: skipped either way
+    for error in (2500, 2501):
+        assert shortlist(SeedSet(seeds, sample), answer, answer_on_all=(end, error, 8)) == []
+    swapped = np.ascontiguousarray(end[:, ::-1])  # its columns in another order
+    assert shortlist(SeedSet(seeds, sample), answer, answer_on_all=(swapped, 2501, 8)) == []
     # a seed that starts where the core's answer did ends where it did: never finished again
     screened[0], ends[0] = 900, 0
     assert shortlist(SeedSet([Seed("penalized", V_of(0))], sample), answer) == []

@@ -605,7 +605,8 @@ def _best_of_seeds(
         finished_seeds = shortlist(
             seed_set,
             core_V,
-            answer_on_all=None if answer is None else (answer[2], data.shape[0]),
+            # without ALS its error on all of A is BLS's, not comparable with a screening's
+            answer_on_all=None if answer is None or not als else (*answer[1:], data.shape[0]),
         )
     names = [seed.name for seed in finished_seeds]
     starts = [(seed.U, seed.V) for seed in finished_seeds]
