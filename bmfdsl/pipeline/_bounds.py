@@ -301,8 +301,9 @@ def start_bound(data: Any, rank: int, *, hold_blas: bool = False) -> BoundJob | 
         max(m, n), min(m, n), counts, _default_flops(m, n, rank)
     ):
         return None
-    if _blas_spares_the_caller() or not hold_blas:
-        job = BoundJob(tall, rank, eigenvalues=_blas_spares_the_caller())
+    spares = _blas_spares_the_caller()
+    if spares or not hold_blas:
+        job = BoundJob(tall, rank, eigenvalues=spares)
     else:
         from bmfdsl.solvers.native import one_blas_thread
 
