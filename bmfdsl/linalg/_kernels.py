@@ -1132,11 +1132,14 @@ def als_loop(
 ) -> tuple[np.ndarray, np.ndarray, int, int]:
     """Alternate exact BLS solves of ``U`` and ``V`` (updated in place); return the best pair.
 
-    Stops after ``max_solves`` solves, at error 0, or after ``patience`` consecutive solves
-    without improvement. ``start_best`` is the error of the start, or ``-1`` when the start is
-    not a valid answer (a broken one-hot row). ``history[s]`` receives the error after solve
-    ``s``. Returns ``(best_U, best_V, best_error, solves)``; ``best_error`` is ``-1`` when no
-    solve ran on an invalid start.
+    Stops after ``max_solves`` solves, at error 0, after ``patience`` consecutive solves
+    without improvement, or at a fixed point (a solve that gives back the factor it replaced:
+    the same best pair as going on). A row keeps its code on ties with ``keep_ties`` (its
+    current code, already a best one at a fixed point), else takes the lowest code index.
+    ``start_best`` is the error of the start, or ``-1`` when the start is not a valid answer
+    (a broken one-hot row). ``history[s]`` receives the error after solve ``s``. Returns
+    ``(best_U, best_V, best_error, solves)``; ``best_error`` is ``-1`` when no solve ran on
+    an invalid start.
     """
     best_U = U.copy()
     best_V = V.copy()
@@ -1146,9 +1149,13 @@ def als_loop(
     stalled = 0
     while solves < max_solves and best_error != 0:
         if solve_u:
+            replaced = U.copy()
             error = solve_rows_exact(A, V, codes_u, U, keep_ties)
+            settled = np.array_equal(U, replaced)
         else:
+            replaced = V.copy()
             error = solve_rows_exact(A_t, U, codes_v, V, keep_ties)
+            settled = np.array_equal(V, replaced)
         solves += 1
         history[solves] = error
         if best_error < 0 or error < best_error:
@@ -1158,7 +1165,9 @@ def als_loop(
             stalled = 0
         else:
             stalled += 1
-        if error == 0 or stalled >= patience:
+        # past the first solve, the other factor was solved from the replaced one: a solve
+        # that gives it back is a fixed point, which every later solve would repeat
+        if error == 0 or stalled >= patience or (solves > 1 and settled):
             break
         solve_u = not solve_u
     return best_U, best_V, best_error, solves

@@ -3,7 +3,10 @@
 Starting from ``(U, V)``, solve ``V`` exactly for fixed ``U``, then ``U`` for fixed ``V``, and so
 on (each step is a :func:`~bmfdsl.solvers.solve_bls` solve). The paper does at most 20 solves
 and stops after two consecutive solves without improvement; the best pair seen is returned, so
-ALS never worsens a feasible start.
+ALS never worsens a feasible start. A run also stops at a fixed point: a solve over the code
+table (rank at most 12, no backend) that gives back the factor it replaced would be repeated
+by every later solve, so stopping there returns the pair the paper's rule does, with fewer
+solves.
 
 Both steps only need small statistics of ``A`` (``A V``, ``Aᵀ U`` and row/column sums), so a
 ``dask.array`` input runs blockwise: the ``U`` step maps over row blocks and the ``V`` step sums
@@ -33,7 +36,12 @@ from bmfdsl.linalg import (
     code_table,
     gram,
 )
-from bmfdsl.solvers._bls import fits_compiled_kernel, solve_bls_from_stats, solve_bls_many
+from bmfdsl.solvers._bls import (
+    MAX_ENUMERATION_RANK,
+    fits_compiled_kernel,
+    solve_bls_from_stats,
+    solve_bls_many,
+)
 from bmfdsl.validation import check_binary_matrix, check_one_hot
 
 OneHotSide = Literal["U", "V"]
@@ -83,7 +91,8 @@ def als(
         U: ``m x r`` 0/1 start.
         V: ``n x r`` 0/1 start.
         max_solves: at most this many BLS solves (the paper: 20).
-        patience: stop after this many consecutive solves without improvement (the paper: 2).
+        patience: stop after this many consecutive solves without improvement (the paper: 2),
+            or sooner at a fixed point (the same pair).
         one_hot: ``"V"`` (``"U"``): every row of ``V`` (``U``) holds exactly one 1.
         chunk_rows: rows per chunk in the BLS scoring (bounded memory).
         backend, backend_params: the BLS QUBO backend for rank > 12 (see
@@ -195,6 +204,10 @@ def als_batch(
     # Small in-memory problems (restarts on paper-sized matrices) run the whole loop in one
     # compiled kernel: no per-solve Python overhead. Larger ones (and array devices) use the
     # chunked BLAS route.
+    # Solves over the code table are a function of the other factor alone (beyond it a row's
+    # local search also reads its start; a backend samples): then a solve that gives back the
+    # factor it replaced marks a fixed point, which every later solve would repeat.
+    exact = backend is None and rank <= MAX_ENUMERATION_RANK
     held = data.A if isinstance(data, InMemoryMatrix) else None
     compiled = (
         held is not None
@@ -231,7 +244,7 @@ def als_batch(
                 held, U, V, one_hot, max_solves, patience, side, start_error, start_feasible
             )
         else:
-            run = _Run(index, U, V, cross_t, side, [start_error])
+            run = _Run(index, U, V, cross_t, side, [start_error], exact)
             run.best = (U, V, start_error if start_feasible else None)
             runs.append(run)
     while True:
@@ -268,27 +281,34 @@ class _Run:
     cross_t: np.ndarray | None  # Aᵀ U of the current U, when in hand
     side: str
     history: list[int]
+    exact: bool  # whether a solve depends on the other factor alone (see als_batch)
     best: tuple[np.ndarray, np.ndarray, int | None] = field(init=False)
     solves: int = 0
     stalled: int = 0
     stopped: bool = False
+    settled: bool = False  # at a fixed point: every later solve would repeat the pair
 
     def running(self, max_solves: int) -> bool:
         """Whether another solve is due (an exact pair needs no polishing)."""
         return not self.stopped and self.solves < max_solves and self.best[2] != 0
 
-    def record(self, error: int) -> None:
-        """Count a solve that gave ``(self.U, self.V)`` with ``error``."""
+    def record(self, error: int, replaced: np.ndarray) -> None:
+        """Count a solve that gave ``(self.U, self.V)`` with ``error``; ``replaced`` is the
+        factor the solve replaced. Past the first solve, the other factor was solved from
+        ``replaced``, so an exact solve that gives ``replaced`` back settles the run."""
+        solved = self.U if self.side == "U" else self.V
         self.solves += 1
         self.history.append(error)
+        self.settled = self.exact and self.solves > 1 and np.array_equal(solved, replaced)
         if self.best[2] is None or error < self.best[2]:
             self.best, self.stalled = (self.U, self.V, error), 0
         else:
             self.stalled += 1
 
     def flip(self, patience: int) -> None:
-        """Stop after an exact pair or ``patience`` solves without improvement, else turn."""
-        if self.history[-1] == 0 or self.stalled >= patience:
+        """Stop after an exact pair, ``patience`` solves without improvement or at a fixed
+        point (the same best pair as going on to ``patience``), else turn."""
+        if self.history[-1] == 0 or self.stalled >= patience or self.settled:
             self.stopped = True
         self.side = "U" if self.side == "V" else "V"
 
@@ -329,6 +349,7 @@ def _step_V(
         run.cross_t = cross
     for run in runs:
         assert run.cross_t is not None
+        replaced = run.V
         run.V, error = solve_bls_from_stats(
             run.cross_t,
             gram(run.U),
@@ -338,7 +359,7 @@ def _step_V(
             **solve_options,
         )
         run.cross_t = None
-        run.record(error)
+        run.record(error, replaced)
 
 
 def _step_U(
@@ -356,8 +377,8 @@ def _step_U(
         **solve_options,
     )
     for run, (U, error, cross) in zip(runs, solved, strict=True):
-        run.U, run.cross_t = U, cross
-        run.record(error)
+        replaced, run.U, run.cross_t = run.U, U, cross
+        run.record(error, replaced)
 
 
 def _check_count(value: Any, name: str, *, minimum: int) -> int:
