@@ -86,16 +86,19 @@ def test_bls_of_many_factors_equals_each_solve(
             assert cross is None
 
 
+@pytest.mark.parametrize("threads", [1, 3])
 @pytest.mark.parametrize("kind", ["dense", "numpy", "sparse", "dask"])
 @pytest.mark.parametrize("rank", [1, 2, 5, 9, 13])
-def test_als_of_many_starts_equals_each_als(kind: str, rank: int) -> None:
+def test_als_of_many_starts_equals_each_als(kind: str, rank: int, threads: int) -> None:
     A = _tied(rank + 7, 80, 36, 5)
     device = "numpy" if kind == "numpy" else "cpu"  # numpy: the array path, not the kernel
     data = _inputs(A, "dense" if kind == "numpy" else kind)
     starts = _candidates(rank + 200, 80, 36, rank)
     planted = als(A, *starts[1], max_solves=20)  # a start that is already a fixed point
     starts.append((planted.U, planted.V))
-    batch = als_batch(data, [ALSStart(U, V) for U, V in starts], device=device, max_solves=9)
+    batch = als_batch(
+        data, [ALSStart(U, V) for U, V in starts], device=device, max_solves=9, threads=threads
+    )
     assert len({result.solves for result in batch}) > 1  # runs leave the batch at different times
     for result, (U, V) in zip(batch, starts, strict=True):
         _same(result, als(data, U, V, device=device, max_solves=9))
@@ -153,6 +156,8 @@ def test_mixed_ranks_and_wrong_shapes_are_refused() -> None:
     with pytest.raises(InvalidParameterError, match="one start"):
         solve_bls_many(as_matrix(A), [np.zeros((10, 2))], starts=[None, None])
     assert als_batch(A, []) == []
+    with pytest.raises(InvalidParameterError, match="threads must be an integer >= 1"):
+        als_batch(A, [ALSStart(np.zeros((20, 2)), np.zeros((10, 2)))], threads=0)
 
 
 @pytest.mark.parametrize("kind", ["dense", "numpy", "sparse"])

@@ -302,7 +302,7 @@ def test_screening_keeps_a_methods_answer_within_the_margin_only(monkeypatch):
     screened = {0: 1000, 1: 1040, 2: 1040, 3: 990}  # start's code -> screened error
     ends = {0: 0, 1: 1, 2: 2, 3: 3}  # where ALS ends (the screened V)
 
-    def fake_als_batch(sample, starts):
+    def fake_als_batch(sample, starts, threads=1):
         codes = [int(start.V[0, 0]) + 2 * int(start.V[0, 1]) for start in starts]
         return [
             types.SimpleNamespace(error=screened[code], U=start.U, V=V_of(ends[code]))
@@ -463,9 +463,9 @@ def test_the_repair_ranks_its_swaps_on_fewer_rows_and_judges_the_best_on_all(mon
     judged: list[tuple[int, list[np.ndarray]]] = []  # (rows, starts) of every batch
     screened = _strategy._screened_answers
 
-    def counted(sample, Vs):
+    def counted(sample, Vs, threads=1):
         judged.append((sample.shape[0], [V.copy() for V in Vs]))
-        return screened(sample, Vs)
+        return screened(sample, Vs, threads)
 
     monkeypatch.setattr(_strategy, "_screened_answers", counted)
     seed = _strategy.repair_seed(A, missed, ranked_on=A[::4])

@@ -13,6 +13,7 @@ pipeline.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import time
@@ -59,6 +60,7 @@ from bmfdsl.pipeline._strategy import (
     solved_by_seeds_only,
     start_portfolio_seeds,
     takes_thresholded_whole,
+    threads_for,
     uses_portfolio,
     with_thresholded_whole,
 )
@@ -419,6 +421,7 @@ def _finish(
     all of them), then ALS (one pass per half-step for all that still run; no ALS solve after
     ``deadline`` but the first). ``known_errors``: a given pair's error where known."""
     from bmfdsl.solvers import ALSStart, als_batch, solve_bls_many
+    from bmfdsl.solvers.native import one_blas_thread
 
     Us = [U for U, _ in starts]
     Vs = [V for _, V in starts]
@@ -440,7 +443,10 @@ def _finish(
         ]
         return [_Finished(U, V, e, e, None) for (U, V), e in zip(full, scored, strict=True)]
     progress.stage("ALS polish")
-    with timer("als"):
+    # several starts (the shortlisted seeds, after the seed threads are done): batches side
+    # by side on the idle cores, each on one BLAS thread (exact products: the same answers)
+    threads = threads_for(len(full)) if data.in_memory and device == "cpu" else 1
+    with timer("als"), one_blas_thread() if threads > 1 else contextlib.nullcontext():
         polished = als_batch(
             data,
             [
@@ -450,6 +456,7 @@ def _finish(
             one_hot=side,
             deadline=deadline,
             device=device,
+            threads=threads,
         )
     return [
         _Finished(result.U, result.V, result.error, result.history[0], result.solves)

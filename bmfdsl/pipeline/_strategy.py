@@ -281,7 +281,7 @@ class SeedsAhead:
         self._blas = contextlib.ExitStack()
         self._blas.enter_context(one_blas_thread())
         self._closer = weakref.finalize(self, self._blas.close)  # in case result never comes
-        pool = ThreadPoolExecutor(max_workers=_seed_threads(len(jobs)))
+        pool = ThreadPoolExecutor(max_workers=threads_for(len(jobs)))
         self._futures = [pool.submit(job) for job in jobs]
         pool.shutdown(wait=False)  # its threads end with their jobs
         close_with_call(self.close)  # when factorize ends, whatever happens
@@ -389,8 +389,13 @@ def takes_thresholded_whole(
     )
 
 
-def _seed_threads(jobs: int) -> int:
-    """Threads for ``jobs`` seed jobs: one per job, at most one per core."""
+def threads_for(jobs: int) -> int:
+    """Threads for ``jobs`` independent jobs (seeds; batches of starts finished side by side):
+    one per job, at most one per core.
+
+    >>> threads_for(1)
+    1
+    """
     return max(1, min(jobs, os.cpu_count() or 1))
 
 
@@ -520,10 +525,10 @@ def repair_seed(
             round_best = best
             swaps = _swaps(best[2], block)
             if ranking is not None and len(swaps) > REPAIR_CONFIRMED:
-                ranked = list(_screened_many(ranking, swaps, deadline))
+                ranked = list(_screened_many(ranking, swaps, deadline, threads_for(len(swaps))))
                 order = sorted(range(len(ranked)), key=lambda k: (ranked[k][0], k))
                 swaps = [swaps[k] for k in sorted(order[:REPAIR_CONFIRMED])]  # first on ties
-            for tried in _screened_many(matrix, swaps, deadline):
+            for tried in _screened_many(matrix, swaps, deadline, threads_for(len(swaps))):
                 if tried[0] < round_best[0]:
                     round_best = tried
             if round_best[0] >= best[0]:
@@ -586,12 +591,15 @@ def _swaps(V: np.ndarray, block: np.ndarray) -> list[np.ndarray]:
 
 
 def _screened_many(
-    sample: np.ndarray | BinaryMatrix, swaps: list[np.ndarray], deadline: float | None
+    sample: np.ndarray | BinaryMatrix,
+    swaps: list[np.ndarray],
+    deadline: float | None,
+    threads: int = 1,
 ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
-    """:func:`_screened_answer` of each of ``swaps``: all in one batch, or under a
-    ``deadline`` one at a time while it holds."""
+    """:func:`_screened_answer` of each of ``swaps``: all in one batch (its ALS split over
+    ``threads``), or under a ``deadline`` one at a time while it holds."""
     if deadline is None:
-        yield from _screened_answers(sample, swaps)
+        yield from _screened_answers(sample, swaps, threads)
         return
     for swapped in swaps:
         if time.perf_counter() > deadline:
@@ -609,10 +617,11 @@ def _screened_answer(
 
 
 def _screened_answers(
-    sample: np.ndarray | BinaryMatrix, Vs: list[np.ndarray]
+    sample: np.ndarray | BinaryMatrix, Vs: list[np.ndarray], threads: int = 1
 ) -> list[tuple[int, np.ndarray, np.ndarray]]:
     """:func:`_screened_answer` of each of ``Vs`` (one rank), in one batch: one pass over
-    ``sample`` per half-step for all of them, and each ends exactly as it would alone
+    ``sample`` per half-step for all of them (the ALS in up to ``threads`` batches side by
+    side), and each ends exactly as it would alone
     (:func:`~bmfdsl.solvers.solve_bls_many`, :func:`~bmfdsl.solvers.als_batch`)."""
     from bmfdsl.solvers import ALSStart, als_batch, solve_bls_many
 
@@ -625,7 +634,7 @@ def _screened_answers(
             np.asarray(polished.U, dtype=np.int8),
             np.asarray(polished.V, dtype=np.int8),
         )
-        for polished in als_batch(matrix, starts)
+        for polished in als_batch(matrix, starts, threads=threads)
     ]
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -29,6 +30,7 @@ import numpy as np
 from bmfdsl.errors import InvalidMatrixError, InvalidParameterError
 from bmfdsl.linalg import (
     BinaryMatrix,
+    DaskMatrix,
     InMemoryMatrix,
     als_loop,
     as_matrix,
@@ -156,6 +158,7 @@ def als_batch(
     backend_params: dict[str, Any] | None = None,
     deadline: float | None = None,
     device: str = "cpu",
+    threads: int = 1,
 ) -> list[ALSResult]:
     """:func:`als` from several starts (one rank) at once: each half-step makes one pass over
     ``A`` for all the starts still running (``A [V_1 … V_k]`` for the ``U`` steps,
@@ -169,6 +172,10 @@ def als_batch(
         starts: the :class:`ALSStart` of each run.
         max_solves, patience, one_hot, chunk_rows, backend, backend_params, deadline, device:
             as in :func:`als`, for every run.
+        threads: split the starts (every ``threads``-th together) into up to this many
+            batches, run side by side in threads: the same results (each start's are its own),
+            sooner where cores are idle. An in-memory ``A`` on the CPU only (a dask ``A`` has
+            its own workers); BLAS's own threads are the caller's to set.
 
     Returns:
         One :class:`ALSResult` per start, in order.
@@ -177,12 +184,13 @@ def als_batch(
     >>> results = als_batch(A, [ALSStart([[1, 0], [0, 0], [0, 1]], np.eye(3, 2, dtype=int)),
     ...                         ALSStart(np.ones((3, 2), dtype=int), np.ones((3, 2), dtype=int))])
     >>> [(result.history, result.error) for result in results]
-    [([5, 2, 0], 0), ([21, 3, 1, 1, 1], 1)]
+    [([5, 2, 0], 0), ([21, 3, 1, 1], 1)]
     """
     one_hot = check_one_hot(one_hot)
     device = check_device(device)
     max_solves = _check_count(max_solves, "max_solves", minimum=0)
     patience = _check_count(patience, "patience", minimum=1)
+    threads = _check_count(threads, "threads", minimum=1)
     if chunk_rows is not None:
         chunk_rows = _check_count(chunk_rows, "chunk_rows", minimum=1)
     data = as_matrix(A, chunk_rows)  # a matrix wrapped by the pipeline is validated already
@@ -199,6 +207,30 @@ def als_batch(
     }
     if not checked:
         return []
+    groups = min(threads, len(checked))
+    if groups > 1 and device == "cpu" and not isinstance(data, DaskMatrix):
+        data.column_norms  # noqa: B018 - cached once here, not by each thread
+
+        def batch(group: list[ALSStart]) -> list[ALSResult]:
+            return als_batch(
+                data,
+                group,
+                max_solves=max_solves,
+                patience=patience,
+                one_hot=one_hot,
+                chunk_rows=chunk_rows,
+                backend=backend,
+                backend_params=backend_params,
+                deadline=deadline,
+            )
+
+        ordered: list[ALSResult] = [None] * len(checked)  # type: ignore[list-item]
+        with ThreadPoolExecutor(groups, thread_name_prefix="bmfdsl-als") as pool:
+            for first, group in enumerate(
+                pool.map(batch, [checked[first::groups] for first in range(groups)])
+            ):
+                ordered[first::groups] = group
+        return ordered
     m, n = data.shape
     rank = checked[0].U.shape[1]
     # Small in-memory problems (restarts on paper-sized matrices) run the whole loop in one
