@@ -103,6 +103,14 @@ def test_the_threaded_kernels_do_not_depend_on_the_thread_count(
     assert all(np.array_equal(cross, A @ projector) for cross in crosses)
     counts = kernels.pattern_cross(A.indptr, A.indices, np.ones((60, 2), dtype=np.int64))
     assert counts.dtype == np.int64 and counts[:, 0].tolist() == np.diff(A.indptr).tolist()
+    U = np.random.default_rng(1).integers(0, 2, (A.shape[0], 4)).astype(np.int8)
+    splits.clear()
+    transposed = [
+        kernels.pattern_transposed_cross(A.indptr, A.indices, U, A.shape[1], threads=count)
+        for count in (1, threads)
+    ]
+    assert splits == [1, threads]
+    assert all(np.array_equal(cross, A.T.toarray() @ U.astype(np.int64)) for cross in transposed)
 
 
 def test_a_threaded_pass_raises_the_first_range_error_and_leaves_no_thread(

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         best_codes_from_stats,
         bit_gram,
         code_table,
+        default_threads,
         deflated_shift,
         dense_cross,
         dense_quadratic_forms,

@@ -1,8 +1,9 @@
 """The compiled kernels of exact binary least squares (BLS) and ALS: one of each, shared.
 
 :func:`~bmfdsl.solvers.solve_bls` and :func:`~bmfdsl.solvers.als` run them on small in-memory
-problems (no per-solve Python overhead), and the native solver polishes every restart with them
-(``als_polish`` in ``solvers/native/_anneal.py``). The native solver passes its own rules as
+problems (no per-solve Python overhead), and the native solver polishes every restart with
+their row solves (``bls_step`` in ``solvers/native/_anneal.py``, one solve a call, so that it
+counts each against its budget). The native solver passes its own rules as
 arguments: it solves ``U`` first and keeps a row's current code on ties (``keep_ties``), where
 the pipeline solves ``V`` first and breaks ties towards the lowest code index, as the chunked
 BLAS route of :func:`~bmfdsl.solvers.solve_bls` does.
@@ -273,20 +274,54 @@ def _pattern_cross_rows(
                 out[row, k] += factor[j, k]
 
 
-@numba.njit(cache=True, nogil=True)
 def pattern_transposed_cross(
-    indptr: np.ndarray, indices: np.ndarray, factor: np.ndarray, columns: int
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    factor: np.ndarray,
+    columns: int,
+    *,
+    threads: int | None = None,
 ) -> np.ndarray:
-    """``Aᵀ F`` as int64 (``columns x r``) for a 0/1 CSR ``A`` given by its pattern."""
-    rows = indptr.shape[0] - 1
+    """``Aᵀ F`` as int64 (``columns x r``) for a 0/1 CSR ``A`` given by its pattern (``F``
+    integer, one row per row of ``A``). Above :data:`PARALLEL_MIN_WORK` the rows are split
+    over ``threads`` (default :func:`default_threads`), each summing its own ``columns x r``
+    part; integer sums, so the result does not depend on the thread count.
+
+    >>> pattern_transposed_cross(np.array([0, 2, 3]), np.array([0, 1, 1]),
+    ...                          np.array([[1], [2]]), 2).tolist()
+    [[1], [3]]
+    """
+    rows = int(indptr.shape[0]) - 1
     rank = factor.shape[1]
-    out = np.zeros((columns, rank), dtype=np.int64)
-    for i in range(rows):
+    work = float(indices.shape[0]) * max(rank, 1)
+    workers = 1 if work < PARALLEL_MIN_WORK else threads or default_threads()
+
+    def part(first: int, stop: int) -> np.ndarray:
+        out = np.zeros((columns, rank), dtype=np.int64)
+        _pattern_transposed_cross_rows(indptr, indices, factor, first, stop, out)
+        return out
+
+    parts = _in_threads(part, _row_ranges(indptr[1:], max(1, min(workers, rows))))
+    return parts[0] if len(parts) == 1 else np.sum(parts, axis=0)
+
+
+@numba.njit(cache=True, nogil=True)
+def _pattern_transposed_cross_rows(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    factor: np.ndarray,
+    first: int,
+    stop: int,
+    out: np.ndarray,
+) -> None:
+    """Rows ``first .. stop - 1`` of ``A`` times those of ``F``, added into ``out`` (``Aᵀ F``
+    over those rows)."""
+    rank = factor.shape[1]
+    for i in range(first, stop):
         for p in range(indptr[i], indptr[i + 1]):
             j = indices[p]
             for k in range(rank):
                 out[j, k] += factor[i, k]
-    return out
 
 
 # The partial Grams of all threads together (10 n² bytes each: float64 sums, uint16 counts)

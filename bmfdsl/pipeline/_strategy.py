@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import os
 import time
 import weakref
 from collections.abc import Callable, Iterator
@@ -53,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from bmfdsl.linalg import BinaryMatrix, SparseMatrix
+from bmfdsl.linalg import BinaryMatrix, SparseMatrix, default_threads
 from bmfdsl.pipeline._background import close_with_call
 
 #: Largest core (entries) the comparison methods take whole; a larger one hands them a prefix
@@ -391,12 +390,12 @@ def takes_thresholded_whole(
 
 def threads_for(jobs: int) -> int:
     """Threads for ``jobs`` independent jobs (seeds; batches of starts finished side by side):
-    one per job, at most one per core.
+    one per job, at most one per CPU the process may run on.
 
     >>> threads_for(1)
     1
     """
-    return max(1, min(jobs, os.cpu_count() or 1))
+    return max(1, min(jobs, default_threads()))
 
 
 def shortlist(
