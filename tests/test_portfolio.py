@@ -426,6 +426,25 @@ def test_the_portfolio_core_stops_stalled_restarts_by_a_patience_sized_from_it()
     assert named.info["backend_info"]["settings"]["work_patience"] is None
 
 
+@pytest.mark.parametrize("rank", [1, 5, 63, 64, 130])  # one 63-bit word, and several
+def test_uncovered_ones_count_what_the_product_leaves_uncovered(rank: int) -> None:
+    from bmfdsl.linalg import uncovered_ones
+
+    rng = np.random.default_rng(rank)
+    for trial in range(40):
+        m, n = int(rng.integers(1, 25)), int(rng.integers(1, 25))
+        A = (rng.random((m, n)) < rng.random()).astype(np.int8)
+        U = (rng.random((m, rank)) < 0.3 / rank**0.5).astype(np.int8)
+        V = (rng.random((n, rank)) < 0.3 / rank**0.5).astype(np.int8)
+        uncovered = (A == 1) & (U.astype(np.int64) @ V.T.astype(np.int64) == 0)
+        counts, rows = uncovered_ones(A, U, V)
+        assert counts.tolist() == uncovered.sum(axis=0).tolist() and rows == m
+        column = trial % n
+        in_rows, rows = uncovered_ones(A, U, V, column=column)
+        assert rows == int(uncovered[:, column].sum())
+        assert in_rows.tolist() == uncovered[uncovered[:, column]].sum(axis=0).tolist()
+
+
 def test_the_repair_swaps_in_a_small_block_every_start_missed():
     from bmfdsl.pipeline._strategy import repair_seed
 

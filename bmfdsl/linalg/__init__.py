@@ -57,6 +57,7 @@ if TYPE_CHECKING:
         solve_rows_local,
         start_kernels,
         symmetric_matvec,
+        uncovered_ones,
     )
     from bmfdsl.linalg._matrix import (
         BinaryMatrix,

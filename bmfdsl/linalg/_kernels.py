@@ -144,6 +144,79 @@ def dense_cross(A: np.ndarray, factor: np.ndarray) -> np.ndarray:
     return out
 
 
+def uncovered_ones(
+    A: np.ndarray, U: np.ndarray, V: np.ndarray, column: int = -1
+) -> tuple[np.ndarray, int]:
+    """The ones of a dense 0/1 ``A`` that ``U Vᵀ`` leaves uncovered (``A_ij = 1`` where
+    ``U_i · V_j = 0``), counted per column; with ``column >= 0`` only over the rows where
+    ``column`` has such a one. Returns the counts (int64, one per column) and how many rows
+    were counted (``m`` without ``column``). One pass over ``A`` without ``m x n``
+    temporaries: each row's and column's factor bits packed into 63-bit words, so that a
+    cover test is a few word ANDs.
+
+    >>> A = np.array([[1, 1, 0], [1, 0, 1], [0, 1, 1]], dtype=np.int8)
+    >>> U, V = np.array([[1], [0], [0]], np.int8), np.array([[1], [1], [0]], np.int8)
+    >>> counts, rows = uncovered_ones(A, U, V)
+    >>> counts.tolist(), rows
+    ([1, 1, 2], 3)
+    >>> counts, rows = uncovered_ones(A, U, V, column=2)
+    >>> counts.tolist(), rows
+    ([1, 1, 2], 2)
+    """
+    return _uncovered_ones(
+        np.ascontiguousarray(A, dtype=np.int8),
+        _packed_bits(np.ascontiguousarray(U, dtype=np.int8)),
+        _packed_bits(np.ascontiguousarray(V, dtype=np.int8)),
+        column,
+    )
+
+
+@numba.njit(cache=True, nogil=True)
+def _packed_bits(factor: np.ndarray) -> np.ndarray:
+    """Each row of a 0/1 ``factor`` as 63-bit words (bit ``k % 63`` of word ``k // 63``)."""
+    rows, rank = factor.shape
+    words = np.zeros((rows, max(1, (rank + 62) // 63)), dtype=np.int64)
+    for i in range(rows):
+        for k in range(rank):
+            if factor[i, k]:
+                words[i, k // 63] |= np.int64(1) << (k % 63)
+    return words
+
+
+@numba.njit(cache=True, nogil=True)
+def _uncovered_ones(
+    A: np.ndarray, row_bits: np.ndarray, column_bits: np.ndarray, column: int
+) -> tuple[np.ndarray, int]:
+    m, n = A.shape
+    words = row_bits.shape[1]
+    counts = np.zeros(n, dtype=np.int64)
+    rows = 0
+    for i in range(m):
+        if column >= 0:
+            if not A[i, column]:
+                continue
+            covered = False
+            for t in range(words):
+                covered = covered or (row_bits[i, t] & column_bits[column, t]) != 0
+            if covered:
+                continue
+        rows += 1
+        if words == 1:  # ranks up to 63: one AND a one
+            bits = row_bits[i, 0]
+            for j in range(n):
+                if A[i, j] and (bits & column_bits[j, 0]) == 0:
+                    counts[j] += 1
+            continue
+        for j in range(n):
+            if A[i, j]:
+                covered = False
+                for t in range(words):
+                    covered = covered or (row_bits[i, t] & column_bits[j, t]) != 0
+                if not covered:
+                    counts[j] += 1
+    return counts, rows
+
+
 # The pattern kernels split their rows over threads (nogil numba kernels, one thread per row
 # range, the first in the caller's: no OpenMP runtime, so the process stays safe to fork)
 # above this much work; below it the threads cost more than they save.
