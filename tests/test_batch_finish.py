@@ -89,7 +89,12 @@ def test_bls_of_many_factors_equals_each_solve(
 @pytest.mark.parametrize("threads", [1, 3])
 @pytest.mark.parametrize("kind", ["dense", "numpy", "sparse", "dask"])
 @pytest.mark.parametrize("rank", [1, 2, 5, 9, 13])
-def test_als_of_many_starts_equals_each_als(kind: str, rank: int, threads: int) -> None:
+def test_als_of_many_starts_equals_each_als(
+    monkeypatch: pytest.MonkeyPatch, kind: str, rank: int, threads: int
+) -> None:
+    from bmfdsl.solvers import _als as als_module
+
+    monkeypatch.setattr(als_module, "THREADED_MIN_ENTRIES", 0)  # side by side even here
     A = _tied(rank + 7, 80, 36, 5)
     device = "numpy" if kind == "numpy" else "cpu"  # numpy: the array path, not the kernel
     data = _inputs(A, "dense" if kind == "numpy" else kind)
@@ -102,6 +107,36 @@ def test_als_of_many_starts_equals_each_als(kind: str, rank: int, threads: int) 
     assert len({result.solves for result in batch}) > 1  # runs leave the batch at different times
     for result, (U, V) in zip(batch, starts, strict=True):
         _same(result, als(data, U, V, device=device, max_solves=9))
+
+
+def test_a_failing_batch_stops_the_others_and_leaves_no_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+    import time
+
+    from bmfdsl.solvers import _als as als_module
+    from bmfdsl.solvers import _bls as bls_module
+
+    monkeypatch.setattr(als_module, "THREADED_MIN_ENTRIES", 0)
+    monkeypatch.setattr(bls_module, "_KERNEL_MAX_ENTRIES", 0)  # half-steps, not one kernel
+    A = _tied(3, 70, 30, 3)
+    starts = _candidates(5, 70, 30, 3)[:2]  # two batches of one start each
+    step_V = als_module._step_V
+    calls: list[str] = []
+
+    def failing(runs, data, one_hot, solve_options):  # type: ignore[no-untyped-def]
+        if any(np.array_equal(run.V, starts[0][1]) for run in runs):
+            raise ValueError("a solve failed")
+        calls.append(threading.current_thread().name)
+        time.sleep(0.05)  # the other batch is still running when the failure arrives
+        return step_V(runs, data, one_hot, solve_options)
+
+    monkeypatch.setattr(als_module, "_step_V", failing)
+    with pytest.raises(ValueError, match="a solve failed"):
+        als_batch(A, [ALSStart(U, V) for U, V in starts], threads=2, max_solves=20)
+    assert len(calls) <= 2  # stopped at its next half-step, not after its whole ALS
+    assert not [t for t in threading.enumerate() if t.name.startswith("bmfdsl-als")]
 
 
 def test_known_errors_and_crosses_give_the_same_runs() -> None:

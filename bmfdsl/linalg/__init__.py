@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         dense_row_pairs,
         gram,
         integer_statistics,
+        kernel_threads,
         pattern_cross_into,
         pattern_gram_matvec,
         pattern_quadratic_forms,

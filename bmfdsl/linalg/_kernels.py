@@ -16,13 +16,14 @@ full-data passes run beside the portfolio's seed threads. Errors are exact integ
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -224,12 +225,36 @@ PARALLEL_MIN_WORK = 2**22
 
 
 def default_threads() -> int:
-    """The threads a pattern kernel uses by default: the CPUs this process may run on.
+    """The threads a pattern kernel uses by default: the CPUs this process may run on, or
+    fewer inside :func:`kernel_threads`.
 
     >>> default_threads() >= 1
     True
     """
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+    cpus = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+    share = getattr(_thread_share, "threads", None)
+    return cpus if share is None else max(1, min(share, cpus))
+
+
+_thread_share = threading.local()  # the kernel_threads in force in each thread
+
+
+@contextlib.contextmanager
+def kernel_threads(threads: int) -> Iterator[None]:
+    """Within it, :func:`default_threads` in the calling thread is at most ``threads``: for a
+    worker among several side by side, so that their pattern kernels share the CPUs instead
+    of each taking them all. The thread count never changes a kernel's result.
+
+    >>> with kernel_threads(1):
+    ...     default_threads()
+    1
+    """
+    before = getattr(_thread_share, "threads", None)
+    _thread_share.threads = threads
+    try:
+        yield
+    finally:
+        _thread_share.threads = before
 
 
 def _row_ranges(cumulative_work: np.ndarray, workers: int) -> list[tuple[int, int]]:

@@ -449,8 +449,10 @@ def shortlist(
 
     matrix = _screening_matrix(sample)
     dense = not isinstance(matrix, SparseMatrix)  # over SCREEN_SPARSE_DENSITY ones
-    with one_blas_thread():  # the answer and every seed in one batch
-        answers = _screened_answers(matrix, [answer_V, *(seed.V for seed in seeds)])
+    with one_blas_thread():  # the answer and every seed in one batch (its ALS side by side)
+        answers = _screened_answers(
+            matrix, [answer_V, *(seed.V for seed in seeds)], threads_for(len(seeds) + 1)
+        )
     (to_beat, answer_key), *judged = [(error, _column_set(V)) for error, _, V in answers]
     ranked = sorted(range(len(seeds)), key=lambda index: (judged[index][0], index))
     seen = {answer_key}
