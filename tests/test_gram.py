@@ -113,6 +113,35 @@ def test_the_threaded_kernels_do_not_depend_on_the_thread_count(
     assert all(np.array_equal(cross, A.T.toarray() @ U.astype(np.int64)) for cross in transposed)
 
 
+def test_the_row_solves_split_over_threads_give_the_same_codes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rng = np.random.default_rng(7)
+    V = (rng.random((40, 6)) < 0.3).astype(np.int64)
+    A = (rng.random((3000, 40)) < 0.3).astype(np.int64)
+    cross, gram = A @ V, V.T @ V
+    monkeypatch.setattr(kernels, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr(kernels, "default_threads", lambda: 1)
+    one = kernels.best_codes_from_stats(cross, gram)
+    splits: list[int] = []
+    in_threads = kernels._in_threads
+
+    def counted(function: object, ranges: list[tuple[int, int]]) -> list[object]:
+        splits.append(len(ranges))
+        return in_threads(function, ranges)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(kernels, "_in_threads", counted)
+    monkeypatch.setattr(kernels, "default_threads", lambda: 3)
+    many = kernels.best_codes_from_stats(cross, gram)
+    assert splits == [3]
+    assert np.array_equal(one[0], many[0]) and np.array_equal(one[1], many[1])
+    codes = kernels.code_table(6, False)
+    scores = codes @ gram @ codes.T  # every code's cᵀGc, then minus 2 x·c per row
+    brute = np.diagonal(scores)[None, :] - 2 * cross @ codes.T
+    assert np.array_equal(many[1], brute.min(axis=1))
+    assert np.array_equal(many[0], brute.argmin(axis=1))  # the lowest index on ties
+
+
 def test_a_threaded_pass_raises_the_first_range_error_and_leaves_no_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -148,6 +177,18 @@ def test_a_threaded_pass_raises_the_first_range_error_and_leaves_no_thread(
     with pytest.raises(RuntimeError, match="start new thread"):
         kernels._in_threads(lambda first, stop: time.sleep(0.05), [(0, 1), (1, 2), (2, 3)])
     assert threading.active_count() == before  # the helper that started was joined
+
+
+@pytest.mark.parametrize(("rows", "rank"), [(1, 3), (40, 3), (200, 5), (20000, 12), (300, 17)])
+def test_the_factor_gram_is_the_integer_product_on_both_routes(rows: int, rank: int) -> None:
+    from bmfdsl.linalg import gram
+
+    rng = np.random.default_rng(rows + rank)
+    for density in (0.0, 0.2, 0.7, 1.0):
+        factor = (rng.random((rows, rank)) < density).astype(np.int8)
+        # (40, 3), (200, 5) and (20000, 12) count codes; the others sum rows
+        expected = factor.T.astype(np.int64) @ factor.astype(np.int64)
+        assert np.array_equal(gram(factor), expected)
 
 
 def test_the_bound_from_the_new_gram_never_beats_brute_force() -> None:

