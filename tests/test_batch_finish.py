@@ -109,8 +109,9 @@ def test_als_of_many_starts_equals_each_als(
         _same(result, als(data, U, V, device=device, max_solves=9))
 
 
+@pytest.mark.parametrize("failing", [0, 1])  # the batch waited for first, or a later one
 def test_a_failing_batch_stops_the_others_and_leaves_no_thread(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, failing: int
 ) -> None:
     import threading
     import time
@@ -125,14 +126,14 @@ def test_a_failing_batch_stops_the_others_and_leaves_no_thread(
     step_V = als_module._step_V
     calls: list[str] = []
 
-    def failing(runs, data, one_hot, solve_options):  # type: ignore[no-untyped-def]
-        if any(np.array_equal(run.V, starts[0][1]) for run in runs):
+    def step_or_fail(runs, data, one_hot, solve_options):  # type: ignore[no-untyped-def]
+        if any(np.array_equal(run.V, starts[failing][1]) for run in runs):
             raise ValueError("a solve failed")
         calls.append(threading.current_thread().name)
         time.sleep(0.05)  # the other batch is still running when the failure arrives
         return step_V(runs, data, one_hot, solve_options)
 
-    monkeypatch.setattr(als_module, "_step_V", failing)
+    monkeypatch.setattr(als_module, "_step_V", step_or_fail)
     with pytest.raises(ValueError, match="a solve failed"):
         als_batch(A, [ALSStart(U, V) for U, V in starts], threads=2, max_solves=20)
     assert len(calls) <= 2  # stopped at its next half-step, not after its whole ALS

@@ -445,6 +445,19 @@ def test_uncovered_ones_count_what_the_product_leaves_uncovered(rank: int) -> No
         assert in_rows.tolist() == uncovered[uncovered[:, column]].sum(axis=0).tolist()
 
 
+def test_uncovered_ones_refuses_shapes_that_do_not_fit() -> None:
+    from bmfdsl.errors import InvalidParameterError
+    from bmfdsl.linalg import uncovered_ones
+
+    A, U, V = np.ones((3, 2), np.int8), np.ones((3, 1), np.int8), np.ones((2, 1), np.int8)
+    for bad in (2, -2, 10**6):
+        with pytest.raises(InvalidParameterError, match="column must be -1"):
+            uncovered_ones(A, U, V, column=bad)
+    for U_bad, V_bad in ((U[:2], V), (U, V[:1]), (U, np.ones((2, 2), np.int8))):
+        with pytest.raises(InvalidParameterError, match="U must be 3 x r and V 2 x r"):
+            uncovered_ones(A, U_bad, V_bad)
+
+
 def test_the_repair_swaps_in_a_small_block_every_start_missed():
     from bmfdsl.pipeline._strategy import repair_seed
 

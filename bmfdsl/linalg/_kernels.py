@@ -170,7 +170,7 @@ def uncovered_ones(
     ``U_i · V_j = 0``), counted per column; with ``column >= 0`` only over the rows where
     ``column`` has such a one. Returns the counts (int64, one per column) and how many rows
     were counted (``m`` without ``column``). One pass over ``A`` without ``m x n``
-    temporaries: each row's and column's factor bits packed into 63-bit words, so that a
+    temporaries: each row's and column's factor bits packed into 64-bit words, so that a
     cover test is a few word ANDs.
 
     >>> A = np.array([[1, 1, 0], [1, 0, 1], [0, 1, 1]], dtype=np.int8)
@@ -182,24 +182,19 @@ def uncovered_ones(
     >>> counts.tolist(), rows
     ([1, 1, 2], 2)
     """
+    A, U, V = (np.asarray(array) for array in (A, U, V))
+    if A.ndim != 2 or U.ndim != 2 or V.ndim != 2:
+        raise InvalidParameterError("A, U and V must be 2-d arrays")
+    m, n = A.shape
+    if U.shape[0] != m or V.shape[0] != n or U.shape[1] != V.shape[1]:
+        raise InvalidParameterError(
+            f"U must be {m} x r and V {n} x r for a {m} x {n} A; got {U.shape} and {V.shape}"
+        )
+    if not -1 <= column < n:
+        raise InvalidParameterError(f"column must be -1 (none) or in [0, {n}); got {column}")
     return _uncovered_ones(
-        np.ascontiguousarray(A, dtype=np.int8),
-        _packed_bits(np.ascontiguousarray(U, dtype=np.int8)),
-        _packed_bits(np.ascontiguousarray(V, dtype=np.int8)),
-        column,
+        np.ascontiguousarray(A, dtype=np.int8), _pack_rows(U.T), _pack_rows(V.T), int(column)
     )
-
-
-@numba.njit(cache=True, nogil=True)
-def _packed_bits(factor: np.ndarray) -> np.ndarray:
-    """Each row of a 0/1 ``factor`` as 63-bit words (bit ``k % 63`` of word ``k // 63``)."""
-    rows, rank = factor.shape
-    words = np.zeros((rows, max(1, (rank + 62) // 63)), dtype=np.int64)
-    for i in range(rows):
-        for k in range(rank):
-            if factor[i, k]:
-                words[i, k // 63] |= np.int64(1) << (k % 63)
-    return words
 
 
 @numba.njit(cache=True, nogil=True)
@@ -220,7 +215,7 @@ def _uncovered_ones(
             if covered:
                 continue
         rows += 1
-        if words == 1:  # ranks up to 63: one AND a one
+        if words == 1:  # ranks up to 64: one AND a one
             bits = row_bits[i, 0]
             for j in range(n):
                 if A[i, j] and (bits & column_bits[j, 0]) == 0:
@@ -259,9 +254,10 @@ _thread_share = threading.local()  # the kernel_threads in force in each thread
 
 @contextlib.contextmanager
 def kernel_threads(threads: int) -> Iterator[None]:
-    """Within it, :func:`default_threads` in the calling thread is at most ``threads``: for a
-    worker among several side by side, so that their pattern kernels share the CPUs instead
-    of each taking them all. The thread count never changes a kernel's result.
+    """Within it, :func:`default_threads` in the calling thread (only: a thread it starts
+    has no cap) is at most ``threads``: for a worker among several side by side, so that their
+    pattern kernels share the CPUs instead of each taking them all. The thread count never
+    changes a kernel's result.
 
     >>> with kernel_threads(1):
     ...     default_threads()
@@ -281,9 +277,11 @@ def _row_ranges(cumulative_work: np.ndarray, workers: int) -> list[tuple[int, in
     rows = int(cumulative_work.shape[0])
     if workers == 1 or rows == 0:
         return [(0, rows)]
-    # targets of the array's own dtype: float ones made searchsorted convert all of it
-    targets = (int(cumulative_work[-1]) * np.arange(1, workers) // workers).astype(
-        cumulative_work.dtype
+    # targets of the array's own dtype (float ones made searchsorted convert all of it),
+    # computed in Python's integers (no overflow)
+    total = int(cumulative_work[-1])
+    targets = np.array(
+        [total * index // workers for index in range(1, workers)], dtype=cumulative_work.dtype
     )
     cuts = [0, *np.searchsorted(cumulative_work, targets).tolist(), rows]
     return [(int(a), int(b)) for a, b in itertools.pairwise(cuts)]
@@ -447,11 +445,18 @@ def _pattern_transposed_cross_rows(
     """Rows ``first .. stop - 1`` of ``A`` times those of ``F``, added into ``out`` (``Aᵀ F``
     over those rows)."""
     rank = factor.shape[1]
+    row = np.empty(rank, dtype=np.int64)
     for i in range(first, stop):
+        nonzero = False
+        for k in range(rank):  # the row once, widened (not once per one of A)
+            row[k] = factor[i, k]
+            nonzero = nonzero or row[k] != 0
+        if not nonzero:  # a zero row of F adds nothing
+            continue
         for p in range(indptr[i], indptr[i + 1]):
             j = indices[p]
             for k in range(rank):
-                out[j, k] += factor[i, k]
+                out[j, k] += row[k]
 
 
 # The partial Grams of all threads together (10 n² bytes each: float64 sums, uint16 counts)

@@ -33,6 +33,7 @@ from bmfdsl.linalg import (
     BinaryMatrix,
     DaskMatrix,
     InMemoryMatrix,
+    SparseMatrix,
     als_loop,
     as_matrix,
     check_device,
@@ -249,12 +250,18 @@ def _side_by_side(
     pattern kernels. A failure (or an interrupt of the caller) stops the other batches at
     their next half-step."""
     data.column_norms  # noqa: B018 - cached once here, not by each thread
+    if isinstance(data, SparseMatrix):
+        data.row_norms  # noqa: B018 - (every U solve reads them)
     stop = threading.Event()
     share = max(1, default_threads() // groups)
 
     def batch(group: list[ALSStart]) -> list[ALSResult]:
-        with kernel_threads(share):
-            return _batch(data, group, settings, stop)
+        try:
+            with kernel_threads(share):
+                return _batch(data, group, settings, stop)
+        except BaseException:
+            stop.set()  # whichever batch fails, the others stop
+            raise
 
     ordered: list[ALSResult] = [None] * len(checked)  # type: ignore[list-item]
     with ThreadPoolExecutor(groups, thread_name_prefix="bmfdsl-als") as pool:
