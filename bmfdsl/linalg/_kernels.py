@@ -192,8 +192,13 @@ def uncovered_ones(
         )
     if not -1 <= column < n:
         raise InvalidParameterError(f"column must be -1 (none) or in [0, {n}); got {column}")
+    # int8, C order: one compiled specialization for every caller (numba compiles one per
+    # dtype and layout, about a second each on first use)
     return _uncovered_ones(
-        np.ascontiguousarray(A, dtype=np.int8), _pack_rows(U.T), _pack_rows(V.T), int(column)
+        np.ascontiguousarray(A, dtype=np.int8),
+        _pack_rows(np.ascontiguousarray(U.T, dtype=np.int8)),
+        _pack_rows(np.ascontiguousarray(V.T, dtype=np.int8)),
+        int(column),
     )
 
 
