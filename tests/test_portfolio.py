@@ -505,14 +505,21 @@ def test_the_repair_ranks_its_swaps_on_fewer_rows_and_judges_the_best_on_all(mon
     assert tuple(range(60, 63)) in {tuple(np.flatnonzero(column)) for column in seed.V.T}
     on_all = [starts for rows, starts in judged if rows == 600]
     ranked = [starts for rows, starts in judged if rows == 150]
-    assert ranked and all(len(starts) == 4 for starts in ranked)  # every swap, on fewer rows
-    assert len(on_all[0]) == 1  # the answer, then only the best three of each round
-    assert all(len(starts) == _strategy.REPAIR_CONFIRMED == 3 for starts in on_all[1:])
-    # ... the three that rank best (in index order: the first on ties)
-    swaps = ranked[0]
-    errors = [error for error, _, _ in screened(A[::4], swaps)]
+    # the answer and every swap, on fewer rows
+    assert ranked and all(len(starts) == 5 for starts in ranked)
+    assert len(on_all[0]) == 1  # the answer, then at most the best three of each round ...
+    assert all(1 <= len(starts) <= _strategy.REPAIR_CONFIRMED == 3 for starts in on_all[1:])
+    # ... the three that rank best (in index order: the first on ties), if they beat the answer
+    answer, *swaps = ranked[0]
+    to_beat, *errors = [error for error, _, _ in screened(A[::4], [answer, *swaps])]
     best = sorted(sorted(range(4), key=lambda k: (errors[k], k))[:3])
-    assert [V.tobytes() for V in on_all[1]] == [swaps[k].tobytes() for k in best]
+    assert [V.tobytes() for V in on_all[1]] == [
+        swaps[k].tobytes() for k in best if errors[k] < to_beat
+    ]
+    # the planted factors: no swap beats them on the ranking rows, none is judged on all rows
+    judged.clear()
+    assert _strategy.repair_seed(A, V, ranked_on=A[::4]) is None
+    assert [len(starts) for rows, starts in judged if rows == 600] == [1]
     # with no more swaps than that (rank 3) nothing is ranked: all are judged on all rows
     judged.clear()
     _strategy.repair_seed(A, missed[:, :3].copy(), ranked_on=A[::4])
