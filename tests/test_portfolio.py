@@ -526,6 +526,26 @@ def test_the_repair_ranks_its_swaps_on_fewer_rows_and_judges_the_best_on_all(mon
     assert judged and all(rows == 600 for rows, _ in judged)
 
 
+def test_the_repair_confirms_a_swap_that_ties_the_answer_with_other_factors():
+    from bmfdsl.pipeline import _strategy
+
+    # a review's case: the missed block lies between two of the evenly spaced ranking rows,
+    # and the answer holds one component twice, so the swap only ties it there
+    m, n = 20000, 200
+    A, V = np.zeros((m, n), np.int8), np.zeros((n, 4), np.int8)
+    for k, (rows, columns) in enumerate(
+        [(slice(0, 7000), slice(0, 50)), (slice(7000, 14000), slice(50, 100)),
+         (slice(14000, m), slice(100, 150))]
+    ):  # fmt: skip
+        A[rows, columns] = 1
+        V[columns, k] = 1
+    V[:, 3] = V[:, 2]
+    ranking = np.linspace(0, m - 1, 1000).astype(np.int64)
+    A[ranking[500] + 1 : ranking[501], 150:] = 1
+    seed = _strategy.repair_seed(A, V, ranked_on=np.ascontiguousarray(A[ranking]))
+    assert seed is not None and _strategy._screened_answer(A, seed.V)[0] == 0
+
+
 def test_the_screenings_run_in_one_batch_and_end_as_each_alone():
     from bmfdsl.pipeline._strategy import _screened_answers, repair_seed
     from bmfdsl.solvers import als

@@ -33,7 +33,8 @@ whose screened ``V`` equals one already kept or the answer's (column order aside
 :func:`shortlist`) is skipped, except, on dense data, a method's own answer. Last,
 :func:`repair_seed` swaps one component of the best answer for a block of ones it leaves
 uncovered, judged on :func:`screening_rows` (on more than :data:`REPAIR_RANK_CELLS` entries,
-only the swaps :func:`ranking_rows` rank best), and the pipeline finishes that start too when
+only the swaps :func:`ranking_rows` rank best and that beat the answer there), and the
+pipeline finishes that start too when
 the swap helps there. The work is counted, not timed (fixed iteration counts, ALS at most 20
 solves), so a seed gives bit-identical answers.
 """
@@ -112,10 +113,12 @@ REPAIR_ROUNDS = 2
 #: million entries the runs took 7% less time in all and 2 answers were worse, by at most
 #: 0.01%; judging every swap on the sample alone had lost up to 0.9%, on 8 of 60.
 REPAIR_RANK_CELLS = 2**21
-#: Of them, only those that also beat the answer there, judged the same way: on 112 repairs
-#: of planted, dense and sparse matrices of 2.2-16 million entries, every swap that lowered
-#: the error on all of ``A`` (24 repairs) had, and the rule skips 260 of 321 full-data runs
-#: (dense planted blocks 30,000 x 300, r = 12: the repair 0.18 -> 0.07 s).
+#: Of them, only those that also beat the answer there, judged the same way, or tie it with
+#: other factors (a block between the ranking rows can tie: a review's 20,000 x 200 case): on
+#: 112 repairs of planted, dense and sparse matrices of 2.2-16 million entries, every swap
+#: that lowered the error on all of ``A`` (24 repairs) had beaten it, and the rule skips 260
+#: of 321 full-data runs (dense planted blocks 30,000 x 300, r = 12: the repair 0.18 ->
+#: 0.07 s).
 REPAIR_CONFIRMED = 3
 #: On sparse data (at most :data:`SCREEN_SPARSE_DENSITY` ones on the sample) a comparison
 #: method's own answer is finished when its screened error is within this share above the
@@ -506,8 +509,9 @@ def repair_seed(
     (BLS and ALS on ``sample``), the best swap is kept, for up to ``rounds`` rounds. It finds
     a small planted block that every seed merged or missed (planted blocks of 2 to 8 columns,
     1,000,000 x 500, r = 10: 828,139 -> 733,557). ``ranked_on`` (fewer rows of ``A``, from
-    :func:`ranking_rows`): the swaps are judged there first and only the best
-    :data:`REPAIR_CONFIRMED` on ``sample``. Deterministic: no random choice; an opt-in
+    :func:`ranking_rows`): the swaps and the answer are judged there first, and only the best
+    :data:`REPAIR_CONFIRMED` swaps that beat the answer there (or tie it with other factors)
+    on ``sample``; with none, the repair ends. Deterministic: no random choice; an opt-in
     ``deadline`` (a ``time.perf_counter()`` value, from ``time_limit``) stops it between swaps.
 
     >>> A = np.kron(np.eye(3, dtype=np.int8), np.ones((4, 3), dtype=np.int8))
@@ -538,12 +542,15 @@ def repair_seed(
                     )
                 )
                 to_beat = judged[0][0] if judged else 0  # (past a deadline: none)
+                answer_key = _column_set(judged[0][2]) if judged else b""
                 ranked = judged[1:]
                 order = sorted(range(len(ranked)), key=lambda k: (ranked[k][0], k))
                 swaps = [
                     swaps[k]
                     for k in sorted(order[:REPAIR_CONFIRMED])  # the first on ties
+                    # a tie with other factors too: a block the ranking rows miss can tie
                     if ranked[k][0] < to_beat
+                    or (ranked[k][0] == to_beat and _column_set(ranked[k][2]) != answer_key)
                 ]
                 if not swaps:  # none beats the answer: no round can
                     break
