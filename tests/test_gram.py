@@ -75,14 +75,8 @@ def test_counts_past_the_uint16_range_stay_exact() -> None:
     assert exact_gram(A).tolist() == [[m, m], [m, m]]
 
 
-@pytest.mark.parametrize("threads", [2, 3])
-def test_the_threaded_kernels_do_not_depend_on_the_thread_count(
-    monkeypatch: pytest.MonkeyPatch, threads: int
-) -> None:
-    A = _random_csr(np.random.default_rng(threads), 4000, 60, 0.3)
-    expected = _reference(A.toarray())
-    projector = np.random.default_rng(0).standard_normal((A.shape[1], 3))
-    monkeypatch.setattr(kernels, "PARALLEL_MIN_WORK", 1)  # split even these small ones
+def _counted_splits(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The ranges of every threaded pass from now on, counted (the passes run as before)."""
     splits: list[int] = []
     in_threads = kernels._in_threads
 
@@ -91,6 +85,18 @@ def test_the_threaded_kernels_do_not_depend_on_the_thread_count(
         return in_threads(function, ranges)  # type: ignore[arg-type]
 
     monkeypatch.setattr(kernels, "_in_threads", counted)
+    return splits
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_the_threaded_kernels_do_not_depend_on_the_thread_count(
+    monkeypatch: pytest.MonkeyPatch, threads: int
+) -> None:
+    A = _random_csr(np.random.default_rng(threads), 4000, 60, 0.3)
+    expected = _reference(A.toarray())
+    projector = np.random.default_rng(0).standard_normal((A.shape[1], 3))
+    monkeypatch.setattr(kernels, "PARALLEL_MIN_WORK", 1)  # split even these small ones
+    splits = _counted_splits(monkeypatch)
     one = kernels.pattern_gram(A.indptr, A.indices, A.shape[1], threads=1)
     many = kernels.pattern_gram(A.indptr, A.indices, A.shape[1], threads=threads)
     assert np.array_equal(one, expected) and np.array_equal(many, expected)
@@ -123,14 +129,7 @@ def test_the_row_solves_split_over_threads_give_the_same_codes(
     monkeypatch.setattr(kernels, "PARALLEL_MIN_WORK", 1)
     monkeypatch.setattr(kernels, "default_threads", lambda: 1)
     one = kernels.best_codes_from_stats(cross, gram)
-    splits: list[int] = []
-    in_threads = kernels._in_threads
-
-    def counted(function: object, ranges: list[tuple[int, int]]) -> list[object]:
-        splits.append(len(ranges))
-        return in_threads(function, ranges)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(kernels, "_in_threads", counted)
+    splits = _counted_splits(monkeypatch)
     monkeypatch.setattr(kernels, "default_threads", lambda: 3)
     many = kernels.best_codes_from_stats(cross, gram)
     assert splits == [3]
