@@ -541,9 +541,10 @@ def repair_seed(
                         ranking, [best[2], *swaps], deadline, threads_for(len(swaps) + 1)
                     )
                 )
-                to_beat = judged[0][0] if judged else 0  # (past a deadline: none)
-                answer_key = _column_set(judged[0][2]) if judged else b""
-                ranked = judged[1:]
+                if not judged:  # past a deadline
+                    break
+                (to_beat, _, judged_V), *ranked = judged
+                answer_key = _column_set(judged_V)
                 order = sorted(range(len(ranked)), key=lambda k: (ranked[k][0], k))
                 swaps = [
                     swaps[k]
