@@ -189,7 +189,7 @@ def test_a_batch_multiplies_each_distinct_column_once(sparse: bool, monkeypatch)
     column each, and every start still gets its own solve's answer."""
     import scipy.sparse
 
-    from bmfdsl.linalg import SparseMatrix, as_matrix
+    from bmfdsl.linalg import InMemoryMatrix, SparseMatrix, as_matrix
     from bmfdsl.solvers import solve_bls_many
 
     rng = np.random.default_rng(21)
@@ -211,13 +211,13 @@ def test_a_batch_multiplies_each_distinct_column_once(sparse: bool, monkeypatch)
         monkeypatch.setattr(SparseMatrix, "cross", counted_cross)
         data = as_matrix(scipy.sparse.csr_array(A))
     else:
-        real_products = bls_module._distinct_cross_products
+        real_products = InMemoryMatrix.cross
 
-        def counted_products(block, factor, chunk_rows, xp):
+        def counted_products(self, factor, rows=slice(None)):
             widths.append(factor.shape[1])
-            return real_products(block, factor, chunk_rows, xp)
+            return real_products(self, factor, rows)
 
-        monkeypatch.setattr(bls_module, "_distinct_cross_products", counted_products)
+        monkeypatch.setattr(InMemoryMatrix, "cross", counted_products)
         monkeypatch.setattr(bls_module, "fits_compiled_kernel", lambda rank, cells: False)
         data = as_matrix(A)
     solved = solve_bls_many(data, Vs)

@@ -363,3 +363,49 @@ def test_pattern_cross_into_sums_like_pattern_cross_and_refuses_wrong_shapes() -
         pattern_cross_into(csr.indptr, csr.indices, factor, np.empty((31, 3)))
     with pytest.raises(ValueError, match="beyond the factor"):
         pattern_cross_into(csr.indptr, csr.indices, factor[:5], out)
+
+
+@pytest.mark.parametrize(("m", "n", "rank"), [(3, 5, 1), (130, 64, 3), (257, 129, 7)])
+def test_the_bit_products_are_the_integer_products_across_words(m: int, n: int, rank: int) -> None:
+    rng = np.random.default_rng(m + n)
+    A = (rng.random((m, n)) < 0.4).astype(np.int8)
+    U = (rng.random((m, rank)) < 0.5).astype(np.int8)
+    V = (rng.random((n, rank)) < 0.5).astype(np.int8)
+    wide = A.astype(np.int64)
+    assert kernels.row_bits(A).shape == (m, -(-n // 64))
+    assert kernels.column_bits(A).shape == (n, -(-m // 64))
+    np.testing.assert_array_equal(kernels.column_bits(A), kernels.row_bits(A.T))
+    product = kernels.bit_products(kernels.row_bits(A), kernels.row_bits(V.T))
+    assert product.dtype == np.int64
+    np.testing.assert_array_equal(product, wide @ V)
+    data = as_matrix(A)
+    np.testing.assert_array_equal(data.cross(V), wide @ V)
+    np.testing.assert_array_equal(data.cross(V, rows=slice(1, m)), wide[1:] @ V)
+    np.testing.assert_array_equal(data.transposed_cross(U), wide.T @ U)
+
+
+def test_the_bit_products_split_over_threads_give_the_same_counts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rng = np.random.default_rng(5)
+    A = (rng.random((300, 100)) < 0.5).astype(np.int8)
+    V = (rng.random((100, 6)) < 0.5).astype(np.int8)
+    one = kernels.bit_products(kernels.row_bits(A), kernels.row_bits(V.T))
+    monkeypatch.setattr(kernels, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr(kernels, "default_threads", lambda: 3)
+    splits = _counted_splits(monkeypatch)
+    many = kernels.bit_products(kernels.row_bits(A), kernels.row_bits(V.T))
+    assert splits == [3]
+    np.testing.assert_array_equal(one, many)
+
+
+def test_the_bit_products_refuse_factors_that_are_not_0_1_and_mismatched_words() -> None:
+    from bmfdsl.errors import InvalidParameterError
+
+    data = as_matrix(np.eye(4, dtype=np.int8))
+    with pytest.raises(InvalidParameterError, match="0/1"):
+        data.cross(np.full((4, 2), 2))
+    with pytest.raises(InvalidParameterError, match="0/1"):
+        data.transposed_cross(-np.ones((4, 1)))
+    with pytest.raises(InvalidParameterError, match="one width"):
+        kernels.bit_products(np.zeros((2, 1), np.uint64), np.zeros((2, 2), np.uint64))

@@ -1591,17 +1591,100 @@ _WORD_BITS = 64
 
 @numba.njit(cache=True, nogil=True)
 def _pack_rows(block: np.ndarray) -> np.ndarray:
-    """Columns of a 0/1 ``block`` (``k x n``) as bits: ``(n, ceil(k / 64))`` uint64 words."""
+    """Columns of a 0/1 ``block`` (``k x n``) as bits: ``(n, ceil(k / 64))`` uint64 words
+    (row ``i`` is bit ``i % 64`` of word ``i // 64``)."""
     rows, columns = block.shape
     words = (rows + _WORD_BITS - 1) // _WORD_BITS
-    packed = np.zeros((columns, words), dtype=np.uint64)
-    for i in range(rows):
-        word = i // _WORD_BITS
-        bit = np.uint64(1) << np.uint64(i % _WORD_BITS)
-        for j in range(columns):
-            if block[i, j] != 0:
-                packed[j, word] |= bit
+    packed = np.empty((columns, words), dtype=np.uint64)
+    # a word's 64 rows OR-ed into a row of accumulators, read in block's own order (a word
+    # at a time per column was 8x slower: 60,000 x 400 in 90 ms)
+    accumulators = np.empty(columns, dtype=np.uint64)
+    for word in range(words):
+        accumulators[:] = 0
+        for i in range(word * _WORD_BITS, min(rows, (word + 1) * _WORD_BITS)):
+            shift = np.uint64(i % _WORD_BITS)
+            for j in range(columns):
+                accumulators[j] |= np.uint64(block[i, j] != 0) << shift
+        packed[:, word] = accumulators
     return packed
+
+
+@numba.njit(cache=True, nogil=True)
+def _pack_columns(block: np.ndarray) -> np.ndarray:
+    """Rows of a 0/1 ``block`` (``k x n``) as bits: ``(k, ceil(n / 64))`` uint64 words
+    (column ``j`` is bit ``j % 64`` of word ``j // 64``, as :func:`_pack_rows` packs rows)."""
+    rows, columns = block.shape
+    words = (columns + _WORD_BITS - 1) // _WORD_BITS
+    packed = np.empty((rows, words), dtype=np.uint64)
+    for i in range(rows):
+        for word in range(words):
+            first = word * _WORD_BITS
+            bits = np.uint64(0)
+            for b in range(min(_WORD_BITS, columns - first)):
+                bits |= np.uint64(block[i, first + b] != 0) << np.uint64(b)
+            packed[i, word] = bits
+    return packed
+
+
+def row_bits(block: np.ndarray) -> np.ndarray:
+    """Each row of a 0/1 ``block`` (``k x n``) as bits: ``(k, ceil(n / 64))`` uint64 words,
+    column ``j`` in bit ``j % 64`` of word ``j // 64`` (any nonzero entry counts as a one).
+    With :func:`bit_products`, ``row_bits(A)`` and ``row_bits(F.T)`` give ``A F``.
+
+    >>> row_bits(np.array([[1, 0, 1], [0, 1, 0]], dtype=np.int8)).ravel().tolist()
+    [5, 2]
+    """
+    return _pack_columns(np.ascontiguousarray(block, dtype=np.int8))
+
+
+def column_bits(block: np.ndarray) -> np.ndarray:
+    """Each column of a 0/1 ``block`` (``k x n``) as bits: ``(n, ceil(k / 64))`` uint64
+    words, that is :func:`row_bits` of ``blockᵀ`` without the transposed copy.
+
+    >>> column_bits(np.array([[1, 0, 1], [0, 1, 0]], dtype=np.int8)).ravel().tolist()
+    [1, 2, 1]
+    """
+    return _pack_rows(np.ascontiguousarray(block, dtype=np.int8))
+
+
+def bit_products(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """``L Rᵀ`` of two 0/1 matrices given as bits (:func:`row_bits`: ``left`` ``k x w`` and
+    ``right`` ``l x w`` uint64 words), as exact int64 (``k x l``): a word AND and a popcount
+    per 64 entries. Dense 0/1 products in ALS are 10-30x faster than with float32 BLAS
+    (``A V`` of 60,000 x 400 at r = 5: 1.6 ms instead of 43 ms, one thread); rows split over
+    threads from :data:`PARALLEL_MIN_WORK` word pairs (integer sums: the same result).
+
+    >>> A = np.array([[1, 1, 0], [0, 1, 1]], dtype=np.int8)
+    >>> V = np.array([[1, 0], [1, 1], [1, 1]], dtype=np.int8)
+    >>> bit_products(row_bits(A), row_bits(V.T)).tolist()
+    [[2, 1], [2, 2]]
+    """
+    left, right = np.ascontiguousarray(left), np.ascontiguousarray(right)
+    if left.dtype != np.uint64 or right.dtype != np.uint64 or left.shape[1:] != right.shape[1:]:
+        raise InvalidParameterError(
+            f"left and right must be uint64 words of one width (row_bits); got {left.dtype} "
+            f"{left.shape} and {right.dtype} {right.shape}"
+        )
+    rows = left.shape[0]
+    out = np.empty((rows, right.shape[0]), dtype=np.int64)
+    work = rows * right.shape[0] * left.shape[1]
+    workers = default_threads() if work >= PARALLEL_MIN_WORK else 1
+    _in_threads(
+        lambda first, stop: _bit_products(left[first:stop], right, out[first:stop]),
+        _even_ranges(rows, workers),
+    )
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _bit_products(left: np.ndarray, right: np.ndarray, out: np.ndarray) -> None:
+    rows, words = left.shape
+    for i in range(rows):
+        for k in range(right.shape[0]):
+            count = np.uint64(0)
+            for word in range(words):
+                count += _popcount(left[i, word] & right[k, word])
+            out[i, k] = count
 
 
 @numba.njit(cache=True, nogil=True)

@@ -30,6 +30,7 @@ arithmetic either way, so every device gives the same answer.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from types import ModuleType
 from typing import Any
 
@@ -303,7 +304,12 @@ def _solve_in_memory(
             for index, (V, start) in enumerate(zip(Vs, starts, strict=True))
         ]
     held = data.on_device(options["device"]) if isinstance(data, InMemoryMatrix) else data.dense()
-    return [(U, error, None) for U, error in _solve_checked(held, Vs, starts=starts, **options)]
+    # on the CPU the wrapper's bit products (A's rows packed once for every pass of an ALS)
+    products = data.cross if isinstance(data, InMemoryMatrix) and held is data.A else None
+    return [
+        (U, error, None)
+        for U, error in _solve_checked(held, Vs, starts=starts, products=products, **options)
+    ]
 
 
 def _gram(V: np.ndarray) -> np.ndarray:
@@ -408,12 +414,14 @@ def _solve_checked(
     backend_params: Mapping[str, Any] | None,
     starts: list[np.ndarray | None],
     device: str = "cpu",
+    products: Callable[..., np.ndarray] | None = None,
 ) -> list[tuple[np.ndarray, int]]:
     """BLS for validated ``A`` (a numpy array, or on a GPU possibly a device array) and each
     ``V`` of ``Vs`` (one rank), in one pass over ``A``: small problems run the compiled loop;
     otherwise ``A [V_1 … V_k 1]`` is computed group by group of rows on the array module of
-    ``device`` (a host chunk of ``A`` is sent as ``int8``) and each ``V``'s rows are solved
-    from their columns by :func:`solve_bls_from_stats` (codes scored on ``device``)."""
+    ``device`` (a host chunk of ``A`` is sent as ``int8``), or by ``products(F, rows)`` (the
+    wrapper's exact ``A[rows] F``) where given, and each ``V``'s rows are solved from their
+    columns by :func:`solve_bls_from_stats` (codes scored on ``device``)."""
     m, n = A.shape
     rank = Vs[0].shape[1]
     enumerated = one_hot or (backend is None and rank <= MAX_ENUMERATION_RANK)
@@ -437,7 +445,11 @@ def _solve_checked(
     errors = [0] * len(Vs)
     for first in range(0, m, step):
         rows = slice(first, first + step)
-        cross = _cross_products(A[rows], stacked, chunk_rows, xp)
+        cross = (
+            _cross_products(A[rows], stacked, chunk_rows, xp)
+            if products is None
+            else on_distinct_columns(partial(products, rows=rows), stacked)
+        )
         row_norms = np.ascontiguousarray(cross[:, -1])
         for index, (columns, gram, start) in enumerate(zip(groups, grams, starts, strict=True)):
             U, error = solve_bls_from_stats(
