@@ -409,3 +409,17 @@ def test_the_bit_products_refuse_factors_that_are_not_0_1_and_mismatched_words()
         data.transposed_cross(-np.ones((4, 1)))
     with pytest.raises(InvalidParameterError, match="one width"):
         kernels.bit_products(np.zeros((2, 1), np.uint64), np.zeros((2, 2), np.uint64))
+
+
+@pytest.mark.parametrize(("n", "dtype"), [(64, np.int8), (61, np.int8), (16, np.float64)])
+def test_the_dense_pattern_lists_every_one_in_order(n: int, dtype: type) -> None:
+    # 64 int8 columns: read by words; 61 columns or float64: entry by entry
+    rng = np.random.default_rng(n)
+    A = (rng.random((90, n)) < 0.2).astype(dtype)
+    A[3] = 1  # a full row, and an empty one
+    A[4] = 0
+    indptr, indices = kernels.dense_pattern(A)
+    expected = scipy.sparse.csr_array(A != 0)
+    assert indptr.dtype == indices.dtype == np.int64
+    np.testing.assert_array_equal(indptr, expected.indptr)
+    np.testing.assert_array_equal(indices, expected.indices)

@@ -147,46 +147,52 @@ def test_column_clusters_recover_disjoint_blocks_exactly():
 
 
 def _reference_kmeans(points: np.ndarray, clusters: int, rng: np.random.Generator) -> np.ndarray:
-    """Lloyd's k-means with k-means++ seeding, every step a dense float32 product or ``mean``:
-    what ``_kmeans`` computes with sparse gathers and one product per step."""
+    """Lloyd's k-means with k-means++ seeding, written plainly: every center an integer sum
+    over its size, every product of points with sums in int64 (exact), each distance
+    ``|p|² - 2 p·s/size + |s|²/size²`` in float64: what ``_kmeans`` computes, by either route."""
     count = points.shape[0]
-    squared = np.einsum("ij,ij->i", points, points)
-    centers = np.empty((clusters, points.shape[1]), dtype=np.float32)
-    centers[0] = points[rng.integers(count)]
-    nearest = np.maximum(squared - 2 * points @ centers[0] + centers[0] @ centers[0], 0)
+    squared = (points * points).sum(axis=1).astype(np.float64)
+    sums = np.empty((clusters, points.shape[1]), dtype=np.int64)
+    sizes = np.ones(clusters, dtype=np.int64)
+    pick = int(rng.integers(count))
+    sums[0] = points[pick]
+    nearest = np.maximum(squared - 2 * (points @ points[pick]) + squared[pick], 0)
     for k in range(1, clusters):
         total = float(nearest.sum())
         pick = int(rng.choice(count, p=nearest / total)) if total > 0 else int(rng.integers(count))
-        centers[k] = points[pick]
-        distance = np.maximum(squared - 2 * points @ centers[k] + centers[k] @ centers[k], 0)
+        sums[k] = points[pick]
+        distance = np.maximum(squared - 2 * (points @ points[pick]) + squared[pick], 0)
         nearest = np.minimum(nearest, distance)
     labels = np.full(count, -1, dtype=np.int64)
     for _ in range(20):
-        norms = np.einsum("kj,kj->k", centers, centers)
-        new_labels = np.argmin(squared[:, None] - 2 * points @ centers.T + norms, axis=1)
+        norms = (sums * sums).sum(axis=1).astype(np.float64) / sizes.astype(np.float64) ** 2
+        dots = (points @ sums.T).astype(np.float64) / sizes
+        new_labels = np.argmin(squared[:, None] - 2 * dots + norms, axis=1)
         if np.array_equal(new_labels, labels):
             break
         labels = new_labels
         for k in range(clusters):
             if (labels == k).any():
-                centers[k] = points[labels == k].mean(axis=0)
+                sums[k] = points[labels == k].sum(axis=0)
+                sizes[k] = int((labels == k).sum())
     return np.unique(labels, return_inverse=True)[1]
 
 
 @pytest.mark.parametrize("density", [0.0, 0.02, 0.3, 0.9, 1.0])
-@pytest.mark.parametrize("exact_sums", [2**24, 64])  # 64: larger inputs' dense products
-def test_kmeans_of_0_1_points_matches_the_dense_products(density, exact_sums, monkeypatch):
+@pytest.mark.parametrize("route", ["sparse", "float32", "float64"])
+def test_kmeans_of_0_1_points_is_exact_on_every_route(density, route, monkeypatch):
     from bmfdsl.solvers.native import _seeds
     from bmfdsl.solvers.native._seeds import _kmeans
 
-    monkeypatch.setattr(_seeds, "_EXACT_FLOAT32_SUMS", exact_sums)
-
+    # the sparse products for any share of ones, or the dense ones in float32 or float64
+    monkeypatch.setattr(_seeds, "_SPARSE_KMEANS_DENSITY", 1.0 if route == "sparse" else -1.0)
+    monkeypatch.setattr(_seeds, "_EXACT_FLOAT32_SUMS", 2**24 if route == "float32" else 64)
     draws = np.random.default_rng(int(density * 100))
     for trial in range(12):
         m, n = (int(size) for size in draws.integers(1, 160, size=2))
         A = (draws.random((m, n)) < density).astype(np.int8)
         clusters = int(draws.integers(1, min(12, n) + 1))
-        expected = _reference_kmeans(A.T.astype(np.float32), clusters, np.random.default_rng(trial))
+        expected = _reference_kmeans(A.T.astype(np.int64), clusters, np.random.default_rng(trial))
         got = _kmeans(A, clusters, np.random.default_rng(trial))
         np.testing.assert_array_equal(got, expected)
 

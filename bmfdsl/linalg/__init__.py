@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         default_threads,
         deflated_shift,
         dense_cross,
+        dense_pattern,
         dense_quadratic_forms,
         dense_row_pairs,
         gram,

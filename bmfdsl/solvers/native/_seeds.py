@@ -39,8 +39,10 @@ from bmfdsl.solvers.native._settings import (
 _THRESHOLD_STEPS = 3e9
 _NMF_ITERATIONS = 300  # the thresholded method's default NMF (its NMF_ITERATIONS)
 _KMEANS_ITERATIONS = 20
-# Sums of this many 0/1 values at most are exact in float32, in any order.
+# Integers below this are exact in float32: sums of 0/1 products up to this many terms.
 _EXACT_FLOAT32_SUMS = 2**24
+# Largest share of ones at which k-means multiplies sparse (see _kmeans).
+_SPARSE_KMEANS_DENSITY = 1 / 16
 #: The names of :func:`structure_seeds`' seeds, in the order it yields them.
 SEED_NAMES = ("nmf-threshold", "columns-r+1", "rows-r+1", "columns-2r", "rows-2r")
 # Work units per multiply-add of the seeds' dense products (numpy BLAS: cheaper than a cell of
@@ -287,55 +289,73 @@ def _kmeans(lines: np.ndarray, clusters: int, rng: np.random.Generator) -> np.nd
     """Lloyd's k-means with k-means++ seeding of the columns of the 0/1 matrix ``lines``: each
     column's group (an empty group is dropped).
 
-    The points are 0/1, so every sum of their coordinates (or of points) is an exact integer
-    in float32, in any order, up to 2**24 of them: the distance to a point picked as a center
-    is then read off the rows of ``lines`` where that point is 1, and a group's center from
-    one product of the members with the points, instead of a product with all points (the
-    seeding's cost on sparse data) and a copy of each group's points. The answers are the same
-    bits as the dense products and ``mean`` (which larger inputs use as they are).
+    The points are 0/1, so a center is a group's integer sum over its size, and every
+    distance ``|p|² - 2 p·s/size + |s|²/size²`` comes from exact integers (``p·s``: a product
+    of 0/1 points with integer sums, exact in floats below 2**53, in any summation order),
+    divided and summed in float64 in one fixed order: the same labels from the dense
+    products (BLAS) and, where at most :data:`_SPARSE_KMEANS_DENSITY` of ``lines`` is ones,
+    from sparse ones (``O(ones x clusters)`` a step instead of ``O(m n clusters)``: the
+    structure seeds of a 2,000 x 2,000 sample at 0.5% ones took 0.26 s, k-means 0.23 s of it).
     """
-    points = lines.T.astype(np.float32)  # the layout the distance products were tuned on
-    count = points.shape[0]
-    exact = max(lines.shape) <= _EXACT_FLOAT32_SUMS
-    squared = np.einsum("ij,ij->i", points, points)
-    centers = np.empty((clusters, points.shape[1]), dtype=np.float32)
+    dims, count = lines.shape
+    ones = int(np.count_nonzero(lines))
+    if ones <= _SPARSE_KMEANS_DENSITY * lines.size:
+        import scipy.sparse
+
+        from bmfdsl.linalg import dense_pattern
+
+        indptr, indices = dense_pattern(lines)
+        values = np.ones(indices.size, dtype=np.float64)
+        pattern = scipy.sparse.csr_array((values, indices, indptr), shape=lines.shape)
+
+        def points_times(F: np.ndarray) -> np.ndarray:
+            return np.asarray(pattern.T @ F)  # count x k
+
+        def members_sum(M: np.ndarray) -> np.ndarray:
+            return np.asarray(pattern @ M)  # dims x k
+    else:
+        # float32 copies while every product is an exact float32 integer, else float64
+        dtype = np.float32 if dims * count < _EXACT_FLOAT32_SUMS else np.float64
+        points = lines.T.astype(dtype)  # the layout the distance products were tuned on
+
+        def points_times(F: np.ndarray) -> np.ndarray:
+            return (points @ F.astype(dtype)).astype(np.float64)
+
+        def members_sum(M: np.ndarray) -> np.ndarray:
+            return (M.T.astype(dtype) @ points).T.astype(np.float64)
+
+    squared = lines.sum(axis=0, dtype=np.int64).astype(np.float64)  # |p|² of 0/1 points
+    sums = np.empty((clusters, dims), dtype=np.float64)  # each center's integer sum...
+    sizes = np.ones(clusters, dtype=np.float64)  # ... over its size
 
     def distance_to(pick: int) -> np.ndarray:
-        """Squared distance of every point to point ``pick`` (made a center)."""
-        if not exact:
-            center = points[pick]
-            return np.maximum(squared - 2 * points @ center + center @ center, 0)
-        ones = np.flatnonzero(lines[:, pick])
-        dot = lines[ones].sum(axis=0, dtype=np.int64).astype(np.float32)  # points @ center
-        return np.maximum(squared - 2 * dot + np.float32(ones.size), 0)
+        """Squared distance of every point to point ``pick`` (made a center): ``p·q`` read
+        off the rows of ``lines`` where ``q`` is 1."""
+        rows = np.flatnonzero(lines[:, pick])
+        dot = lines[rows].sum(axis=0, dtype=np.int64).astype(np.float64)
+        return np.maximum(squared - 2 * dot + squared[pick], 0)
 
     pick = int(rng.integers(count))
-    centers[0] = points[pick]
+    sums[0] = lines[:, pick]
     nearest = distance_to(pick)
     for k in range(1, clusters):
         total = float(nearest.sum())
         pick = int(rng.choice(count, p=nearest / total)) if total > 0 else int(rng.integers(count))
-        centers[k] = points[pick]
+        sums[k] = lines[:, pick]
         nearest = np.minimum(nearest, distance_to(pick))
     labels = np.full(count, -1, dtype=np.int64)
     for _ in range(_KMEANS_ITERATIONS):
-        center_norms = np.einsum("kj,kj->k", centers, centers)
-        distances = squared[:, None] - 2 * points @ centers.T + center_norms
+        center_norms = np.einsum("kj,kj->k", sums, sums) / sizes**2
+        distances = squared[:, None] - 2 * (points_times(sums.T) / sizes) + center_norms
         new_labels = np.argmin(distances, axis=1)
         if np.array_equal(new_labels, labels):
             break
         labels = new_labels
-        if not exact:
-            for k in range(clusters):
-                if (labels == k).any():
-                    centers[k] = points[labels == k].mean(axis=0)
-            continue
-        members = np.zeros((clusters, count), dtype=np.float32)
-        members[labels, np.arange(count)] = 1.0
-        sizes = np.bincount(labels, minlength=clusters)
-        sums = members @ points  # exact: integer sums below 2**24
-        filled = sizes > 0  # an empty group keeps its center
-        # divided as ``points[labels == k].mean(axis=0)`` divides: in float64, then rounded
-        centers[filled] = sums[filled] / sizes[filled, None]
+        members = np.zeros((count, clusters), dtype=np.float64)
+        members[np.arange(count), labels] = 1.0
+        counts = np.bincount(labels, minlength=clusters).astype(np.float64)
+        filled = counts > 0  # an empty group keeps its center
+        sums[filled] = members_sum(members).T[filled]
+        sizes[filled] = counts[filled]
     _, compact = np.unique(labels, return_inverse=True)
     return compact.astype(np.int64)
