@@ -146,3 +146,17 @@ def test_the_numba_products_of_the_bound_match_numpy() -> None:
     weights = np.array([3.0, 2.0, 0.5])
     expected = 7.0 * np.eye(50) + (vectors * weights) @ vectors.T - M
     np.testing.assert_allclose(deflated_shift(M, vectors, weights, 7.0), expected, atol=1e-12)
+
+
+def test_lanczos_on_the_float32_copy_of_a_count_gram_gives_the_same_bits(monkeypatch):
+    rng = np.random.default_rng(3)
+    A = (rng.random((3000, 300)) < 0.05).astype(np.float64)
+    gram = A.T @ A  # counts: exact in float32
+    assert spectrum._narrowed(gram).dtype == np.float32
+    narrowed = spectrum.top_eigenpairs(gram, 4)
+    monkeypatch.setattr(spectrum, "_narrowed", lambda matrix: matrix)
+    wide = spectrum.top_eigenpairs(gram.copy(), 4)  # (a new array: not the kept answer)
+    assert narrowed is not None and wide is not None
+    for narrow_part, wide_part in zip(narrowed, wide, strict=True):
+        assert np.array_equal(narrow_part, wide_part)
+    assert spectrum._narrowed(gram + 0.5 * np.eye(300) / 3).dtype == np.float64

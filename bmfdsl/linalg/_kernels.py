@@ -1730,9 +1730,10 @@ def bit_gram(block: np.ndarray, gram: np.ndarray | None = None) -> np.ndarray:
 
 @numba.njit(cache=True, nogil=True)
 def symmetric_matvec(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
-    """``matrix @ vector`` for a symmetric ``matrix`` (C order), summed row by row of it in a
-    fixed order: the same bits in any thread (Lanczos in ``pipeline/_spectrum.py``; numpy's
-    product goes through BLAS, whose result depends on its thread count).
+    """``matrix @ vector`` for a symmetric ``matrix`` (C order; float64, or float32 holding
+    the same values), in float64, summed row by row of it in a fixed order: the same bits in
+    any thread (Lanczos in ``pipeline/_spectrum.py``; numpy's product goes through BLAS,
+    whose result depends on its thread count).
 
     >>> symmetric_matvec(np.array([[2.0, 1.0], [1.0, 3.0]]), np.array([1.0, 1.0])).tolist()
     [3.0, 4.0]
@@ -1742,7 +1743,7 @@ def symmetric_matvec(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     for j in range(n):  # column j = row j: contiguous, and each out[i] adds in order of j
         x = vector[j]
         for i in range(n):
-            out[i] += matrix[j, i] * x
+            out[i] += np.float64(matrix[j, i]) * x  # a float32 matrix: the same bits
     return out
 
 

@@ -142,11 +142,26 @@ def top_eigenpairs(gram: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray]
         for reference, kept_rank, answer in _last_pairs:
             if reference() is gram and kept_rank == rank:
                 return answer
-    matrix = np.ascontiguousarray(gram, dtype=np.float64)
+    matrix = _narrowed(np.ascontiguousarray(gram, dtype=np.float64))
     found = _lanczos(n, rank, lambda x: symmetric_matvec(matrix, x))
     with _last_pairs_lock:
         _last_pairs[:] = [(weakref.ref(gram), rank, found)]
     return found
+
+
+def _narrowed(matrix: np.ndarray) -> np.ndarray:
+    """``matrix`` as float32 where that holds every entry exactly (a Gram matrix of counts
+    below 2**24), else as it is: each Lanczos product reads all of it, and the kernel
+    multiplies in float64 either way, so the products are the same bits from half the
+    memory (2,000 x 2,000: 32 MB a product; 52 products took 0.13 s).
+
+    >>> _narrowed(np.array([[2.0, 1.0], [1.0, 3.0]])).dtype, _narrowed(np.array([[0.5]])).dtype
+    (dtype('float32'), dtype('float32'))
+    >>> _narrowed(np.array([[2.0**25 + 1]])).dtype
+    dtype('float64')
+    """
+    narrow = matrix.astype(np.float32)
+    return narrow if np.array_equal(narrow, matrix) else matrix
 
 
 def pattern_top_eigenpairs(
