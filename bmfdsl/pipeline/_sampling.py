@@ -132,9 +132,7 @@ def _leverage_scores(data: BinaryMatrix, rank: int | None) -> np.ndarray:
         rank = int(np.sum(singular > singular[0] * max(m, n) * np.finfo(np.float64).eps))
         return np.einsum("ik,ik->i", left[:, :rank], left[:, :rank])
     if int(np.count_nonzero(A)) <= _PATTERN_MAX_DENSITY * A.size:
-        import scipy.sparse
-
-        return _sparse_leverage_scores(SparseMatrix(scipy.sparse.csr_array(A)))
+        return _sparse_leverage_scores(SparseMatrix.from_dense(A))
     return _block_scores(A, _score_matrix(data.gram, m))
 
 
@@ -181,9 +179,7 @@ def _row_subset(data: BinaryMatrix, rows: np.ndarray) -> BinaryMatrix:
 
 def _pattern(data: BinaryMatrix) -> SparseMatrix:
     """A dense ``A`` with few ones as a CSR pattern (its Gram matrix from pairs of ones)."""
-    import scipy.sparse
-
-    return SparseMatrix(scipy.sparse.csr_array(data.dense()))
+    return SparseMatrix.from_dense(data.dense())
 
 
 def _top_pairs(source: BinaryMatrix, rank: int) -> tuple[np.ndarray, np.ndarray] | None:

@@ -674,12 +674,10 @@ def _screening_matrix(sample: np.ndarray) -> BinaryMatrix:
     >>> type(_screening_matrix(np.eye(9, dtype=np.int8))).__name__
     'SparseMatrix'
     """
-    import scipy.sparse
-
     from bmfdsl.linalg import as_matrix
 
     if np.count_nonzero(sample) <= SCREEN_SPARSE_DENSITY * sample.size:
-        return as_matrix(scipy.sparse.csr_array(sample))
+        return SparseMatrix.from_dense(sample)
     return as_matrix(sample)
 
 

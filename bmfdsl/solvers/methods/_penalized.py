@@ -335,12 +335,10 @@ def sparse_products(A: np.ndarray) -> tuple[Any, Any] | None:
     ones = np.count_nonzero(A)
     if ones > SPARSE_DENSITY * A.size or ones != np.count_nonzero(A == 1):
         return None
-    import scipy.sparse
-
     from bmfdsl.linalg import SparseMatrix
 
-    pattern = scipy.sparse.csr_array(A.astype(np.int8))
-    return SparseMatrix(pattern), SparseMatrix(pattern.T.tocsr())
+    pattern = SparseMatrix.from_dense(A)
+    return pattern, SparseMatrix(pattern.csr.T.tocsr())
 
 
 def _nimfa_normalize(W: np.ndarray, H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
