@@ -424,3 +424,65 @@ def test_compiled_row_solve_takes_the_first_best_code_of_any_table_order(
                 expected[i] = codes[best]
         assert np.array_equal(out, expected)
         assert error == _error(A, expected, V)
+
+
+def test_the_numpy_device_keeps_the_array_route_and_the_cpu_takes_the_bit_route(monkeypatch):
+    """ "numpy" stands in for the GPU in the tests: its products must stay the array ones."""
+    from bmfdsl.linalg import InMemoryMatrix, as_matrix
+    from bmfdsl.solvers import als
+
+    rng = np.random.default_rng(4)
+    A = _random_binary(rng, (3000, 100), 0.3)  # past the compiled loop's 2^18 entries
+    U0, V0 = _random_binary(rng, (3000, 4), 0.4), _random_binary(rng, (100, 4), 0.4)
+    routes: list[str] = []
+    array_products = bls_module._distinct_cross_products
+    bit_products = InMemoryMatrix.cross
+    monkeypatch.setattr(
+        bls_module,
+        "_distinct_cross_products",
+        lambda *args: routes.append("array") or array_products(*args),
+    )
+    monkeypatch.setattr(
+        InMemoryMatrix,
+        "cross",
+        lambda self, F, rows=slice(None): routes.append("bits") or bit_products(self, F, rows),
+    )
+    answers = {}
+    for device in ("cpu", "numpy"):
+        routes.clear()
+        answers[device] = als(as_matrix(A), U0, V0, device=device)
+        assert set(routes) == {"bits" if device == "cpu" else "array"}
+    assert answers["cpu"].error == answers["numpy"].error
+    np.testing.assert_array_equal(answers["cpu"].U, answers["numpy"].U)
+
+
+def test_threads_asking_for_the_packed_matrix_at_once_pack_it_once(monkeypatch):
+    import threading
+
+    from bmfdsl.linalg import _kernels as kernels
+    from bmfdsl.linalg import as_matrix
+
+    packed: list[int] = []
+    real = kernels.row_bits
+    started = threading.Barrier(4)
+
+    def slow_row_bits(block):
+        packed.append(block.shape[0])
+        return real(block)
+
+    monkeypatch.setattr(kernels, "row_bits", slow_row_bits)
+    data = as_matrix(_random_binary(np.random.default_rng(5), (300, 70), 0.5))
+    V = _random_binary(np.random.default_rng(6), (70, 3), 0.5)
+    results = []
+
+    def ask():
+        started.wait()
+        results.append(data.cross(V))
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert packed.count(300) == 1  # A's rows packed once (V's columns once per call)
+    assert all(np.array_equal(result, data.A.astype(np.int64) @ V) for result in results)

@@ -399,14 +399,23 @@ def test_the_bit_products_split_over_threads_give_the_same_counts(
     np.testing.assert_array_equal(one, many)
 
 
-def test_the_bit_products_refuse_factors_that_are_not_0_1_and_mismatched_words() -> None:
+def test_the_wrapper_products_take_other_factors_as_sparse_ones_do_and_refuse_bad_shapes() -> None:
     from bmfdsl.errors import InvalidParameterError
 
-    data = as_matrix(np.eye(4, dtype=np.int8))
-    with pytest.raises(InvalidParameterError, match="0/1"):
-        data.cross(np.full((4, 2), 2))
-    with pytest.raises(InvalidParameterError, match="0/1"):
-        data.transposed_cross(-np.ones((4, 1)))
+    A = (np.random.default_rng(2).random((70, 70)) < 0.5).astype(np.int8)
+    data = as_matrix(A)
+    counts = np.full((70, 2), 2)
+    weights = np.full((70, 1), 0.999)  # not 0/1: multiplied as it is, never truncated
+    np.testing.assert_array_equal(data.cross(counts), A.astype(np.int64) @ counts)
+    np.testing.assert_allclose(data.cross(weights), A @ weights)
+    sparse = as_matrix(scipy.sparse.csr_array(A))
+    np.testing.assert_array_equal(data.cross(counts), sparse.cross(counts))
+    with pytest.raises(InvalidParameterError, match="70 rows"):
+        data.cross(np.ones((100, 1), dtype=np.int8))  # the same number of 64-bit words
+    with pytest.raises(InvalidParameterError, match="70 rows"):
+        data.transposed_cross(np.ones((128, 1), dtype=np.int8))
+    with pytest.raises(InvalidParameterError, match="only 0 and 1"):
+        data.transposed_cross(np.full((70, 1), 0.5))
     with pytest.raises(InvalidParameterError, match="one width"):
         kernels.bit_products(np.zeros((2, 1), np.uint64), np.zeros((2, 2), np.uint64))
 

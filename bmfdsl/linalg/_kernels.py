@@ -196,8 +196,8 @@ def uncovered_ones(
     # dtype and layout, about a second each on first use)
     return _uncovered_ones(
         np.ascontiguousarray(A, dtype=np.int8),
-        _pack_rows(np.ascontiguousarray(U.T, dtype=np.int8)),
-        _pack_rows(np.ascontiguousarray(V.T, dtype=np.int8)),
+        row_bits(U),
+        row_bits(V),
         int(column),
     )
 
@@ -1627,8 +1627,8 @@ def _pack_columns(block: np.ndarray) -> np.ndarray:
 
 
 def row_bits(block: np.ndarray) -> np.ndarray:
-    """Each row of a 0/1 ``block`` (``k x n``) as bits: ``(k, ceil(n / 64))`` uint64 words,
-    column ``j`` in bit ``j % 64`` of word ``j // 64`` (any nonzero entry counts as a one).
+    """Each row of a 0/1 ``block`` (``k x n``, read as ``int8``) as bits:
+    ``(k, ceil(n / 64))`` uint64 words, column ``j`` in bit ``j % 64`` of word ``j // 64``.
     With :func:`bit_products`, ``row_bits(A)`` and ``row_bits(F.T)`` give ``A F``.
 
     >>> row_bits(np.array([[1, 0, 1], [0, 1, 0]], dtype=np.int8)).ravel().tolist()

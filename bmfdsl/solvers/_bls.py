@@ -47,13 +47,16 @@ from bmfdsl.linalg import (
     SparseMatrix,
     as_matrix,
     best_codes_from_stats,
+    bit_products,
     check_device,
     code_table,
+    column_bits,
     exact_float32_products,
     first_minimum,
     get_array_module,
     integer_statistics,
     on_distinct_columns,
+    row_bits,
     solve_rows_bounded,
     solve_rows_exact,
     solve_rows_local,
@@ -304,8 +307,11 @@ def _solve_in_memory(
             for index, (V, start) in enumerate(zip(Vs, starts, strict=True))
         ]
     held = data.on_device(options["device"]) if isinstance(data, InMemoryMatrix) else data.dense()
-    # on the CPU the wrapper's bit products (A's rows packed once for every pass of an ALS)
-    products = data.cross if isinstance(data, InMemoryMatrix) and held is data.A else None
+    # on the CPU the wrapper's bit products (A's rows packed once for every pass of an ALS);
+    # the "numpy" device keeps the array route (it stands in for the GPU's in the tests)
+    products = None
+    if isinstance(data, InMemoryMatrix) and options["device"] == "cpu":
+        products = data.cross
     return [
         (U, error, None)
         for U, error in _solve_checked(held, Vs, starts=starts, products=products, **options)
@@ -346,9 +352,12 @@ def _solve_block_and_cross(
     block: np.ndarray, stacked: np.ndarray, rank: int, options: dict[str, Any]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A row block's codes for every ``V`` stacked in ``stacked`` (side by side), the error of
-    each, and ``blockᵀ [U_1 … U_k]`` (exact: float32 sums of chunks below 2^24 rows)."""
+    each, and ``blockᵀ [U_1 … U_k]`` (exact: bit counts on the CPU, else float32 sums of
+    chunks below 2^24 rows)."""
     block = _dask_block(block)
     codes, errors = _block_codes(block, stacked, rank, options)
+    if options["device"] == "cpu":  # 60,000 x 400 block: 53 -> 10 ms, packing included
+        return codes, errors, bit_products(column_bits(block), column_bits(codes))
     cross = np.zeros((block.shape[1], codes.shape[1]), dtype=np.int64)
     step = max(1, _TRANSPOSED_CHUNK_BYTES // (4 * block.shape[1]))  # small float32 copies
     for first in range(0, block.shape[0], step):
@@ -363,8 +372,12 @@ def _block_codes(
 ) -> tuple[np.ndarray, np.ndarray]:
     """A checked row block's codes (``rows x kr`` ``int8``) and its error for each of the
     ``k`` factors side by side in ``stacked`` (``k`` int64): one product ``block @ stacked``."""
-    xp = get_array_module(options["device"])
-    cross = _cross_products(block, stacked, options.get("chunk_rows"), xp)
+    if options["device"] == "cpu":  # bit counts (see InMemoryMatrix.cross)
+        packed = row_bits(block)
+        cross = on_distinct_columns(lambda F: bit_products(packed, row_bits(F.T)), stacked)
+    else:
+        xp = get_array_module(options["device"])
+        cross = _cross_products(block, stacked, options.get("chunk_rows"), xp)
     ones = int(block.sum(dtype=np.int64))
     groups = _column_groups(stacked.shape[1] // rank, rank)
     codes = np.empty((block.shape[0], stacked.shape[1]), dtype=np.int8)

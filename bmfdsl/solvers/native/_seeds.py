@@ -314,9 +314,10 @@ def _kmeans(lines: np.ndarray, clusters: int, rng: np.random.Generator) -> np.nd
         def members_sum(M: np.ndarray) -> np.ndarray:
             return np.asarray(pattern @ M)  # dims x k
     else:
-        # float32 copies while every product is an exact float32 integer, else float64
-        dtype = np.float32 if dims * count < _EXACT_FLOAT32_SUMS else np.float64
-        points = lines.T.astype(dtype)  # the layout the distance products were tuned on
+        # float32 copies while every product is an exact float32 integer (each, and each
+        # partial sum, counts at most all the ones), else float64
+        dtype = np.float32 if ones < _EXACT_FLOAT32_SUMS else np.float64
+        points: np.ndarray = lines.T.astype(dtype)  # the layout the products were tuned on
 
         def points_times(F: np.ndarray) -> np.ndarray:
             return (points @ F.astype(dtype)).astype(np.float64)
