@@ -229,11 +229,12 @@ def structure_seeds(
     0
     """
     generator = np.random.default_rng(rng)
+    transposed = np.ascontiguousarray(A.T)  # once for both row clusterings
     with one_blas_thread():
         seeds = [nmf_threshold_seed(A, rank, generator)]
         for clusters in (rank + 1, 2 * rank):
             seeds.append(column_cluster_seed(A, rank, clusters, generator))
-            V, U = column_cluster_seed(np.ascontiguousarray(A.T), rank, clusters, generator)
+            V, U = column_cluster_seed(transposed, rank, clusters, generator)
             seeds.append((U, V))
     yield from seeds
 
