@@ -17,7 +17,7 @@ import scipy.sparse
 
 import bmfdsl
 from bmfdsl import factorize
-from bmfdsl.apps import make_bernoulli, make_exact_rank
+from bmfdsl.apps import make_bernoulli, make_exact_rank, make_planted_blocks
 from bmfdsl.backends.native import NativeSampler
 from bmfdsl.errors import InvalidParameterError
 from bmfdsl.linalg import _matrix, code_table, squared_error, weighted_squared_error
@@ -121,7 +121,7 @@ def test_weighted_solver_restarts_num_reads_times_whatever_the_seeds(one_hot):
     V0 = np.eye(2, dtype=np.int8)[np.arange(6) % 2]
     for reads, warm in ((0, ()), (5, ()), (5, [(U0, V0)])):
         result = solve_weighted_bmf(A, C, 2, one_hot=one_hot, num_reads=reads, initial_factors=warm)
-        assert result.info["starts"] == reads + 1 + len(warm)
+        assert result.info["starts"] == reads + 2 + len(warm)  # + the plain answer, baseline
         U, V, error = result.solutions[0]
         assert error == pytest.approx(weighted_squared_error(A, U, V, C))
         if one_hot == "V":
@@ -129,6 +129,22 @@ def test_weighted_solver_restarts_num_reads_times_whatever_the_seeds(one_hot):
     again = solve_weighted_bmf(A, C, 2, one_hot=one_hot, num_reads=7, seed=4)
     once = solve_weighted_bmf(A, C, 2, one_hot=one_hot, num_reads=7, seed=4)
     assert np.array_equal(again.solutions[0][0], once.solutions[0][0])
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_weighted_solver_is_as_strong_as_plain_bmf(seed):
+    """With every entry observed at weight 1 the weighted search starts from the plain
+    portfolio's answer (the same seed, so the same answer); with entries missing it is never
+    worse, on the observed entries, than filling them with 0 and solving plain BMF."""
+    A = make_planted_blocks(120, 40, 4, density=0.3, random_state=seed)[0].toarray()
+    plain = solve_bmf(A, 4, seed=seed).solutions[0]
+    weighted = solve_weighted_bmf(A, np.ones(A.shape), 4, seed=seed).solutions[0]
+    assert weighted[2] <= plain[2]
+    mask = (np.random.default_rng(seed).random(A.shape) < 0.8).astype(np.float64)
+    filled_U, filled_V, _ = solve_bmf(A * mask.astype(np.int8), 4, seed=seed).solutions[0]
+    masked = solve_weighted_bmf(A, mask, 4, seed=seed).solutions[0]
+    assert masked[2] <= weighted_squared_error(A, filled_U, filled_V, mask)
+    assert masked[2] == pytest.approx(weighted_squared_error(A, masked[0], masked[1], mask))
 
 
 def _bls_reference(A, V, one_hot=False):
