@@ -45,6 +45,7 @@ class UnknownNameError(BmfdslError, KeyError, ValueError):
         self.kind = kind
         self.name = name
         self.known = sorted(known)
+        self.hint = hint
         listed = ", ".join(repr(k) for k in self.known) or "(none)"
         message = f"unknown {kind} {name!r}; known {kind}s: {listed}"
         if hint:

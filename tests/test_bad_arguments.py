@@ -11,7 +11,12 @@ import pytest
 from bmfdsl import factorize
 from bmfdsl.apps import load_melanoma, load_mnist
 from bmfdsl.apps._datafiles import read_idx
-from bmfdsl.errors import BmfdslError, InvalidMatrixError, InvalidParameterError
+from bmfdsl.errors import (
+    BmfdslError,
+    InvalidMatrixError,
+    InvalidParameterError,
+    UnknownNameError,
+)
 from bmfdsl.solvers import get_backend
 
 A = np.array([[1, 1, 0], [1, 1, 0], [0, 1, 1]])
@@ -21,6 +26,24 @@ A = np.array([[1, 1, 0], [1, 1, 0], [0, 1, 1]])
 def test_a_fractional_or_non_integer_num_reads_is_refused_not_truncated(num_reads):
     with pytest.raises(InvalidParameterError, match="num_reads"):
         factorize(A, 2, random_state=0, num_reads=num_reads)
+
+
+def test_a_backend_seed_without_random_state_is_refused():
+    """seed= alone would seed the backend only: the answer would change from call to call."""
+    with pytest.raises(InvalidParameterError, match="random_state=0"):
+        factorize(A, 2, seed=0)
+    both = [factorize(A, 2, seed=0, random_state=1).U for _ in range(2)]
+    assert np.array_equal(*both)
+
+
+@pytest.mark.parametrize(
+    ("typo", "meant"),
+    [("random_seed", "random_state"), ("sampl_rows", "sample_rows"), ("num_read", "num_reads")],
+)
+def test_a_mistyped_factorize_keyword_is_matched_against_its_own_keywords(typo, meant):
+    with pytest.raises(UnknownNameError, match=f"(?i)did you mean {meant!r}") as raised:
+        factorize(A, 2, random_state=0, **{typo: 3})
+    assert {"random_state", "sample_rows", "num_reads", "lam"} <= set(raised.value.known)
 
 
 def test_num_reads_is_checked_on_an_empty_model_too():

@@ -209,7 +209,9 @@ def test_the_estimator_and_the_cli_take_the_device(tmp_path, capsys):
 
 def test_a_backend_with_devices_gets_the_device_too():
     A = _planted(np.random.default_rng(4), 40, 10, 2)
-    result = factorize(A, 2, backend="da", device="numpy", num_reads=2, num_sweeps=50, seed=0)
+    result = factorize(
+        A, 2, backend="da", device="numpy", num_reads=2, num_sweeps=50, random_state=0
+    )
     assert result.info["backend_info"]["device"] == "numpy"
     assert result.info["device"] == "numpy"
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import difflib
+import inspect
 import math
 import time
 from collections.abc import Mapping
@@ -204,6 +206,7 @@ def factorize(
     method_key = _check_method(method, one_hot, weights, backend_params)
     model_data = _check_model_data(model_data, method_key, s)
     objective = _Objective(None if mask is None else check_mask(mask, data.shape))
+    _check_backend_seed(backend_params, random_state)
     rng = check_random_state(random_state)
     certify = check_certify(certify, in_memory=data.in_memory)
     whole = data = objective.observed_part(data)  # whole: before orienting
@@ -967,7 +970,12 @@ def _solve_compiled(
         params["seed"] = _seed_from(rng)
     if device != "cpu" and "device" in sampler.parameters:
         params["device"] = device
-    decoded = solve(compiled, sampler, **weights, **params)
+    try:
+        decoded = solve(compiled, sampler, **weights, **params)
+    except UnknownNameError as unknown:
+        if unknown.kind != "keyword" or unknown.name not in backend_params:
+            raise
+        raise _with_own_keywords(unknown) from None
     best = decoded[0]
     info = {
         "model": compiled.model_name,
@@ -992,6 +1000,44 @@ def _solve_compiled(
         model=_ModelError(compiled, structure, dict(decoded.info.get("weights") or {})),
         error=None if error is None else int(error),
     )
+
+
+def _check_backend_seed(backend_params: Mapping[str, Any], random_state: Any) -> None:
+    """Refuse ``seed=`` without ``random_state``: it would seed the backend's solve alone,
+    while the sampling, the portfolio's seeds and the polish drew fresh entropy (three calls
+    with ``seed=0`` gave three answers).
+
+    >>> _check_backend_seed({"seed": 0}, None)
+    Traceback (most recent call last):
+    ...
+    bmfdsl.errors.InvalidParameterError: seed=0 seeds only the backend's solve; ...
+    >>> _check_backend_seed({"seed": 0}, 1)  # both given: the backend gets seed 0
+    """
+    if "seed" in backend_params and random_state is None:
+        seed = backend_params["seed"]
+        raise InvalidParameterError(
+            f"seed={seed!r} seeds only the backend's solve; factorize's sampling, seeds and "
+            "polish draw from random_state, which is None (fresh entropy each call): pass "
+            f"random_state={seed!r} for a reproducible answer (it seeds the backend too)"
+        )
+
+
+#: factorize's own keywords, which a mistyped one is matched against too.
+_FACTORIZE_KEYWORDS = tuple(
+    name
+    for name in inspect.signature(factorize.__wrapped__).parameters  # type: ignore[attr-defined]
+    if name not in ("A", "rank", "backend_params")
+)
+
+
+def _with_own_keywords(error: UnknownNameError) -> UnknownNameError:
+    """A backend's unknown-keyword error for a keyword given to :func:`factorize`, with
+    factorize's own keywords listed and matched as well (``random_seed`` ->
+    ``random_state``)."""
+    known = [*_FACTORIZE_KEYWORDS, *error.known]
+    close = difflib.get_close_matches(str(error.name), known, n=1)
+    guess = f"Did you mean {close[0]!r}? " if close and "did you mean" not in error.hint else ""
+    return UnknownNameError("keyword", error.name, known, hint=guess + error.hint)
 
 
 def _check_mask_options(
