@@ -10,7 +10,7 @@ import dimod
 import numpy as np
 import pytest
 
-from bmfdsl.errors import InvalidParameterError, UnknownNameError
+from bmfdsl.errors import InvalidParameterError, ModelTooLargeError, UnknownNameError
 from bmfdsl.solvers import get_backend
 from bmfdsl.testing import (
     ConformanceError,
@@ -383,3 +383,13 @@ def test_kit_flags_ignored_warm_starts():
 def test_kit_flags_missing_timing():
     with pytest.raises(ConformanceError, match="timing"):
         check_timing_info(_Sloppy())
+
+
+def test_tabu_refuses_a_model_whose_dense_copy_passes_the_limit():
+    """TabuSampler copies a model into a dense N x N matrix: 17,000 variables would take
+    2.2 GiB, refused up front with what to do instead, not numpy's allocation error."""
+    bqm = dimod.BinaryQuadraticModel({v: 1.0 for v in range(17_000)}, {}, 0.0, "BINARY")
+    with pytest.raises(ModelTooLargeError, match="sample_rows"):
+        get_backend("tabu").sample(bqm, num_reads=1)
+    small = dimod.BinaryQuadraticModel({v: 1.0 for v in range(50)}, {}, 0.0, "BINARY")
+    assert get_backend("tabu").sample(small, num_reads=1, seed=0).first.energy == 0.0
