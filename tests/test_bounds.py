@@ -118,6 +118,23 @@ def test_bounds_are_valid_under_one_hot_constraints():
             assert cheap_lower_bound(A, 2).value <= optimum
 
 
+def test_row_limited_and_l1_models_report_integer_bmfs_bounds_boolean_ones_none():
+    """at-most-k-bmf and sparse-bmf report the residual of the integer product, which no
+    rank-r product brings below the spectral bound; Boolean and XOR products are not integer
+    products of rank r, so they keep the bound 0."""
+    A = make_bernoulli(40, 12, 0.4, random_state=2)
+    plain_bound = cheap_lower_bound(A, 2).value
+    assert plain_bound > 0
+    for model in ("at-most-k-bmf", "sparse-bmf"):
+        result = factorize(A, 2, model=model, random_state=0)
+        assert result.lower_bound == plain_bound <= result.error
+        assert result.info["lower_bound"]["source"] in ("spectral", "rank-1")
+        with pytest.raises(InvalidParameterError, match="certify"):
+            factorize(A, 2, model=model, random_state=0, certify=1.0)
+    for model in ("boolean-bmf", "xor-bmf"):
+        assert factorize(A, 2, model=model, random_state=0).lower_bound == 0
+
+
 def test_spectral_bound_against_exhaustive_search_and_the_svd():
     rng = np.random.default_rng(3)
     for _ in range(6):

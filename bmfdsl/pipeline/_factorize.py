@@ -302,7 +302,8 @@ def factorize(
             seeds_ahead.close()
         U, V, error = finish_core() if answer is None else answer
     U, V = orientation.factors(U, V)
-    if not _integer_bmf(solution):
+    integer = _integer_bmf(solution)
+    if not (integer or (certify is None and _integer_product_error(solution))):
         proof = _unbounded(solution, U, V, error, certify)
     else:
         proof = prove(
@@ -312,7 +313,7 @@ def factorize(
             V,
             error,
             one_hot=one_hot,
-            certified_error=certified_error,
+            certified_error=certified_error if integer else None,  # a family's is its objective's
             certify=certify,
             seed=_seed_from(rng),
             mask=objective.observed,
@@ -472,6 +473,15 @@ def _integer_bmf(solution: _CoreSolution) -> bool:
     weighted integer BMF): only then do the integer lower bounds hold."""
     model = solution.model
     return model is None or (model.structure is not None and model.family is None)
+
+
+def _integer_product_error(solution: _CoreSolution) -> bool:
+    """Whether a family member's reported error is ``||A - U Vᵀ||²`` of the integer product
+    on every entry (row limits and an L1 term restrict or re-rank its answers but report the
+    residual alone): integer BMF's bounds, which hold for every real rank-``r`` product, then
+    hold for it too (not its certificate, which proves its own objective)."""
+    family = None if solution.model is None else solution.model.family
+    return family is not None and family.product == "sum" and family.effective_weights is None
 
 
 def _unbounded(
