@@ -43,6 +43,20 @@ def is_sparse(A: Any) -> bool:
     return bool(scipy.sparse.issparse(A))
 
 
+def _numeric_from_objects(array: np.ndarray, name: str) -> np.ndarray:
+    """An object array of numbers (a pandas frame of mixed int and bool columns, an array
+    built with ``dtype=object``) as a numeric one; ragged rows or non-numbers are an error.
+
+    >>> _numeric_from_objects(np.array([[1, True], [0, 1.0]], dtype=object), "A").dtype
+    dtype('float64')
+    """
+    if array.ndim == 2 and all(isinstance(value, numbers.Real) for value in array.flat):
+        return array.astype(np.float64)
+    raise InvalidMatrixError(
+        f"{name} is not a rectangular numeric array (ragged rows or non-numbers)"
+    )
+
+
 def check_binary_matrix(A: Any, *, name: str = "A") -> np.ndarray:
     """Return ``A`` as a C-contiguous 2-D ``int8`` array of zeros and ones.
 
@@ -68,9 +82,7 @@ def check_binary_matrix(A: Any, *, name: str = "A") -> np.ndarray:
     except (TypeError, ValueError) as exc:  # ragged lists and the like
         raise InvalidMatrixError(f"{name} is not a rectangular numeric array: {exc}") from exc
     if array.dtype == object:
-        raise InvalidMatrixError(
-            f"{name} is not a rectangular numeric array (ragged rows or non-numbers)"
-        )
+        array = _numeric_from_objects(array, name)
     if array.ndim != 2:
         raise InvalidMatrixError(
             f"{name} must be 2-D (rows x columns); got {array.ndim}-D with shape {array.shape}"
@@ -85,7 +97,8 @@ def check_binary_matrix(A: Any, *, name: str = "A") -> np.ndarray:
             count = int((~finite).sum())
             raise InvalidMatrixError(
                 f"{name} contains {count} NaN or infinite value(s); "
-                "fill or drop them before factorizing"
+                "fill or drop them, or mark them missing (factorize(A, r, "
+                "mask=M) or np.ma.masked_invalid(A))"
             )
     if array.dtype == bool:
         return np.ascontiguousarray(array, dtype=np.int8)
@@ -151,7 +164,8 @@ def check_sparse_binary_matrix(A: Any, *, name: str = "A") -> Any:
         if not finite.all():
             raise InvalidMatrixError(
                 f"{name} contains {int((~finite).sum())} NaN or infinite value(s); "
-                "fill or drop them before factorizing"
+                "fill or drop them, or mark them missing (factorize(A, r, "
+                "mask=M) or np.ma.masked_invalid(A))"
             )
     if values.dtype != bool:
         bad = (values != 0) & (values != 1)
@@ -514,15 +528,25 @@ def check_mapping(value: Any, name: str, example: str) -> dict[str, Any]:
 def split_masked_array(A: Any, mask: Any) -> tuple[Any, Any]:
     """``(data, mask)`` of an input that may be a numpy masked array, whose mask marks missing
     entries: the data filled with 0 and the mask of observed ones (1 = observed; ``None``
-    when nothing is masked). Any other ``A`` comes back with ``mask`` as given. A masked
+    when nothing is masked). Any other ``A`` comes back with ``mask`` as given, its NaN
+    entries where ``mask`` is 0 (missing) read as 0: a missing value may be written as NaN
+    (one that ``mask`` calls observed is still refused, by the binary check). A masked
     array together with an explicit ``mask`` is an error: neither silently wins.
 
     >>> data, mask = split_masked_array(np.ma.masked_array([[1, 1]], mask=[[0, 1]]), None)
     >>> data.tolist(), mask.tolist()
     ([[1, 0]], [[1, 0]])
+    >>> split_masked_array(np.array([[1.0, np.nan]]), [[1, 0]])[0].tolist()
+    [[1.0, 0.0]]
     """
     if not isinstance(A, np.ma.MaskedArray):
-        return A, mask
+        if mask is None or not isinstance(A, np.ndarray) or A.dtype.kind != "f":
+            return A, mask
+        observed = np.asarray(mask)
+        if observed.shape != A.shape:
+            return A, mask  # check_mask says what is wrong with it
+        missing_nan = np.isnan(A) & (observed == 0)
+        return (np.where(missing_nan, 0.0, A) if missing_nan.any() else A), mask
     missing = np.ma.getmaskarray(A)
     if mask is not None:
         raise InvalidParameterError(

@@ -256,3 +256,17 @@ def test_item14_a_dask_array_of_unknown_chunks_is_a_typed_error():
     with pytest.raises(InvalidMatrixError, match="compute_chunk_sizes"):
         factorize(unknown, 2, random_state=0)
     assert factorize(unknown.compute_chunk_sizes(), 2, random_state=0).error == 0
+
+
+def test_nan_marks_a_missing_entry_where_the_mask_says_missing():
+    """NaN where mask= is 0 reads as missing; NaN where it is 1 is refused, and the message
+    names both ways of marking missing entries."""
+    data = np.array([[1.0, 1.0, 0.0], [1.0, np.nan, 0.0], [0.0, 1.0, 1.0]])
+    mask = np.ones(data.shape, dtype=np.int8)
+    mask[1, 1] = 0
+    result = factorize(data, 2, mask=mask, random_state=0)
+    assert result.error == factorize(np.nan_to_num(data), 2, mask=mask, random_state=0).error
+    with pytest.raises(InvalidMatrixError, match=r"mask=M\) or np\.ma\.masked_invalid"):
+        factorize(data, 2, random_state=0)
+    with pytest.raises(InvalidMatrixError, match="NaN"):
+        factorize(data, 2, mask=np.ones(data.shape), random_state=0)
