@@ -340,3 +340,16 @@ def test_importing_bmfdsl_is_lazy():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_model_data_that_the_model_never_reads_is_refused():
+    """A misspelt key (``kk`` for ``k``) or data for a model that reads none would be
+    ignored in silence: the error names the keys the model asks for."""
+    A = np.kron(np.eye(2, dtype=np.int8), np.ones((3, 2), dtype=np.int8))
+    with pytest.raises(bmfdsl.errors.UnknownNameError, match="'kk'") as raised:
+        bmfdsl.compile_model("at-most-k-bmf", A, 2, data={"kk": 2})
+    assert "k" in raised.value.known
+    with pytest.raises(bmfdsl.errors.UnknownNameError, match="reads no data"):
+        bmfdsl.factorize(A, 2, model_data={"k": 2}, random_state=0)
+    compiled = bmfdsl.compile_model("at-most-k-bmf", A, 3, data={"k": 2})
+    assert compiled.structure.limits("U") == (0, 2)

@@ -19,7 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from bmfdsl.errors import InvalidParameterError, ModelDefinitionError, ModelTooLargeError
+from bmfdsl.errors import (
+    InvalidParameterError,
+    ModelDefinitionError,
+    ModelTooLargeError,
+    UnknownNameError,
+)
 from bmfdsl.modeling._compiled import CompiledModel, Lowered, claimed_structure, verify_claim
 from bmfdsl.modeling._declaration import Declaration
 from bmfdsl.modeling._dsl import ModelBuilder
@@ -48,7 +53,7 @@ MODELS: Registry[str] = Registry(
         "symmetric-bmf": "bmfdsl.models.symmetric_bmf",
     },
     str,
-    hint="or pass the path of a model script (.py)",
+    hint="Or pass the path of a model script (.py)",
 )
 
 #: Default size guard: about 2 GiB of model terms.
@@ -168,6 +173,15 @@ def _declare(
             f"it returned {type(result).__name__}"
         )
     builder.check_complete(f"model {name!r}")
+    unread = builder.data.unread()
+    if unread:
+        asked = sorted(builder.data.asked)
+        raise UnknownNameError(
+            "model data key",
+            unread[0],
+            asked,
+            hint=f"model {name!r} reads {asked or 'no data'}; it would ignore {unread}",
+        )
     return builder.declaration()
 
 

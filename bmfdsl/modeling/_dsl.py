@@ -42,7 +42,7 @@ Formulation 1 in full:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -92,6 +92,44 @@ from bmfdsl.modeling._structure import OneHotSide, RowLimits
 from bmfdsl.modeling._weighted import Weight, weighted
 
 
+class ModelData(Mapping[str, Any]):
+    """A model's data (``compile_model(..., data={...})``) that notes which keys the model
+    asked for (by ``data[key]``, ``data.get(key)`` or ``key in data``), so that a key no
+    model reads is refused rather than ignored (``{"kk": 2}`` had left ``k`` at its default).
+
+    >>> data = ModelData({"k": 2, "kk": 3})
+    >>> data.get("k"), data.get("mask"), sorted(data.unread())
+    (2, None, ['kk'])
+    """
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self._values = dict(values)
+        self.asked: set[str] = set()  # the keys the model asked for, present or not
+
+    def __getitem__(self, key: str) -> Any:
+        self.asked.add(key)
+        return self._values[key]
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self.asked.add(key)
+        return key in self._values
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def key_of(self, value: Any) -> str | None:
+        """The key holding ``value`` itself (not a copy), if any; not a read."""
+        return next((key for key, item in self._values.items() if item is value), None)
+
+    def unread(self) -> list[str]:
+        """The keys given that the model never asked for, in the order given."""
+        return [key for key in self._values if key not in self.asked]
+
+
 class ModelBuilder:
     """Collects one model declaration; passed to a model script's ``build(model)``.
 
@@ -115,7 +153,7 @@ class ModelBuilder:
         self.A = np.asarray(A, dtype=np.int8)
         self.rank = int(rank)
         self.one_hot = one_hot
-        self.data: Mapping[str, Any] = dict(data or {})
+        self.data: ModelData = ModelData(data or {})
         self.space = VariableSpace(term_limit)
         self.objective: PolyArray = as_poly(0.0, self.space)
         self.weighted_objective: dict[str, PolyArray] = {}  # weight name -> its summed terms
@@ -650,8 +688,7 @@ class ModelBuilder:
         entry_weights = renamed_entry_weights(entry_weights, weights, "declare_bmf")
         shape = self.A.shape
 
-        def source(value: Any) -> str | None:
-            return next((key for key, item in self.data.items() if item is value), None)
+        source = self.data.key_of
 
         self.claim = StructureClaim(
             mask=None if mask is None else check_entry_array(mask, shape, "mask", binary=True),
