@@ -270,3 +270,10 @@ def test_nan_marks_a_missing_entry_where_the_mask_says_missing():
         factorize(data, 2, random_state=0)
     with pytest.raises(InvalidMatrixError, match="NaN"):
         factorize(data, 2, mask=np.ones(data.shape), random_state=0)
+
+
+@pytest.mark.parametrize("method", ["baseline", "thresholded", "penalized"])
+def test_a_comparison_method_with_a_backend_is_refused_not_ignored(method):
+    with pytest.raises(InvalidParameterError, match="drop backend="):
+        factorize(A, 2, method=method, backend="neal", random_state=0)
+    assert factorize(A, 2, method=method, random_state=0).info["method"] == method

@@ -204,6 +204,11 @@ def factorize(
     rank = check_rank(rank, data.shape)
     one_hot = check_one_hot(one_hot)
     method_key = _check_method(method, one_hot, weights, backend_params)
+    if method_key != "qubo" and backend is not None:
+        raise InvalidParameterError(
+            f"method {method_key!r} runs on its own, not on a backend; drop backend= (or use "
+            "method='qubo' to solve on it)"
+        )
     model_data = _check_model_data(model_data, method_key, s)
     objective = _Objective(None if mask is None else check_mask(mask, data.shape))
     _check_backend_seed(backend_params, random_state)
