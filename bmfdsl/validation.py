@@ -334,19 +334,20 @@ def check_mask(mask: Any, shape: tuple[int, int]) -> np.ndarray:
     return array.astype(np.int8)
 
 
-def check_rank(rank: Any, shape: tuple[int, int]) -> int:
-    """Return ``rank`` as an int in ``1..min(m, n)``.
+def check_rank(rank: Any, shape: tuple[int, int], name: str = "rank") -> int:
+    """Return ``rank`` as an int in ``1..min(m, n)``; errors call it ``name`` (the estimator's
+    ``n_components``).
 
     >>> check_rank(2, (3, 4))
     2
     """
     if isinstance(rank, bool) or not isinstance(rank, numbers.Integral):
-        raise InvalidParameterError(f"rank must be a positive integer; got {rank!r}")
+        raise InvalidParameterError(f"{name} must be a positive integer; got {rank!r}")
     rank = int(rank)
     upper = min(shape)
     if not 1 <= rank <= upper:
         raise InvalidParameterError(
-            f"rank must be between 1 and min(m, n) = {upper} for a {shape[0]}x{shape[1]} "
+            f"{name} must be between 1 and min(m, n) = {upper} for a {shape[0]}x{shape[1]} "
             f"matrix; got {rank}"
         )
     return rank

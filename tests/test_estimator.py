@@ -273,3 +273,9 @@ def test_item14_a_nullable_int64_frame_is_valid_input():
     frame.iloc[0, 0] = pd.NA
     with pytest.raises(InvalidMatrixError, match="NaN"):
         factorize(frame, 3, random_state=0)
+
+
+@pytest.mark.parametrize("n_components", [0, 2.0, None])
+def test_a_bad_n_components_is_named_as_the_estimator_names_it(n_components):
+    with pytest.raises(InvalidParameterError, match=r"^n_components must be"):
+        BinaryMatrixFactorization(n_components=n_components, random_state=0).fit(np.eye(4))

@@ -28,6 +28,7 @@ from bmfdsl.validation import (
     check_mapping,
     check_mask,
     check_one_hot,
+    check_rank,
     is_sparse,
     split_masked_array,
 )
@@ -211,6 +212,7 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
                 f"n_components={self.n_components} must be at most min(n_samples, n_features)"
                 f" = {min(m, n)}; X has {m} sample(s) and {n} feature(s)"
             )
+        check_rank(self.n_components, (m, n), name="n_components")
         result = factorize(
             A,
             self.n_components,
