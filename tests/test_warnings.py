@@ -51,3 +51,15 @@ def test_the_estimator_warns_that_it_loads_a_dask_array():
         warnings.simplefilter("error", PerformanceWarning)  # numpy input: no warning
         W_numpy = BinaryMatrixFactorization(n_components=2, random_state=0).fit_transform(A)
     assert np.array_equal(W, W_numpy)
+
+
+def test_a_generic_backend_on_a_large_unsampled_model_is_warned_about():
+    """11,250 variables (120 x 30 at rank 3): the warning names the size and the ways out;
+    native (structure-aware) and a time-limited call are not warned about."""
+    A = make_exact_rank(120, 30, 3, random_state=0)
+    with pytest.warns(PerformanceWarning, match="11,250 variables.*sample_rows='auto'"):
+        factorize(A, 3, backend="neal", num_reads=1, num_sweeps=10, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PerformanceWarning)
+        factorize(A, 3, random_state=0)
+        factorize(A, 3, backend="neal", num_reads=1, time_limit=0.5, random_state=0)

@@ -19,6 +19,7 @@ import difflib
 import inspect
 import math
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -985,6 +986,8 @@ def _solve_compiled(
         params["seed"] = _seed_from(rng)
     if device != "cpu" and "device" in sampler.parameters:
         params["device"] = device
+    if not isinstance(sampler, StructuredSampler) and "time_limit" not in params:
+        _warn_if_large(compiled, name)
     try:
         decoded = solve(compiled, sampler, **weights, **params)
     except UnknownNameError as unknown:
@@ -1015,6 +1018,32 @@ def _solve_compiled(
         model=_ModelError(compiled, structure, dict(decoded.info.get("weights") or {})),
         error=None if error is None else int(error),
     )
+
+
+#: Variables from which a generic (BQM) backend's solve without a time limit is warned about:
+#: ``da`` took 2.4 s on a 60 x 20 rank-3 model (3,840 variables), 23 s on a 120 x 30 one
+#: (11,250) and about 16 minutes on a 300 x 60 rank-4 one (73,440); ``neal`` took 1.4 s on
+#: the 120 x 30 one but left an exact rank-3 matrix at error 709.
+GENERIC_BACKEND_WARN_VARIABLES = 10_000
+
+
+def _warn_if_large(compiled: Any, backend: str) -> None:
+    """Warn (:class:`~bmfdsl.errors.PerformanceWarning`) when a generic backend is about to
+    search a model of :data:`GENERIC_BACKEND_WARN_VARIABLES` variables or more, saying how to
+    make it smaller or bounded."""
+    from bmfdsl.errors import PerformanceWarning
+
+    variables = compiled.num_variables
+    if variables >= GENERIC_BACKEND_WARN_VARIABLES:
+        warnings.warn(
+            f"backend {backend!r} searches all {variables:,} variables of model "
+            f"{compiled.model_name!r} on this {compiled.A.shape[0]} x {compiled.A.shape[1]} "
+            "matrix: at this size generic samplers leave answers far from the optimum and some "
+            "take minutes. Pass sample_rows='auto' (the paper's row sampling) or "
+            "time_limit=..., or use backend='native', which solves the structure directly",
+            PerformanceWarning,
+            stacklevel=5,  # the caller of factorize (under its background-work wrapper)
+        )
 
 
 def _check_backend_seed(backend_params: Mapping[str, Any], random_state: Any) -> None:
