@@ -20,6 +20,7 @@ from bmfdsl.errors import BmfdslError
 
 def _experiment(args: argparse.Namespace) -> int:
     from bmfdsl.apps.experiments._report import write_report
+    from bmfdsl.apps.experiments._runner import results_path
     from bmfdsl.apps.experiments._scheduling import check_experiment_data, run_experiment
 
     names = list(EXPERIMENTS) if args.name == "all" else [args.name]
@@ -47,7 +48,7 @@ def _experiment(args: argparse.Namespace) -> int:
         failures = f", {records.failed} failed" if records.failed else ""
         print(
             f"{name}: {len(records)} of {records.planned} runs finished{failures} "
-            f"in {args.out}/{name}.jsonl"
+            f"in {results_path(args.out, name)}"
         )
     print(f"report: {write_report(args.out)}")
     if failed:
