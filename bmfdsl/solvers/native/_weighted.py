@@ -7,9 +7,10 @@ plain BMF portfolio's answer on the observed part (missing entries read as 0:
 :func:`~bmfdsl.solvers.native.solve_bmf` with its default, counted budget), from the paper's
 baseline on it and from seeded random factors. The plain answer makes the weighted search
 as strong as plain BMF's: with every entry observed at weight 1 it starts from the plain
-answer, and with entries missing it is never worse than filling them with 0 and solving
-(32 random restarts alone had left an exact rank-3 40 x 20 matrix at error 48, and masked
-planted matrices at 2-9x the fill-and-solve error). The restarts are counted
+answer, and with entries missing it is never worse, on the observed entries, than that plain
+solve of the matrix with them filled with 0 (32 random restarts alone had left an exact
+rank-3 40 x 20 matrix at error 48, and masked planted matrices at 2-9x the fill-and-solve
+error). The restarts are counted
 (``num_reads`` of them, a :class:`~bmfdsl.timings.WorkBudget` in restarts) and the plain
 solve's budget counts work, so the same seed always gives the same answer.
 """
