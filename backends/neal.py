@@ -17,7 +17,11 @@ from bmfdsl.backends._common import (
     given_options,
     run_rounds,
 )
-from bmfdsl.errors import BackendUnavailableError, ModelTooLargeError
+from bmfdsl.errors import (
+    BackendUnavailableError,
+    InvalidParameterError,
+    ModelTooLargeError,
+)
 
 __all__ = ["NealBackend", "SteepestBackend", "TabuBackend"]
 
@@ -162,7 +166,9 @@ class TabuBackend(BackendSampler, Initialized):
 
     ``time_limit`` (seconds) is the total budget; each read gets ``time_limit / num_reads``
     (TabuSampler's ``timeout`` in milliseconds, at least 1 ms). Without it, TabuSampler gives
-    each read its own default timeout (20 ms).
+    each read its own default timeout (20 ms). TabuSampler copies the model into a dense
+    ``N x N`` float64 matrix: a model whose copy passes ``max_dense_bytes`` (2 GiB) is
+    refused before it starts.
 
     >>> bqm = dimod.BinaryQuadraticModel({"x": 1.0, "y": -1.0}, {("x", "y"): -3.0}, 0, "BINARY")
     >>> float(TabuBackend().sample(bqm, time_limit=0.01, seed=1).first.energy)
@@ -170,6 +176,22 @@ class TabuBackend(BackendSampler, Initialized):
     """
 
     name: ClassVar[str] = "tabu"
+
+    def __init__(self, max_dense_bytes: int = 2 * 2**30) -> None:
+        if isinstance(max_dense_bytes, bool) or not isinstance(max_dense_bytes, int):
+            raise InvalidParameterError(
+                f"max_dense_bytes must be an int (bytes); got {max_dense_bytes!r}"
+            )
+        self.max_dense_bytes = max_dense_bytes
+
+    def __repr__(self) -> str:
+        return f"TabuBackend(max_dense_bytes={self.max_dense_bytes})"
+
+    @property
+    def properties(self) -> dict[str, Any]:
+        """Adds ``max_dense_bytes``."""
+        return {**super().properties, "max_dense_bytes": self.max_dense_bytes}
+
     descriptions: ClassVar[dict[str, str]] = {
         **_COMMON,
         "time_limit": "seconds for the whole call, split evenly over the reads (None: "
@@ -194,7 +216,7 @@ class TabuBackend(BackendSampler, Initialized):
     ) -> dimod.SampleSet:
         from dwave.samplers import TabuSampler
 
-        _check_dense_size(bqm.num_variables)
+        _check_dense_size(bqm.num_variables, self.max_dense_bytes)
         num_reads, seed, time_limit = check_run_options(num_reads, seed, time_limit)
         given = _count_warm_starts(self, bqm, initial_states)
         timeout = None
@@ -211,28 +233,25 @@ class TabuBackend(BackendSampler, Initialized):
         return TabuSampler().sample(bqm, num_reads=num_reads, seed=seed, **options)
 
 
-#: Bytes of the dense ``N x N`` float64 QUBO matrix TabuSampler copies a model into, beyond
-#: which ``tabu`` refuses the model up front (a 300 x 60 rank-4 model: 73,440 variables,
-#: 40 GiB, which failed inside dwave-samplers with numpy's allocation error).
-TABU_DENSE_LIMIT = 2 * 2**30
+def _check_dense_size(num_variables: int, limit: int) -> None:
+    """Refuse a model whose dense ``N x N`` float64 QUBO matrix, which TabuSampler copies it
+    into, passes ``limit`` bytes (a 300 x 60 rank-4 model: 73,440 variables, 40 GiB, had
+    failed inside dwave-samplers with numpy's allocation error).
 
-
-def _check_dense_size(num_variables: int) -> None:
-    """Refuse a model whose dense QUBO matrix passes :data:`TABU_DENSE_LIMIT`.
-
-    >>> _check_dense_size(1000)
-    >>> _check_dense_size(73_440)
+    >>> _check_dense_size(1000, 2**31)
+    >>> _check_dense_size(73_440, 2**31)
     Traceback (most recent call last):
     ...
     bmfdsl.errors.ModelTooLargeError: tabu copies the model into a dense 73,440 x 73,440 ...
     """
     needed = 8 * num_variables**2
-    if needed > TABU_DENSE_LIMIT:
+    if needed > limit:
         raise ModelTooLargeError(
             f"tabu copies the model into a dense {num_variables:,} x {num_variables:,} matrix "
-            f"({needed / 2**30:.1f} GiB, over {TABU_DENSE_LIMIT / 2**30:.0f} GiB); sample rows "
-            "(factorize(sample_rows='auto')), lower the rank, or use 'native' or 'neal', which "
-            "keep the model sparse"
+            f"({needed / 2**30:.1f} GiB, over its limit of {limit / 2**30:.1f} GiB); sample "
+            "rows (factorize(sample_rows='auto')), lower the rank, use 'native' or 'neal', "
+            "which keep the model sparse, or pass backend=TabuBackend(max_dense_bytes=...) "
+            "where memory allows"
         )
 
 

@@ -47,10 +47,10 @@ def _numeric_from_objects(array: np.ndarray, name: str) -> np.ndarray:
     """An object array of numbers (a pandas frame of mixed int and bool columns, an array
     built with ``dtype=object``) as a numeric one; ragged rows or non-numbers are an error.
 
-    >>> _numeric_from_objects(np.array([[1, True], [0, 1.0]], dtype=object), "A").dtype
+    >>> _numeric_from_objects(np.array([[1, True], [np.bool_(0), 1.0]], dtype=object), "A").dtype
     dtype('float64')
     """
-    if array.ndim == 2 and all(isinstance(value, numbers.Real) for value in array.flat):
+    if array.ndim == 2 and all(isinstance(value, numbers.Real | np.bool_) for value in array.flat):
         return array.astype(np.float64)
     raise InvalidMatrixError(
         f"{name} is not a rectangular numeric array (ragged rows or non-numbers)"
@@ -529,9 +529,10 @@ def check_mapping(value: Any, name: str, example: str) -> dict[str, Any]:
 def split_masked_array(A: Any, mask: Any) -> tuple[Any, Any]:
     """``(data, mask)`` of an input that may be a numpy masked array, whose mask marks missing
     entries: the data filled with 0 and the mask of observed ones (1 = observed; ``None``
-    when nothing is masked). Any other ``A`` comes back with ``mask`` as given, its NaN
-    entries where ``mask`` is 0 (missing) read as 0: a missing value may be written as NaN
-    (one that ``mask`` calls observed is still refused, by the binary check). A masked
+    when nothing is masked). Any other ``A`` comes back with ``mask`` as given, its NaN (or
+    infinite) entries where ``mask`` is 0 (missing) read as 0: a missing value may be written
+    as NaN, in an array, a list or a data frame (one that ``mask`` calls observed is still
+    refused, by the binary check). A masked
     array together with an explicit ``mask`` is an error: neither silently wins.
 
     >>> data, mask = split_masked_array(np.ma.masked_array([[1, 1]], mask=[[0, 1]]), None)
@@ -541,13 +542,21 @@ def split_masked_array(A: Any, mask: Any) -> tuple[Any, Any]:
     [[1.0, 0.0]]
     """
     if not isinstance(A, np.ma.MaskedArray):
-        if mask is None or not isinstance(A, np.ndarray) or A.dtype.kind != "f":
+        lazy = type(A).__module__.split(".")[0] == "dask"  # np.asarray would compute it
+        no_nan = isinstance(A, np.ndarray) and A.dtype.kind != "f"
+        if mask is None or is_sparse(A) or lazy or no_nan:
             return A, mask
-        observed = np.asarray(mask)
-        if observed.shape != A.shape:
-            return A, mask  # check_mask says what is wrong with it
-        missing_nan = np.isnan(A) & (observed == 0)
-        return (np.where(missing_nan, 0.0, A) if missing_nan.any() else A), mask
+        values = _without_pandas_na(A)
+        try:  # a list or a data frame as the array it gives
+            values = np.asarray(values, dtype=np.float64)
+            observed = np.asarray(mask)
+            unreadable = observed.shape != values.shape
+        except (TypeError, ValueError):
+            unreadable = True
+        if unreadable:
+            return A, mask  # check_binary_matrix and check_mask say what is wrong
+        missing_values = ~np.isfinite(values) & (observed == 0)
+        return (np.where(missing_values, 0.0, values) if missing_values.any() else A), mask
     missing = np.ma.getmaskarray(A)
     if mask is not None:
         raise InvalidParameterError(

@@ -393,3 +393,7 @@ def test_tabu_refuses_a_model_whose_dense_copy_passes_the_limit():
         get_backend("tabu").sample(bqm, num_reads=1)
     small = dimod.BinaryQuadraticModel({v: 1.0 for v in range(50)}, {}, 0.0, "BINARY")
     assert get_backend("tabu").sample(small, num_reads=1, seed=0).first.energy == 0.0
+    tight = type(get_backend("tabu"))(max_dense_bytes=8 * 49**2)  # the limit is the caller's
+    assert tight.properties["max_dense_bytes"] == 8 * 49**2
+    with pytest.raises(ModelTooLargeError, match="max_dense_bytes"):
+        tight.sample(small, num_reads=1)

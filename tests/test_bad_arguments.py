@@ -32,6 +32,7 @@ def test_a_backend_seed_without_random_state_is_refused():
     """seed= alone would seed the backend only: the answer would change from call to call."""
     with pytest.raises(InvalidParameterError, match="random_state=0"):
         factorize(A, 2, seed=0)
+    assert factorize(A, 2, seed=None).U.shape == (3, 2)  # a wrapper forwarding no seed
     both = [factorize(A, 2, seed=0, random_state=1).U for _ in range(2)]
     assert np.array_equal(*both)
 
@@ -266,6 +267,8 @@ def test_nan_marks_a_missing_entry_where_the_mask_says_missing():
     mask[1, 1] = 0
     result = factorize(data, 2, mask=mask, random_state=0)
     assert result.error == factorize(np.nan_to_num(data), 2, mask=mask, random_state=0).error
+    as_list = factorize(data.tolist(), 2, mask=mask, random_state=0)
+    assert np.array_equal(as_list.U, result.U) and np.array_equal(as_list.V, result.V)
     with pytest.raises(InvalidMatrixError, match=r"mask=M\) or np\.ma\.masked_invalid"):
         factorize(data, 2, random_state=0)
     with pytest.raises(InvalidMatrixError, match="NaN"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+import warnings
 
 import dimod
 import numpy as np
@@ -342,14 +343,18 @@ def test_importing_bmfdsl_is_lazy():
     assert out.stdout.strip() == "[]"
 
 
-def test_model_data_that_the_model_never_reads_is_refused():
+def test_model_data_that_the_model_never_reads_is_warned_about():
     """A misspelt key (``kk`` for ``k``) or data for a model that reads none would be
-    ignored in silence: the error names the keys the model asks for."""
+    ignored in silence: the warning names the keys the model asks for. factorize's own mask
+    (which a model may leave to the masked ALS) and data read whole are not warned about."""
     A = np.kron(np.eye(2, dtype=np.int8), np.ones((3, 2), dtype=np.int8))
-    with pytest.raises(bmfdsl.errors.UnknownNameError, match="'kk'") as raised:
+    with pytest.warns(UserWarning, match=r"never read the data \['kk'\].*'k'"):
         bmfdsl.compile_model("at-most-k-bmf", A, 2, data={"kk": 2})
-    assert "k" in raised.value.known
-    with pytest.raises(bmfdsl.errors.UnknownNameError, match="reads no data"):
+    with pytest.warns(UserWarning, match="asks for no data"):
         bmfdsl.factorize(A, 2, model_data={"k": 2}, random_state=0)
-    compiled = bmfdsl.compile_model("at-most-k-bmf", A, 3, data={"k": 2})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled = bmfdsl.compile_model("at-most-k-bmf", A, 3, data={"k": 2})
+        mask = np.ones(A.shape, dtype=np.int8)
+        assert bmfdsl.factorize(A, 2, model="formulation2", mask=mask, random_state=0).error == 0
     assert compiled.structure.limits("U") == (0, 2)

@@ -65,7 +65,7 @@ def test_an_object_array_of_numbers_is_read_as_numbers():
     """A frame of mixed int and bool columns (pandas hands it over as objects) or an array
     built with dtype=object holds numbers: read them; objects that are not numbers stay an
     error."""
-    numbers_as_objects = np.array([[1, True, 0], [0, 1.0, np.int64(1)]], dtype=object)
+    numbers_as_objects = np.array([[1, True, 0], [np.bool_(False), 1.0, np.int64(1)]], dtype=object)
     assert check_binary_matrix(numbers_as_objects).tolist() == [[1, 1, 0], [0, 1, 1]]
     for bad in (np.array([[1, "x"]], dtype=object), np.array([[1, None]], dtype=object)):
         with pytest.raises(InvalidMatrixError, match="non-numbers"):

@@ -57,8 +57,11 @@ def test_a_generic_backend_on_a_large_unsampled_model_is_warned_about():
     """11,250 variables (120 x 30 at rank 3): the warning names the size and the ways out;
     native (structure-aware) and a time-limited call are not warned about."""
     A = make_exact_rank(120, 30, 3, random_state=0)
-    with pytest.warns(PerformanceWarning, match="11,250 variables.*sample_rows='auto'"):
+    with pytest.warns(PerformanceWarning, match="11,250 variables.*sample_rows='auto'.*time_l"):
         factorize(A, 3, backend="neal", num_reads=1, num_sweeps=10, random_state=0)
+    with pytest.warns(PerformanceWarning) as caught:  # steepest takes no time_limit
+        factorize(A, 3, backend="steepest", num_reads=1, random_state=0)
+    assert "time_limit" not in str(caught[0].message)
     with warnings.catch_warnings():
         warnings.simplefilter("error", PerformanceWarning)
         factorize(A, 3, random_state=0)

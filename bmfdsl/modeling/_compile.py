@@ -11,6 +11,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -19,12 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from bmfdsl.errors import (
-    InvalidParameterError,
-    ModelDefinitionError,
-    ModelTooLargeError,
-    UnknownNameError,
-)
+from bmfdsl.errors import InvalidParameterError, ModelDefinitionError, ModelTooLargeError
 from bmfdsl.modeling._compiled import CompiledModel, Lowered, claimed_structure, verify_claim
 from bmfdsl.modeling._declaration import Declaration
 from bmfdsl.modeling._dsl import ModelBuilder
@@ -173,14 +169,16 @@ def _declare(
             f"it returned {type(result).__name__}"
         )
     builder.check_complete(f"model {name!r}")
-    unread = builder.data.unread()
+    # the pipeline's mask (factorize(mask=)) is the objective's: a model may leave it to the
+    # masked ALS; data read later (inside a declared error function) is not seen here
+    unread = [key for key in builder.data.unread() if key != "mask"]
     if unread:
         asked = sorted(builder.data.asked)
-        raise UnknownNameError(
-            "model data key",
-            unread[0],
-            asked,
-            hint=f"model {name!r} reads {asked or 'no data'}; it would ignore {unread}",
+        warnings.warn(
+            f"model {name!r} never read the data {unread} while building it (it asks for "
+            f"{asked or 'no data'}); a misspelt key would be ignored",
+            UserWarning,
+            stacklevel=2,
         )
     return builder.declaration()
 

@@ -92,42 +92,67 @@ from bmfdsl.modeling._structure import OneHotSide, RowLimits
 from bmfdsl.modeling._weighted import Weight, weighted
 
 
-class ModelData(Mapping[str, Any]):
-    """A model's data (``compile_model(..., data={...})``) that notes which keys the model
-    asked for (by ``data[key]``, ``data.get(key)`` or ``key in data``), so that a key no
-    model reads is refused rather than ignored (``{"kk": 2}`` had left ``k`` at its default).
+class ModelData(dict[str, Any]):
+    """A model's data (``compile_model(..., data={...})``): a dict that notes which keys the
+    model asked for (``data[key]``, ``data.get(key)``, ``key in data``; reading it whole, by
+    iterating, ``keys()``, ``items()``, ``values()``, ``copy()`` or ``|``, counts as asking for
+    every key), so that ``compile_model`` can warn about a key no model read (``{"kk": 2}``
+    had left ``k`` at its default in silence).
 
     >>> data = ModelData({"k": 2, "kk": 3})
-    >>> data.get("k"), data.get("mask"), sorted(data.unread())
+    >>> data.get("k"), data.get("mask"), data.unread()
     (2, None, ['kk'])
+    >>> _ = dict(data); data.unread()
+    []
     """
 
     def __init__(self, values: Mapping[str, Any]) -> None:
-        self._values = dict(values)
+        super().__init__(values)
         self.asked: set[str] = set()  # the keys the model asked for, present or not
 
     def __getitem__(self, key: str) -> Any:
         self.asked.add(key)
-        return self._values[key]
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.asked.add(key)
+        return super().get(key, default)
 
     def __contains__(self, key: object) -> bool:
         if isinstance(key, str):
             self.asked.add(key)
-        return key in self._values
+        return super().__contains__(key)
+
+    def _read_whole(self) -> None:
+        self.asked.update(super().keys())
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._values)
+        self._read_whole()
+        return super().__iter__()
 
-    def __len__(self) -> int:
-        return len(self._values)
+    def keys(self) -> Any:
+        self._read_whole()
+        return super().keys()
+
+    def items(self) -> Any:
+        self._read_whole()
+        return super().items()
+
+    def values(self) -> Any:
+        self._read_whole()
+        return super().values()
+
+    def copy(self) -> dict[str, Any]:
+        self._read_whole()
+        return dict(super().items())
 
     def key_of(self, value: Any) -> str | None:
         """The key holding ``value`` itself (not a copy), if any; not a read."""
-        return next((key for key, item in self._values.items() if item is value), None)
+        return next((key for key, item in super().items() if item is value), None)
 
     def unread(self) -> list[str]:
         """The keys given that the model never asked for, in the order given."""
-        return [key for key in self._values if key not in self.asked]
+        return [key for key in dict.__iter__(self) if key not in self.asked]
 
 
 class ModelBuilder:

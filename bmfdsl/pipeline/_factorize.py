@@ -986,8 +986,8 @@ def _solve_compiled(
         params["seed"] = _seed_from(rng)
     if device != "cpu" and "device" in sampler.parameters:
         params["device"] = device
-    if not isinstance(sampler, StructuredSampler) and "time_limit" not in params:
-        _warn_if_large(compiled, name)
+    if not isinstance(sampler, StructuredSampler) and params.get("time_limit") is None:
+        _warn_if_large(compiled, name, timed="time_limit" in sampler.parameters)
     try:
         decoded = solve(compiled, sampler, **weights, **params)
     except UnknownNameError as unknown:
@@ -1027,20 +1027,22 @@ def _solve_compiled(
 GENERIC_BACKEND_WARN_VARIABLES = 10_000
 
 
-def _warn_if_large(compiled: Any, backend: str) -> None:
+def _warn_if_large(compiled: Any, backend: str, *, timed: bool) -> None:
     """Warn (:class:`~bmfdsl.errors.PerformanceWarning`) when a generic backend is about to
     search a model of :data:`GENERIC_BACKEND_WARN_VARIABLES` variables or more, saying how to
-    make it smaller or bounded."""
+    make it smaller or bounded (``time_limit=`` where the backend takes one: ``timed``)."""
     from bmfdsl.errors import PerformanceWarning
 
     variables = compiled.num_variables
     if variables >= GENERIC_BACKEND_WARN_VARIABLES:
+        m, n = compiled.A.shape
+        bounded = "pass time_limit=..., " if timed else ""
         warnings.warn(
             f"backend {backend!r} searches all {variables:,} variables of model "
-            f"{compiled.model_name!r} on this {compiled.A.shape[0]} x {compiled.A.shape[1]} "
-            "matrix: at this size generic samplers leave answers far from the optimum and some "
-            "take minutes. Pass sample_rows='auto' (the paper's row sampling) or "
-            "time_limit=..., or use backend='native', which solves the structure directly",
+            f"{compiled.model_name!r} on {m} x {n} rows and columns: at this size generic "
+            "samplers leave answers far from the optimum and some take minutes. Solve fewer "
+            f"rows (sample_rows='auto', the paper's row sampling, or a smaller count), "
+            f"{bounded}or use backend='native', which solves the structure directly",
             PerformanceWarning,
             stacklevel=5,  # the caller of factorize (under its background-work wrapper)
         )
@@ -1057,8 +1059,8 @@ def _check_backend_seed(backend_params: Mapping[str, Any], random_state: Any) ->
     bmfdsl.errors.InvalidParameterError: seed=0 seeds only the backend's solve; ...
     >>> _check_backend_seed({"seed": 0}, 1)  # both given: the backend gets seed 0
     """
-    if "seed" in backend_params and random_state is None:
-        seed = backend_params["seed"]
+    seed = backend_params.get("seed")
+    if seed is not None and random_state is None:
         raise InvalidParameterError(
             f"seed={seed!r} seeds only the backend's solve; factorize's sampling, seeds and "
             "polish draw from random_state, which is None (fresh entropy each call): pass "
