@@ -176,6 +176,14 @@ class TabuBackend(BackendSampler, Initialized):
     """
 
     name: ClassVar[str] = "tabu"
+    descriptions: ClassVar[dict[str, str]] = {
+        **_COMMON,
+        "time_limit": "seconds for the whole call, split evenly over the reads (None: "
+        "TabuSampler's timeout per read)",
+        "tenure": "tabu tenure (None: TabuSampler's own, from the model's size)",
+        "num_restarts": "restarts per read before stopping (None: TabuSampler's own)",
+        "energy_threshold": "stop a read once this energy is reached",
+    }
 
     def __init__(self, max_dense_bytes: int = 2 * 2**30) -> None:
         if isinstance(max_dense_bytes, bool) or not isinstance(max_dense_bytes, int):
@@ -191,15 +199,6 @@ class TabuBackend(BackendSampler, Initialized):
     def properties(self) -> dict[str, Any]:
         """Adds ``max_dense_bytes``."""
         return {**super().properties, "max_dense_bytes": self.max_dense_bytes}
-
-    descriptions: ClassVar[dict[str, str]] = {
-        **_COMMON,
-        "time_limit": "seconds for the whole call, split evenly over the reads (None: "
-        "TabuSampler's timeout per read)",
-        "tenure": "tabu tenure (None: TabuSampler's own, from the model's size)",
-        "num_restarts": "restarts per read before stopping (None: TabuSampler's own)",
-        "energy_threshold": "stop a read once this energy is reached",
-    }
 
     def _sample(
         self,

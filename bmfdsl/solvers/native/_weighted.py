@@ -10,9 +10,9 @@ as strong as plain BMF's: with every entry observed at weight 1 it starts from t
 answer, and with entries missing it is never worse, on the observed entries, than that plain
 solve of the matrix with them filled with 0 (32 random restarts alone had left an exact
 rank-3 40 x 20 matrix at error 48, and masked planted matrices at 2-9x the fill-and-solve
-error). The restarts are counted
-(``num_reads`` of them, a :class:`~bmfdsl.timings.WorkBudget` in restarts) and the plain
-solve's budget counts work, so the same seed always gives the same answer.
+error). The restarts are counted (``num_reads`` of them, a
+:class:`~bmfdsl.timings.WorkBudget` in restarts) and the plain solve's budget counts work, so
+the same seed always gives the same answer.
 """
 
 from __future__ import annotations
