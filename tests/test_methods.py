@@ -248,6 +248,82 @@ def test_penalized_stops_on_convergence_test() -> None:
     assert not np.allclose(short[0], full[0])
 
 
+def _rounded(W: np.ndarray, H: np.ndarray, threshold: float = 0.5) -> tuple[np.ndarray, ...]:
+    return (threshold <= W).astype(np.int8), np.ascontiguousarray((threshold <= H).T, np.int8)
+
+
+@pytest.mark.parametrize("test_conv", [1000, None])
+def test_penalized_stops_once_settled_with_the_full_loops_rounding(test_conv: int | None) -> None:
+    """penalized stops when the rounding can no longer change: its U, V are those of every
+    iteration run, on dense and sparse (compiled loop) inputs alike, and it stops early."""
+    rng = np.random.default_rng(11)
+    early = 0
+    for trial in range(24):
+        m, n = (int(size) for size in rng.integers(6, 60, 2))
+        rank = int(rng.integers(1, min(m, n, 8) + 1))
+        A = (rng.random((m, n)) < rng.choice([0.05, 0.3, 0.7])).astype(np.int8)
+        full = penalized_factors(A, rank, random_state=trial, test_conv=test_conv)
+        settled = penalized_factors(
+            A, rank, random_state=trial, test_conv=test_conv, until_settled=True
+        )
+        U, V = penalized(A, rank, random_state=trial, test_conv=test_conv)
+        for got, want in zip(_rounded(*settled), _rounded(*full), strict=True):
+            np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(U, _rounded(*full)[0])
+        np.testing.assert_array_equal(V, _rounded(*full)[1])
+        early += not np.array_equal(settled[0], full[0])
+    if test_conv:  # (testing every iteration, most runs converge before they settle)
+        assert early >= 12  # most runs stopped before the loop's own end
+
+
+def test_penalized_runs_every_iteration_for_a_threshold_outside_the_settled_band() -> None:
+    A = (np.random.default_rng(2).random((20, 15)) < 0.4).astype(np.int8)
+    full = penalized_factors(A, 3, random_state=0)
+    for threshold in (0.2, 0.9):
+        U, V = penalized(A, 3, random_state=0, threshold=threshold)
+        np.testing.assert_array_equal(U, _rounded(*full, threshold)[0])
+        np.testing.assert_array_equal(V, _rounded(*full, threshold)[1])
+
+
+def test_settled_entries_stay_on_their_side_beyond_the_settling_penalty() -> None:
+    """The proof behind the early stop, tried adversarially: entries put at the edges of the
+    settled bands (and anywhere in them) with the penalty weight at settling_penalty never
+    leave their band over 200 updates, whatever the data."""
+    from bmfdsl.solvers.methods._penalized import (
+        SETTLED_HIGH,
+        SETTLED_LOW,
+        SETTLED_TOP,
+        _penalized_update,
+        rounding_settled,
+        settling_penalty,
+    )
+
+    eps = float(np.finfo(np.float64).eps)
+    rng = np.random.default_rng(4)
+    for _ in range(30):
+        m, n = (int(size) for size in rng.integers(3, 40, 2))
+        rank = int(rng.integers(1, 6))
+        A = (rng.random((m, n)) < rng.uniform(0.05, 1.0)).astype(np.float64)
+        choices = np.array([0.0, SETTLED_LOW, SETTLED_HIGH, SETTLED_TOP, 1.0])
+        W = rng.choice(choices, (m, rank)) + 0.0
+        H = rng.choice(choices, (rank, n)) + 0.0
+        np.maximum(W, eps, out=W)
+        np.maximum(H, eps, out=H)
+        high_w, high_h = SETTLED_HIGH <= W, SETTLED_HIGH <= H
+        penalty = settling_penalty(A, rank)
+        for _ in range(200):
+            assert rounding_settled(W, H)
+            H = np.maximum(_penalized_update(H, W.T @ A, (W.T @ W) @ H, penalty), eps)
+            W = np.maximum(_penalized_update(W, A @ H.T, W @ (H @ H.T), penalty), eps)
+            penalty *= 1.1
+            np.testing.assert_array_equal(SETTLED_HIGH <= W, high_w)
+            np.testing.assert_array_equal(SETTLED_HIGH <= H, high_h)
+    # below that weight a large model term does pull an entry out of its band
+    W = np.full((1, 1), SETTLED_HIGH)
+    H = np.full((1, 1), SETTLED_HIGH)
+    assert _penalized_update(H, W.T @ np.ones((1, 1)), (W.T @ W) @ H * 1e6, 1.0)[0, 0] < 0.5
+
+
 def _numpy_penalized_factors(A, rank, *, random_state, max_iter, test_conv=1000):
     """penalized_factors' loop as numpy expressions (the form it had before its fused update)."""
     eps = float(np.finfo(np.float64).eps)
