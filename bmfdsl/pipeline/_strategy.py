@@ -57,7 +57,7 @@ from bmfdsl.linalg import BinaryMatrix, SparseMatrix, default_threads, uncovered
 from bmfdsl.pipeline._background import close_with_call
 
 #: Largest core (entries) the comparison methods take whole; a larger one hands them a prefix
-#: of its rows (penalized runs 1,000 NMF iterations: about 0.5 s at this size and rank 5).
+#: of its rows (penalized runs up to 1,000 NMF iterations: 0.02-0.05 s at this size and rank 5).
 METHOD_CELLS = 2**17
 #: The same for a sampled core: a 200-row core of 2,000 columns (``sample_rows="auto"`` at rank
 #: 10) stays whole, so that the default holds each method's own answer there too (a 65-row
