@@ -68,6 +68,28 @@ def test_unsorted_indices_and_duplicate_entries_count_each_position_once() -> No
     assert np.array_equal(duplicated.indices, before)  # the caller's matrix is left alone
 
 
+@pytest.mark.parametrize("tile", [1, 7, 64, 1024])
+def test_the_tiled_pair_count_is_exact_for_sorted_and_unsorted_rows(
+    monkeypatch: pytest.MonkeyPatch, tile: int
+) -> None:
+    """Patterns wider than the tile count their pairs tile pair by tile pair (sorted rows;
+    others the row's pairs at once): the same counts for any tile width, columns at the
+    tiles' edges and past the last full tile included."""
+    monkeypatch.setattr(kernels, "_GRAM_TILE", tile)
+    rng = np.random.default_rng(tile)
+    for m, n, density in [(40, 1100, 0.02), (30, 150, 0.3), (3, 1025, 0.5), (80, 9, 0.6)]:
+        dense = (rng.random((m, n)) < density).astype(np.int8)
+        dense[:, [0, n - 1]] = 1  # the first and last column, in every row
+        A = scipy.sparse.csr_array(dense)
+        expected = _reference(A.toarray())
+        assert np.array_equal(kernels.pattern_gram(A.indptr, A.indices, n, threads=1), expected)
+        reversed_rows = np.concatenate(
+            [A.indices[A.indptr[i] : A.indptr[i + 1]][::-1] for i in range(m)]
+        )
+        unsorted = kernels.pattern_gram(A.indptr, reversed_rows, n, threads=1)
+        assert np.array_equal(unsorted, expected)
+
+
 def test_counts_past_the_uint16_range_stay_exact() -> None:
     """More rows than a uint16 count holds: the partial counts are flushed in time."""
     m = 2**16 + 300

@@ -473,6 +473,11 @@ _PAIRS_PER_GRAM_ENTRY = 4
 # Rows counted into uint16 before they are added to the float64 result: an entry counts at
 # most one per row, so it cannot overflow.
 _UINT16_ROWS = 2**16 - 1
+# Wider patterns count their pairs tile by tile (a tile pair of uint16 counts at this width:
+# 2 MB, against 8 MB for all of a 2,000-column count matrix): one pass over the rows per tile
+# pair, whose increments then stay in the core's cache (planted blocks 10⁵ x 2,000 at 2% ones:
+# 0.31 -> 0.22 s, 10⁶ x 500: unchanged).
+_GRAM_TILE = 1024
 
 
 def pattern_gram(
@@ -489,8 +494,9 @@ def pattern_gram(
     Every row adds 1 at each pair ``p <= q`` of its ones, into the upper triangle only
     (``Σ_i nnz_i (nnz_i + 1) / 2`` increments), counted in uint16 (a quarter of float64's
     memory traffic) and added to the float64 result every 65,535 rows, before a count could
-    overflow; the lower triangle is mirrored at the end. Rows that repeat a pattern on the
-    frequent columns count its pairs once per pattern and row count instead (see
+    overflow; the lower triangle is mirrored at the end. Wider than ``_GRAM_TILE`` columns,
+    sorted rows are counted one pair of column tiles at a time, in cache. Rows that repeat a
+    pattern on the frequent columns count its pairs once per pattern and row count instead (see
     ``_upper_gram``: 3.6x less CPU at 5·10⁶ x 1,000 of ``make_sparse_planted``; where the
     patterns do not repeat, the lookups stop after a probe of 4,096 rows). Above
     :data:`PARALLEL_MIN_WORK` pairs the rows are split over ``threads`` (default
@@ -556,7 +562,7 @@ def _upper_gram(
             _add_split_pairs(indptr, indices, start, end, counts, upper, hot, *table.arrays())
             split = table.pays(_PROBE_MIN_HIT_RATE if start == first else _MIN_HIT_RATE)
         else:
-            _add_upper_pairs(indptr, indices, start, end, counts, upper)
+            _add_upper_pairs(indptr, indices, start, end, counts, upper, _GRAM_TILE)
         start = end
     if table is not None:
         _add_pattern_pairs(table.starts, table.ones, table.weights, table.used, table.hashes, upper)
@@ -756,12 +762,65 @@ def _add_upper_pairs(
     stop: int,
     counts: np.ndarray,
     upper: np.ndarray,
+    tile: int,
 ) -> None:
     """The pairs of ones of rows ``first..stop-1`` (at most 65,535) counted into the zeroed
-    uint16 ``counts`` (upper triangle), then added to ``upper`` and ``counts`` zeroed again."""
-    for i in range(first, stop):
-        _add_row_pairs(indices, indptr[i], indptr[i + 1], counts)
+    uint16 ``counts`` (upper triangle), then added to ``upper`` and ``counts`` zeroed again;
+    wider than ``tile`` columns and with sorted rows, tile pair by tile pair."""
+    if upper.shape[0] > tile and _rows_sorted(indptr, indices, first, stop):
+        _add_tiled_pairs(indptr, indices, first, stop, counts, tile)
+    else:
+        for i in range(first, stop):
+            _add_row_pairs(indices, indptr[i], indptr[i + 1], counts)
     _flush_counts(counts, upper)
+
+
+@numba.njit(cache=True, nogil=True)
+def _rows_sorted(indptr: np.ndarray, indices: np.ndarray, first: int, stop: int) -> bool:
+    """Whether each of rows ``first..stop-1`` lists its columns in increasing order."""
+    for i in range(first, stop):
+        for p in range(indptr[i] + 1, indptr[i + 1]):
+            if indices[p] <= indices[p - 1]:
+                return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def _add_tiled_pairs(
+    indptr: np.ndarray, indices: np.ndarray, first: int, stop: int, counts: np.ndarray, tile: int
+) -> None:
+    """:func:`_add_row_pairs` of rows ``first..stop-1`` (sorted) for the column tiles
+    ``J <= K`` in turn: the pairs ``p <= q`` with ``p``'s column in tile ``J`` and ``q``'s in
+    tile ``K``, which are all pairs, each once (sorted rows: ``p <= q`` puts ``J <= K``)."""
+    tiles = (counts.shape[0] + tile - 1) // tile
+    rows = stop - first
+    edges = np.empty((rows, tiles + 1), dtype=np.int64)  # a row's first one in each tile
+    for r in range(rows):
+        p = indptr[first + r]
+        end = indptr[first + r + 1]
+        edges[r, 0] = p
+        for t in range(1, tiles + 1):
+            limit = t * tile
+            while p < end and indices[p] < limit:
+                p += 1
+            edges[r, t] = p
+    for J in range(tiles):
+        for K in range(J, tiles):
+            for r in range(rows):
+                start, end = edges[r, J], edges[r, J + 1]
+                if start == end:
+                    continue
+                if J == K:
+                    for p in range(start, end):
+                        j = indices[p]
+                        for q in range(p, end):
+                            counts[j, indices[q]] += 1
+                    continue
+                other_start, other_end = edges[r, K], edges[r, K + 1]
+                for p in range(start, end):
+                    j = indices[p]
+                    for q in range(other_start, other_end):
+                        counts[j, indices[q]] += 1
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
