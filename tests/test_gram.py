@@ -76,10 +76,21 @@ def test_the_tiled_pair_count_is_exact_for_sorted_and_unsorted_rows(
     others the row's pairs at once): the same counts for any tile width, columns at the
     tiles' edges and past the last full tile included."""
     monkeypatch.setattr(kernels, "_GRAM_TILE", tile)
+    monkeypatch.setattr(kernels, "_HOT_FACTOR", np.inf)  # no hot columns: no pattern lookups
+    routes: list[bool] = []  # whether each chunk was counted tile by tile
+    count_chunk = kernels._add_upper_pairs
+
+    def recorded(indptr, indices, first, stop, counts, upper, width):
+        sorted_rows = kernels._rows_sorted(indptr, indices, first, stop)
+        routes.append(bool(upper.shape[0] > width and sorted_rows))
+        return count_chunk(indptr, indices, first, stop, counts, upper, width)
+
+    monkeypatch.setattr(kernels, "_add_upper_pairs", recorded)
     rng = np.random.default_rng(tile)
-    for m, n, density in [(40, 1100, 0.02), (30, 150, 0.3), (3, 1025, 0.5), (80, 9, 0.6)]:
+    shapes = [(40, 1100, 0.02), (30, 150, 0.3), (3, 1025, 0.5), (80, 9, 0.6)]
+    for m, n, density in shapes:
         dense = (rng.random((m, n)) < density).astype(np.int8)
-        dense[:, [0, n - 1]] = 1  # the first and last column, in every row
+        dense[::2, [0, n - 1]] = 1  # the first and last column (tile edges), in half the rows
         A = scipy.sparse.csr_array(dense)
         expected = _reference(A.toarray())
         assert np.array_equal(kernels.pattern_gram(A.indptr, A.indices, n, threads=1), expected)
@@ -88,6 +99,7 @@ def test_the_tiled_pair_count_is_exact_for_sorted_and_unsorted_rows(
         )
         unsorted = kernels.pattern_gram(A.indptr, reversed_rows, n, threads=1)
         assert np.array_equal(unsorted, expected)
+    assert routes == [route for _, n, _ in shapes for route in (n > tile, False)]
 
 
 def test_counts_past_the_uint16_range_stay_exact() -> None:

@@ -285,6 +285,23 @@ def test_penalized_runs_every_iteration_for_a_threshold_outside_the_settled_band
         np.testing.assert_array_equal(V, _rounded(*full, threshold)[1])
 
 
+@pytest.mark.parametrize("density", [0.05, 0.4])  # the compiled sparse loop and the dense one
+def test_penalized_ends_before_its_penalty_weight_overflows(density: float) -> None:
+    """A fast-growing weight would pass 1e308 within max_iter and turn every entry NaN (every
+    rounding 0): the loop ends before, with finite factors, and penalized still rounds them
+    as the loop run to that end does; with no iteration limit the loop ends there too."""
+    A = (np.random.default_rng(0).random((20, 60)) < density).astype(np.int8)
+    settings = dict(lambda_w=2.0, lambda_h=2.0, max_iter=1100)
+    W, H = penalized_factors(A, 3, random_state=0, **settings)
+    assert np.isfinite(W).all() and np.isfinite(H).all()
+    U, V = penalized(A, 3, random_state=0, **settings)
+    np.testing.assert_array_equal(U, _rounded(W, H)[0])
+    np.testing.assert_array_equal(V, _rounded(W, H)[1])
+    assert U.any() and V.any()
+    unlimited = penalized_factors(A, 3, random_state=0, max_iter=0, lambda_w=2.0, lambda_h=2.0)
+    assert np.isfinite(unlimited[0]).all()
+
+
 def test_settled_entries_stay_on_their_side_beyond_the_settling_penalty() -> None:
     """The proof behind the early stop, tried adversarially: entries put at the edges of the
     settled bands (and anywhere in them) with the penalty weight at settling_penalty never

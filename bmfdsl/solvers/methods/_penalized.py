@@ -22,11 +22,12 @@ without depending on nimfa (whose numpy-matrix code needs ``np.mat`` on numpy 2)
 4. Final rounding (Zhang et al.; nimfa leaves this to the caller): entries ``>= 0.5`` become 1.
 
 :func:`penalized` stops the loop as soon as the rounding provably cannot change any more
-(:func:`settling_penalty`): the growing penalty pins every entry to its side of ``1/2``
-long before the 1,000th iteration (after 170-240 iterations on the paper's sizes, the UCI
-sets and the portfolio's 200 x 2,000 cores; the rounded factors last changed at iteration
-50-130). The rounded ``U``, ``V`` are those of all 1,000 iterations, bit for bit;
-:func:`penalized_factors`, which returns the real values, runs them all.
+(:func:`settling_penalty`): the growing penalty pins every entry at most 1/4 or at least 3/4
+(and at most 2) to its side long before the 1,000th iteration (after 170-240 iterations on
+the paper's sizes, the UCI sets and the portfolio's 200 x 2,000 cores; the rounded factors
+last changed at iteration 50-130). The rounded ``U``, ``V`` are then those of all 1,000
+iterations, bit for bit, at any ``threshold`` in ``(1/4, 3/4]`` (others run every
+iteration); :func:`penalized_factors`, which returns the real values, runs them all.
 
 The update is one fused numba pass per factor (the same IEEE operations as the numpy
 expressions); on sparse input (at most :data:`SPARSE_DENSITY` ones) ``WᵀA`` and ``AHᵀ`` are
@@ -41,6 +42,7 @@ on 160 sparse instances).
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import numba
@@ -73,6 +75,10 @@ COMPILED_CALL_WORK = 2**26
 SETTLED_LOW = 0.25
 SETTLED_HIGH = 0.75
 SETTLED_TOP = 2.0
+#: The largest penalty weight an iteration uses: past about 1e308 the updates' products
+#: overflow to infinity and their quotients to NaN (``lambda = 2`` after about 1,030
+#: iterations, the default 1.1 after about 7,400).
+LARGEST_PENALTY = 1e290
 
 
 def penalized(
@@ -102,7 +108,8 @@ def penalized(
             tests every iteration, nimfa's default).
         lambda_w, lambda_h: growth factors of the penalty weights (nimfa's default 1.1).
         min_residuals: smallest objective improvement between tests that keeps going.
-        threshold: final rounding threshold (entries ``>= threshold`` become 1).
+        threshold: final rounding threshold (entries ``>= threshold`` become 1); in
+            ``(1/4, 3/4]`` the loop stops once that rounding is settled.
 
     Returns:
         ``(U, V)``: ``m x r`` and ``n x r`` ``int8`` arrays.
@@ -145,9 +152,12 @@ def penalized_factors(
 
     ``init`` replaces the random initialisation by a given ``(W, H)`` (nimfa's ``"fixed"``
     seeding); the normalisation is applied to it all the same. ``until_settled`` stops the
-    loop once no entry can cross from below :data:`SETTLED_LOW` or above
-    :data:`SETTLED_HIGH` any more (:func:`settling_penalty`): the values are then those of
-    that iteration, but every rounding between the two is the full loop's.
+    loop once no entry can cross from at most :data:`SETTLED_LOW` or at least
+    :data:`SETTLED_HIGH` any more (:func:`settling_penalty`; never where ``lambda_w`` or
+    ``lambda_h`` is below 1): the values are then those of that iteration, but the rounding
+    at any threshold in ``(SETTLED_LOW, SETTLED_HIGH]`` is the full loop's. The loop also
+    ends before a penalty weight would pass :data:`LARGEST_PENALTY` (the paper's settings
+    reach 2.5e38), where the updates would overflow and leave every entry NaN.
 
     >>> W, H = penalized_factors(np.ones((2, 2)), 1, random_state=0, max_iter=50, test_conv=None)
     >>> np.round(W @ H, 3).tolist()
@@ -177,6 +187,9 @@ def penalized_factors(
     sparse = sparse_products(A)
 
     penalty_w = penalty_h = 1.0 / max_iter if max_iter else 0.1
+    limit = iterations_below_overflow(penalty_w, max(lambda_w, lambda_h))
+    if max_iter:
+        limit = min(limit, max_iter)
     previous = current = float(np.finfo(np.float64).max)
     iteration = 0
     compiled = compiled_patterns(sparse, m, n, rank)
@@ -185,7 +198,7 @@ def penalized_factors(
     if until_settled and min(lambda_w, lambda_h) >= 1:
         settles_at = settling_penalty(A, rank)
     settled = False
-    while not (settled or (max_iter and iteration >= max_iter)):
+    while not (settled or iteration >= limit):
         testing = not test_conv or iteration % test_conv == 0
         if testing and iteration > 0:
             if min_residuals and previous - current < min_residuals:
@@ -196,8 +209,7 @@ def penalized_factors(
             previous = current
         # the iterations up to the next test (the loop's only reads of the iterates)
         steps = int(test_conv - iteration % test_conv if test_conv else 1)
-        if max_iter:
-            steps = int(min(steps, max_iter - iteration))
+        steps = min(steps, limit - iteration)
         if compiled is not None:
             rows, columns, per_call = compiled
             steps = min(steps, per_call)
@@ -224,7 +236,7 @@ def penalized_factors(
                 np.maximum(H, _EPS, out=H)  # avoid underflow to 0 (a fixed point of the updates)
                 np.maximum(W, _EPS, out=W)
         iteration += steps
-        more = not (settled or (max_iter and iteration >= max_iter))  # else the value goes unread
+        more = not (settled or iteration >= limit)  # else the value would go unread
         if more and (not test_conv or iteration % test_conv == 0):
             residual = A - W @ H
             current = float(np.einsum("ij,ij->", residual, residual))
@@ -305,6 +317,21 @@ def _penalized_sparse_steps(
     return penalty_h, penalty_w, steps
 
 
+def iterations_below_overflow(penalty: float, growth: float) -> int:
+    """How many iterations, starting at weight ``penalty`` and multiplying it by ``growth``
+    after each, use a weight of at most :data:`LARGEST_PENALTY` (``sys.maxsize``: all, for
+    ``growth <= 1``).
+
+    >>> iterations_below_overflow(1e-3, 1.1), iterations_below_overflow(1e-3, 2.0)
+    (7079, 974)
+    """
+    if growth <= 1:
+        return sys.maxsize
+    if penalty > LARGEST_PENALTY:
+        return 0
+    return math.floor(math.log(LARGEST_PENALTY / penalty) / math.log(growth)) + 1
+
+
 def settling_penalty(A: np.ndarray, rank: int) -> float:
     """A penalty weight beyond which the updates keep every entry that is at most
     :data:`SETTLED_LOW` there, every one at least :data:`SETTLED_HIGH` (and at most
@@ -312,13 +339,17 @@ def settling_penalty(A: np.ndarray, rank: int) -> float:
     (:func:`rounding_settled`), for a 0/1 ``A`` and growth factors at least 1.
 
     Why: an update is ``F' = F (D + 3λF²) / (M + 2λ(F+eps)³ + λF)`` with data term
-    ``D >= 0`` and model term ``M >= 0``. While every entry is at most ``T``
+    ``D >= 0``, model term ``M >= 0`` and ``λ`` the weight of that factor (the caller compares
+    the smaller of the two weights with the one returned here). While every entry is at most ``T``
     (:data:`SETTLED_TOP`), ``D <= T d`` (``d``: the most ones in a row or column of ``A``) and
     ``M <= r max(m, n) T³``. Dropping ``M`` gives ``F' <= (D + 3λF²) / (λ(2F² + 1))``, so
     ``F' <= 3/2 + D/λ <= T`` for ``λ >= T d / (T - 3/2)``, and an ``F <= l`` stays so for
-    ``λ l (1 - l)(1 - 2l) >= D``. Dropping ``D`` instead, an ``F >= h`` stays so for
-    ``λ h² ((3 - 2h) h - 1) >= h M``. The weight returned is twice the largest of the three,
-    a margin far beyond rounding errors.
+    ``λ l (1 - l)(1 - 2l) >= D`` (the bracket ``l(2F² + 1) - 3F²`` is least at ``F = l``).
+    Dropping ``D`` instead, an ``F >= h`` stays so for ``λ h² ((3 - 2h) h - 1) >= h M``
+    (``F((3 - 2h)F² - h)`` grows on ``[h, T]``, so ``F = h`` is the tightest). The ``W``
+    update reads the new ``H``, which these keep within the same bounds. The weight returned
+    is twice the largest of the three: a margin far beyond rounding errors and the ``eps`` in
+    ``(F+eps)³``.
 
     >>> settling_penalty(np.eye(4), 2) > 0
     True
