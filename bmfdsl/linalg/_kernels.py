@@ -812,10 +812,7 @@ def _add_tiled_pairs(
                 if start == end:
                     continue
                 if J == K:
-                    for p in range(start, end):
-                        j = indices[p]
-                        for q in range(p, end):
-                            counts[j, indices[q]] += 1
+                    _add_row_pairs(indices, start, end, counts)
                     continue
                 other_start, other_end = edges[r, K], edges[r, K + 1]
                 for p in range(start, end):
