@@ -11,6 +11,7 @@ import sys
 import time
 from dataclasses import replace
 
+import numba
 import numpy as np
 import pytest
 import scipy.sparse
@@ -195,6 +196,98 @@ def test_anneal_replicas_tracks_exact_errors(swap):
         assert out[rep] == squared_error(A, U[rep], V[rep])
     assert out[R] == squared_error(A, best_U, best_V) <= out[:R].min()
     assert total_error(A, best_U, best_V) == out[R]
+
+
+@numba.njit
+def _plain_draws(B, G, X, codes, temperature):
+    """Heat-bath draws of every row of ``X`` written plainly: each code's energy
+    ``cᵀGc - 2 b·c`` from scratch, its weight by ``exp``; returns the energies drawn."""
+    K, r = codes.shape
+    weights = np.zeros(K)
+    energy = np.zeros(K, dtype=np.int64)
+    total = 0
+    for i in range(X.shape[0]):
+        for t in range(K):
+            e = 0
+            for k in range(r):
+                for l in range(r):
+                    e += codes[t, k] * G[k, l] * codes[t, l]
+                e -= 2 * codes[t, k] * B[i, k]
+            energy[t] = e
+        emin = energy.min()
+        norm = 0.0
+        for t in range(K):
+            gap = (energy[t] - emin) / temperature
+            weights[t] = np.exp(-gap) if gap < 30.0 else 0.0
+            norm += weights[t]
+        pick = np.random.random() * norm
+        chosen = K - 1
+        acc = 0.0
+        for t in range(K):
+            acc += weights[t]
+            if pick < acc:
+                chosen = t
+                break
+        while weights[chosen] == 0.0:
+            chosen -= 1
+        X[i, :] = codes[chosen]
+        total += energy[chosen]
+    return total
+
+
+@numba.njit
+def _plain_sweeps(A, U, V, codes_u, codes_v, temperatures, seed, v_scale):
+    """One replica's sweeps as :func:`anneal_replicas` defines them, by :func:`_plain_draws`;
+    returns the error after each sweep."""
+    np.random.seed(seed)
+    errors = np.zeros(temperatures.shape[0], dtype=np.int64)
+    for s in range(temperatures.shape[0]):
+        _plain_draws(_product(A, V), _product(V.T, V), U, codes_u, temperatures[s])
+        drawn = _plain_draws(
+            _product(A.T, U), _product(U.T, U), V, codes_v, temperatures[s] * v_scale
+        )
+        errors[s] = A.sum() + drawn
+    return errors
+
+
+@numba.njit
+def _product(X, Y):
+    out = np.zeros((X.shape[0], Y.shape[1]), dtype=np.int64)
+    for i in range(X.shape[0]):
+        for j in range(X.shape[1]):
+            for k in range(Y.shape[1]):
+                out[i, k] += np.int64(X[i, j]) * Y[j, k]
+    return out
+
+
+@pytest.mark.parametrize("one_hot", [False, True])
+def test_annealing_draws_equal_the_plain_heat_bath(one_hot):
+    # the kernel's shortcuts (weights by integer gap from a table, cᵀGc along the Gray order,
+    # the best code tracked while scoring) draw the same codes, cold to hot, gaps beyond the
+    # table included
+    rng = np.random.default_rng(3)
+    for rank in (1, 2, 5, 8):
+        codes_u, codes_v = row_codes(rank, one_hot), row_codes(rank, False)
+        A = (rng.random((40, 25)) < 0.4).astype(np.int8)
+        U = (rng.random((1, 40, rank)) < 0.4).astype(np.int8)
+        V = (rng.random((1, 25, rank)) < 0.4).astype(np.int8)
+        if one_hot:
+            U[0] = codes_u[0][rng.integers(0, rank, 40)]
+        temperatures = np.geomspace(1e4, 0.05, 12)
+        U_plain, V_plain = U[0].copy(), V[0].copy()
+        best_U, best_V = np.zeros((40, rank), np.int8), np.zeros((25, rank), np.int8)
+        errors = []
+        for s, temperature in enumerate(temperatures):  # one call a sweep: errors per sweep
+            out = anneal_replicas(
+                A, U, V, np.array([[temperature]]), False, *codes_u, *codes_v, 7 + s,
+                best_U, best_V, 1.6,
+            )  # fmt: skip
+            errors.append(out[0])
+            plain = _plain_sweeps(A, U_plain, V_plain, codes_u[0], codes_v[0],
+                                  np.array([temperature]), 7 + s, 1.6)  # fmt: skip
+            assert out[0] == plain[0] == squared_error(A, U[0], V[0])
+            assert np.array_equal(U[0], U_plain) and np.array_equal(V[0], V_plain)
+        assert len(set(errors)) > 1  # the draws moved
 
 
 def test_exact_rank1_matches_brute_force():

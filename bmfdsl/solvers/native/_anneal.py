@@ -21,6 +21,8 @@ from bmfdsl.linalg import als_loop, code_table, dense_cross, gram, solve_rows_ex
 
 # Codes whose weight is below exp(-_CUTOFF) are skipped: they would never be drawn anyway.
 _CUTOFF = 30.0
+# Gaps below this get their weight from a table filled per call (larger ones are rare).
+_GAP_TABLE = 512
 
 
 def row_codes(rank: int, exactly_one: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -75,29 +77,49 @@ def _resample_rows(
     Σ_rows (cᵀGc - 2 b·c).
 
     ``B`` holds ``bᵢ`` per row (data times the other factor), ``G`` the other factor's Gram
-    matrix.
+    matrix (symmetric).
+
+    The draws are those of the plain scan (every code's weight ``exp(-gap / T)``, summed in
+    code order), bit for bit, with less work: energies are integers, so a weight depends only
+    on the integer gap to the row's best code and is computed once per gap and call (the
+    ``exp`` had been most of a sweep); ``cᵀGc`` follows the Gray order as the linear term does
+    (``O(r)`` a code, not ``O(r²)``); the best code is tracked while scoring.
     """
     K, r = codes.shape
     exactly_one = flip_bit[K - 1] < 0
     quad = np.zeros(K, dtype=np.int64)
-    for t in range(K):
-        q = 0
-        for k in range(r):
-            if codes[t, k]:
-                for k2 in range(r):
-                    q += G[k, k2] * codes[t, k2]
-        quad[t] = q
+    if exactly_one:
+        for t in range(K):
+            q = 0
+            for k in range(r):
+                if codes[t, k]:
+                    for k2 in range(r):
+                        q += G[k, k2] * codes[t, k2]
+            quad[t] = q
+    else:  # Gray order: one bit flips per step, so cᵀGc changes by one row of G
+        for t in range(1, K):
+            bit = flip_bit[t]
+            cross = 0
+            for k in range(r):
+                if k != bit and codes[t, k]:
+                    cross += G[bit, k]
+            step = G[bit, bit] + 2 * cross
+            quad[t] = quad[t - 1] + step if codes[t, bit] else quad[t - 1] - step
+    table = np.full(_GAP_TABLE, -1.0)  # weight by integer gap, filled as gaps occur
     energy = np.zeros(K, dtype=np.int64)
     weights = np.zeros(K, dtype=np.float64)
     total = np.int64(0)
     for i in range(X.shape[0]):
-        # energies of every code for this row
+        best = 0
         if exactly_one:
             for t in range(K):
                 lin = 0
                 for k in range(r):
                     lin += codes[t, k] * B[i, k]
-                energy[t] = quad[t] - 2 * lin
+                e = quad[t] - 2 * lin
+                energy[t] = e
+                if e < energy[best]:
+                    best = t
         else:
             lin = 0
             energy[0] = quad[0]
@@ -107,16 +129,20 @@ def _resample_rows(
                     lin += B[i, bit]
                 else:
                     lin -= B[i, bit]
-                energy[t] = quad[t] - 2 * lin
-        best = 0
-        for t in range(1, K):
-            if energy[t] < energy[best]:
-                best = t
+                e = quad[t] - 2 * lin
+                energy[t] = e
+                if e < energy[best]:
+                    best = t
         norm = 0.0
         emin = energy[best]
         for t in range(K):
-            gap = (energy[t] - emin) / temperature
-            w = np.exp(-gap) if gap < _CUTOFF else 0.0
+            gap = energy[t] - emin
+            w = table[gap] if gap < _GAP_TABLE else -1.0
+            if w < 0.0:
+                scaled = gap / temperature
+                w = np.exp(-scaled) if scaled < _CUTOFF else 0.0
+                if gap < _GAP_TABLE:
+                    table[gap] = w
             weights[t] = w
             norm += w
         pick = np.random.random() * norm
