@@ -412,6 +412,11 @@ def test_the_bit_products_are_the_integer_products_across_words(m: int, n: int, 
     product = kernels.bit_products(kernels.row_bits(A), kernels.row_bits(V.T))
     assert product.dtype == np.int64
     np.testing.assert_array_equal(product, wide @ V)
+    np.testing.assert_array_equal(kernels.pack_row_bits(A), kernels.row_bits(A))
+    crossed = kernels.bit_cross(kernels.pack_row_bits(A), V)  # the annealing's half sweeps
+    assert crossed.dtype == np.int64
+    np.testing.assert_array_equal(crossed, wide @ V)
+    np.testing.assert_array_equal(crossed, kernels.dense_cross(A, V))
     data = as_matrix(A)
     np.testing.assert_array_equal(data.cross(V), wide @ V)
     np.testing.assert_array_equal(data.cross(V, rows=slice(1, m)), wide[1:] @ V)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from bmfdsl.linalg import als_loop, code_table, dense_cross, gram, solve_rows_exact
+from bmfdsl.linalg import als_loop, bit_cross, code_table, gram, pack_row_bits, solve_rows_exact
 
 # Codes whose weight is below exp(-_CUTOFF) are skipped: they would never be drawn anyway.
 _CUTOFF = 30.0
@@ -105,7 +105,9 @@ def _resample_rows(
                     cross += G[bit, k]
             step = G[bit, bit] + 2 * cross
             quad[t] = quad[t - 1] + step if codes[t, bit] else quad[t - 1] - step
-    table = np.full(_GAP_TABLE, -1.0)  # weight by integer gap, filled as gaps occur
+    # weight by integer gap, filled as gaps occur; no wider than the gaps that get one
+    size = int(min(float(_GAP_TABLE), _CUTOFF * temperature + 2.0))
+    table = np.full(size, -1.0)
     energy = np.zeros(K, dtype=np.int64)
     weights = np.zeros(K, dtype=np.float64)
     total = np.int64(0)
@@ -137,11 +139,11 @@ def _resample_rows(
         emin = energy[best]
         for t in range(K):
             gap = energy[t] - emin
-            w = table[gap] if gap < _GAP_TABLE else -1.0
+            w = table[gap] if gap < size else -1.0
             if w < 0.0:
                 scaled = gap / temperature
                 w = np.exp(-scaled) if scaled < _CUTOFF else 0.0
-                if gap < _GAP_TABLE:
+                if gap < size:
                     table[gap] = w
             weights[t] = w
             norm += w
@@ -162,14 +164,14 @@ def _resample_rows(
 
 
 @numba.njit(cache=True, nogil=True)
-def _half_sweep_u(A, At, U, V, codes_u, flips_u, temperature):
-    B = dense_cross(A, V)
+def _half_sweep_u(A_bits, U, V, codes_u, flips_u, temperature):
+    B = bit_cross(A_bits, V)
     return _resample_rows(B, gram(V), U, codes_u, flips_u, temperature)
 
 
 @numba.njit(cache=True, nogil=True)
-def _half_sweep_v(A, At, U, V, codes_v, flips_v, temperature):
-    B = dense_cross(At, U)
+def _half_sweep_v(At_bits, U, V, codes_v, flips_v, temperature):
+    B = bit_cross(At_bits, U)
     return _resample_rows(B, gram(U), V, codes_v, flips_v, temperature)
 
 
@@ -211,7 +213,9 @@ def anneal_replicas(
     np.random.seed(seed)
     R = U.shape[0]
     S = temperatures.shape[0]
-    At = np.ascontiguousarray(A.T)
+    # A and Aᵀ as bits once per call: each half sweep's cross products are popcounts
+    A_bits = pack_row_bits(A)
+    At_bits = pack_row_bits(np.ascontiguousarray(A.T))
     norm_a = np.int64(0)
     for i in range(A.shape[0]):
         for j in range(A.shape[1]):
@@ -221,9 +225,9 @@ def anneal_replicas(
     for s in range(S):
         for rep in range(R):
             T = temperatures[s, rep]
-            _half_sweep_u(A, At, U[rep], V[rep], codes_u, flips_u, T)
+            _half_sweep_u(A_bits, U[rep], V[rep], codes_u, flips_u, T)
             errors[rep] = norm_a + _half_sweep_v(
-                A, At, U[rep], V[rep], codes_v, flips_v, T * v_scale
+                At_bits, U[rep], V[rep], codes_v, flips_v, T * v_scale
             )
             if best < 0 or errors[rep] < best:
                 best = errors[rep]
