@@ -1831,17 +1831,25 @@ def symmetric_matvec(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
 def deflated_shift(
     gram: np.ndarray, vectors: np.ndarray, weights: np.ndarray, shift: float
 ) -> np.ndarray:
-    """``shift I + Σ_k weights_k y_k y_kᵀ - gram`` (``y_k`` the columns of ``vectors``), each
-    entry summed in a fixed order (no BLAS: the same bits in any thread)."""
+    """The lower triangle of the symmetric ``shift I + Σ_k weights_k y_k y_kᵀ - gram`` (``y_k``
+    the columns of ``vectors``; zeros above the diagonal), each entry summed in a fixed order
+    (no BLAS: the same bits in any thread). Its one reader, a Cholesky factorization, reads
+    one triangle: the other would double the work.
+
+    >>> deflated_shift(np.array([[2.0, 1.0], [1.0, 2.0]]), np.ones((2, 1)), np.ones(1), 3.0)
+    array([[2., 0.],
+           [0., 2.]])
+    """
     n, count = vectors.shape
     out = np.empty((n, n))
     for i in range(n):
-        for j in range(n):
+        for j in range(i + 1):
             total = 0.0
             for k in range(count):
                 total += weights[k] * vectors[i, k] * vectors[j, k]
             out[i, j] = total - gram[i, j]
         out[i, i] += shift
+        out[i, i + 1 :] = 0.0
     return out
 
 
