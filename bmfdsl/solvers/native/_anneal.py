@@ -83,7 +83,9 @@ def _resample_rows(
     code order), bit for bit, with less work: energies are integers, so a weight depends only
     on the integer gap to the row's best code and is computed once per gap and call (the
     ``exp`` had been most of a sweep); ``cᵀGc`` follows the Gray order as the linear term does
-    (``O(r)`` a code, not ``O(r²)``); the best code is tracked while scoring.
+    (``O(r)`` a code, not ``O(r²)``); the best code is tracked while scoring, and a row whose
+    second-best code is beyond the cutoff (most rows once the run is cold) takes the best
+    without weighing the others.
     """
     K, r = codes.shape
     exactly_one = flip_bit[K - 1] < 0
@@ -111,8 +113,11 @@ def _resample_rows(
     energy = np.zeros(K, dtype=np.int64)
     weights = np.zeros(K, dtype=np.float64)
     total = np.int64(0)
+    largest = np.iinfo(np.int64).max
     for i in range(X.shape[0]):
         best = 0
+        emin = quad[0] if not exactly_one else largest
+        second = largest  # the second-lowest energy (equal to emin on a tie)
         if exactly_one:
             for t in range(K):
                 lin = 0
@@ -120,8 +125,10 @@ def _resample_rows(
                     lin += codes[t, k] * B[i, k]
                 e = quad[t] - 2 * lin
                 energy[t] = e
-                if e < energy[best]:
-                    best = t
+                if e < emin:
+                    second, emin, best = emin, e, t
+                elif e < second:
+                    second = e
         else:
             lin = 0
             energy[0] = quad[0]
@@ -133,10 +140,19 @@ def _resample_rows(
                     lin -= B[i, bit]
                 e = quad[t] - 2 * lin
                 energy[t] = e
-                if e < energy[best]:
-                    best = t
+                if e < emin:
+                    second, emin, best = emin, e, t
+                elif e < second:
+                    second = e
+        if second == largest or (second - emin) / temperature >= _CUTOFF:
+            # frozen: every other code's weight is 0, so the scan below would pick the best
+            # whatever the draw (which is still taken, for the same stream)
+            np.random.random()
+            for k in range(r):
+                X[i, k] = codes[best, k]
+            total += emin
+            continue
         norm = 0.0
-        emin = energy[best]
         for t in range(K):
             gap = energy[t] - emin
             w = table[gap] if gap < size else -1.0
