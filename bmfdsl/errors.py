@@ -8,6 +8,9 @@ everything of ours. Messages say what went wrong and how to fix it.
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from collections.abc import Iterable
 
 __all__ = [
@@ -23,6 +26,7 @@ __all__ = [
     "PerformanceWarning",
     "SolverError",
     "UnknownNameError",
+    "warn_caller",
 ]
 
 
@@ -87,3 +91,32 @@ class SolverError(BmfdslError, RuntimeError):
 class PerformanceWarning(UserWarning):
     """A call will be slow or use much memory (a dask array loaded whole); the message says
     how slow and what to do instead."""
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn_caller(message: str, category: type[Warning]) -> None:
+    """``warnings.warn(message, category)`` attributed to the first caller outside bmfdsl,
+    however deep in the package it is raised and by whichever public entry (``factorize``, an
+    estimator's ``fit``, the registry, a model compile): the warning names the user's line,
+    and filters by module see the user's module. scikit-learn's frames are passed over too:
+    its output wrappers sit between an estimator's ``fit`` and its ``fit_transform``.
+
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_caller("careful", UserWarning)
+    >>> caught[0].filename.startswith("<doctest")
+    True
+    """
+    skipped = [_PACKAGE_DIR]
+    sklearn = sys.modules.get("sklearn")
+    if getattr(sklearn, "__file__", None):
+        skipped.append(os.path.dirname(os.path.abspath(sklearn.__file__)) + os.sep)
+    prefixes = tuple(skipped)
+    frame = sys._getframe(1)
+    level = 2  # stacklevel 2: warn_caller's caller
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(prefixes):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, category, stacklevel=level)

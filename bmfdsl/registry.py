@@ -28,11 +28,10 @@ import functools
 import importlib
 import importlib.metadata
 import re
-import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
-from bmfdsl.errors import InvalidParameterError, UnknownNameError
+from bmfdsl.errors import InvalidParameterError, UnknownNameError, warn_caller
 
 __all__ = [
     "Registry",
@@ -205,11 +204,10 @@ class Registry(Generic[Entry]):
         _warned_clashes.add((self.group, name, entry_point.value))
         owner = getattr(getattr(entry_point, "dist", None), "name", None)
         rename = f", or {self.register_function}() it under another name"
-        warnings.warn(
+        warn_caller(
             f"the installed package {owner or 'an unknown distribution'!r} declares a "
             f"{self.kind} named {name!r} ({entry_point.value}), which is a built-in name; the "
             f"built-in is used. Ask its authors to rename it"
             f"{rename if self.register_function else ''}",
             UserWarning,
-            stacklevel=5,  # the public caller: it -> get -> entries -> _plugins -> here
         )

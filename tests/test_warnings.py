@@ -66,3 +66,36 @@ def test_a_generic_backend_on_a_large_unsampled_model_is_warned_about():
         warnings.simplefilter("error", PerformanceWarning)
         factorize(A, 3, random_state=0)
         factorize(A, 3, backend="neal", num_reads=1, time_limit=0.5, random_state=0)
+
+
+def test_every_warning_names_the_users_line_whatever_the_entry():
+    """Raised deep in the package (the pipeline, the estimator, a model compile, a deprecated
+    keyword), each warning is attributed to this file: the line that called bmfdsl."""
+    from bmfdsl import compile_model
+    from bmfdsl.modeling import ModelBuilder, squared_residual
+
+    A = make_exact_rank(120, 30, 3, random_state=0)
+    small = np.kron(np.eye(2, dtype=np.int8), np.ones((3, 2), dtype=np.int8))
+    calls = [
+        lambda: factorize(A, 3, backend="neal", num_reads=1, num_sweeps=10, random_state=0),
+        lambda: factorize(small, 2, model_data={"k": 2}, random_state=0),
+        lambda: compile_model("at-most-k-bmf", small, 2, data={"kk": 2}),
+        lambda: squared_residual(small, np.zeros(small.shape), weights=np.ones(small.shape)),
+        lambda: ModelBuilder(small, rank=1).declare_bmf(weights=np.ones(small.shape)),
+    ]
+    try:
+        import dask.array as da
+
+        chunks = da.from_array(small, chunks=(3, 4))
+        estimator = BinaryMatrixFactorization(n_components=2, random_state=0)
+        calls.append(lambda: estimator.fit(chunks))
+    except ImportError:  # the dask extra: the other entries are still checked
+        pass
+    for call in calls:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call()
+        assert caught, call
+        assert {warning.filename for warning in caught} == {__file__}, [
+            (str(w.message)[:60], w.filename) for w in caught
+        ]

@@ -9,7 +9,6 @@ honours ``set_output`` and passes scikit-learn's estimator checks (see
 from __future__ import annotations
 
 import numbers
-import warnings
 from typing import Any
 
 import numpy as np
@@ -21,6 +20,7 @@ from bmfdsl.errors import (
     InvalidParameterError,
     NotFittedError,
     PerformanceWarning,
+    warn_caller,
 )
 from bmfdsl.linalg import is_dask_array
 from bmfdsl.registry import check_known_names
@@ -138,12 +138,11 @@ class BinaryMatrixFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixi
         )
 
         if is_dask_array(X):  # scikit-learn's input checks load it whole
-            warnings.warn(
+            warn_caller(
                 f"{type(self).__name__} loads a dask array fully into memory "
                 f"({X.shape[0]} x {X.shape[1]}); bmfdsl.factorize(X, rank) keeps it out of "
                 "core (blockwise, sampled rows), then transform new rows with solve_bls",
                 PerformanceWarning,
-                stacklevel=3,
             )
         if is_sparse(X):  # scikit-learn's checks convert formats: kernels that trust indices
             check_sparse_structure(X, name="X")

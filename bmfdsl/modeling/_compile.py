@@ -11,7 +11,6 @@ import importlib
 import importlib.util
 import os
 import sys
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -20,7 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from bmfdsl.errors import InvalidParameterError, ModelDefinitionError, ModelTooLargeError
+from bmfdsl.errors import (
+    InvalidParameterError,
+    ModelDefinitionError,
+    ModelTooLargeError,
+    warn_caller,
+)
 from bmfdsl.modeling._compiled import CompiledModel, Lowered, claimed_structure, verify_claim
 from bmfdsl.modeling._declaration import Declaration
 from bmfdsl.modeling._dsl import ModelBuilder
@@ -174,11 +178,10 @@ def _declare(
     unread = [key for key in builder.data.unread() if key != "mask"]
     if unread:
         asked = sorted(builder.data.asked)
-        warnings.warn(
+        warn_caller(
             f"model {name!r} never read the data {unread} while building it (it asks for "
             f"{asked or 'no data'}); a misspelt key would be ignored",
             UserWarning,
-            stacklevel=2,
         )
     return builder.declaration()
 

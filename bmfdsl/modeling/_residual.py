@@ -6,12 +6,11 @@ checked here, once, for it and for :meth:`~bmfdsl.modeling.ModelBuilder.declare_
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
 
-from bmfdsl.errors import InvalidParameterError, ModelDefinitionError
+from bmfdsl.errors import InvalidParameterError, ModelDefinitionError, warn_caller
 from bmfdsl.modeling._expr import PolyArray, as_poly
 
 
@@ -66,11 +65,10 @@ def renamed_entry_weights(entry_weights: Any, weights: Any, function: str) -> An
         raise InvalidParameterError(
             f"{function}: pass entry_weights= only (weights= is its deprecated old name)"
         )
-    warnings.warn(
+    warn_caller(
         f"{function}(weights=...) is deprecated: per-entry data weights are now "
         "entry_weights=... (weights means penalty weights)",
         DeprecationWarning,
-        stacklevel=3,
     )
     return weights
 

@@ -19,7 +19,6 @@ import difflib
 import inspect
 import math
 import time
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -28,7 +27,12 @@ from typing import Any
 import numpy as np
 
 from bmfdsl import progress
-from bmfdsl.errors import InvalidMatrixError, InvalidParameterError, UnknownNameError
+from bmfdsl.errors import (
+    InvalidMatrixError,
+    InvalidParameterError,
+    UnknownNameError,
+    warn_caller,
+)
 from bmfdsl.linalg import (
     BinaryMatrix,
     InMemoryMatrix,
@@ -1037,14 +1041,13 @@ def _warn_if_large(compiled: Any, backend: str, *, timed: bool) -> None:
     if variables >= GENERIC_BACKEND_WARN_VARIABLES:
         m, n = compiled.A.shape
         bounded = "pass time_limit=..., " if timed else ""
-        warnings.warn(
+        warn_caller(
             f"backend {backend!r} searches all {variables:,} variables of model "
             f"{compiled.model_name!r} on {m} x {n} rows and columns: at this size generic "
             "samplers leave answers far from the optimum and some take minutes. Solve fewer "
             f"rows (sample_rows='auto', the paper's row sampling, or a smaller count), "
             f"{bounded}or use backend='native', which solves the structure directly",
             PerformanceWarning,
-            stacklevel=5,  # the caller of factorize (under its background-work wrapper)
         )
 
 
