@@ -3,7 +3,8 @@
 Every error raised on purpose by bmfdsl subclasses :class:`BmfdslError` *and* the
 builtin exception a caller would expect (``ValueError``, ``KeyError``, ``ImportError``,
 ...), so ``except ValueError`` keeps working while ``except BmfdslError`` catches
-everything of ours. Messages say what went wrong and how to fix it.
+everything of ours. Messages say what went wrong and how to fix it. Warnings go through
+:func:`warn_caller`, which names the user's line however deep in the package they arise.
 """
 
 from __future__ import annotations
@@ -110,9 +111,9 @@ def warn_caller(message: str, category: type[Warning]) -> None:
     True
     """
     skipped = [_PACKAGE_DIR]
-    sklearn = sys.modules.get("sklearn")
-    if getattr(sklearn, "__file__", None):
-        skipped.append(os.path.dirname(os.path.abspath(sklearn.__file__)) + os.sep)
+    sklearn_file = getattr(sys.modules.get("sklearn"), "__file__", None)
+    if isinstance(sklearn_file, str):
+        skipped.append(os.path.dirname(os.path.abspath(sklearn_file)) + os.sep)
     prefixes = tuple(skipped)
     frame = sys._getframe(1)
     level = 2  # stacklevel 2: warn_caller's caller
