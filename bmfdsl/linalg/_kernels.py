@@ -1325,10 +1325,7 @@ def solve_rows_exact(
         for w in range(words):
             norm += int(_popcount(bits[i, w]))
         for k in range(rank):
-            count = np.uint64(0)
-            for w in range(words):
-                count += _popcount(bits[i, w] & factor_bits[k, w])
-            cross[k] = np.int64(count)
+            cross[k] = np.int64(_common_bits(bits, i, factor_bits, k))
         best_code = 0
         best_score = 0
         if pruned:
@@ -1765,13 +1762,20 @@ def bit_cross(bits: np.ndarray, factor: np.ndarray) -> np.ndarray:
 
 @numba.njit(cache=True, nogil=True)
 def _bit_products(left: np.ndarray, right: np.ndarray, out: np.ndarray) -> None:
-    rows, words = left.shape
+    rows = left.shape[0]
     for i in range(rows):
         for k in range(right.shape[0]):
-            count = np.uint64(0)
-            for word in range(words):
-                count += _popcount(left[i, word] & right[k, word])
-            out[i, k] = count
+            out[i, k] = _common_bits(left, i, right, k)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _common_bits(left: np.ndarray, i: int, right: np.ndarray, k: int) -> np.uint64:
+    """The ones that rows ``left[i]`` and ``right[k]`` of packed bits share: a word AND and a
+    popcount per 64 entries."""
+    count = np.uint64(0)
+    for word in range(left.shape[1]):
+        count += _popcount(left[i, word] & right[k, word])
+    return count
 
 
 @numba.njit(cache=True, nogil=True)
@@ -1786,12 +1790,10 @@ def _popcount(x: np.uint64) -> np.uint64:
 def _add_packed_gram(packed: np.ndarray, gram: np.ndarray) -> None:
     """Add ``popcount(column_j & column_k)`` over the words into ``gram[j, k]`` (both
     triangles)."""
-    columns, words = packed.shape
+    columns = packed.shape[0]
     for j in range(columns):
         for k in range(j, columns):
-            count = np.uint64(0)
-            for w in range(words):
-                count += _popcount(packed[j, w] & packed[k, w])
+            count = _common_bits(packed, j, packed, k)
             gram[j, k] += count
             if k != j:
                 gram[k, j] += count

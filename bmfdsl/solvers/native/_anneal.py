@@ -116,34 +116,22 @@ def _resample_rows(
     largest = np.iinfo(np.int64).max
     for i in range(X.shape[0]):
         best = 0
-        emin = quad[0] if not exactly_one else largest
-        second = largest  # the second-lowest energy (equal to emin on a tie)
-        if exactly_one:
-            for t in range(K):
+        emin = second = largest  # the lowest energy and the second-lowest (emin on a tie)
+        lin = 0
+        for t in range(K):
+            if exactly_one:  # each one-hot code's own sum
                 lin = 0
                 for k in range(r):
                     lin += codes[t, k] * B[i, k]
-                e = quad[t] - 2 * lin
-                energy[t] = e
-                if e < emin:
-                    second, emin, best = emin, e, t
-                elif e < second:
-                    second = e
-        else:
-            lin = 0
-            energy[0] = quad[0]
-            for t in range(1, K):
+            elif t > 0:  # Gray order: one bit flips per step
                 bit = flip_bit[t]
-                if codes[t, bit]:
-                    lin += B[i, bit]
-                else:
-                    lin -= B[i, bit]
-                e = quad[t] - 2 * lin
-                energy[t] = e
-                if e < emin:
-                    second, emin, best = emin, e, t
-                elif e < second:
-                    second = e
+                lin += B[i, bit] if codes[t, bit] else -B[i, bit]
+            e = quad[t] - 2 * lin
+            energy[t] = e
+            if e < emin:
+                second, emin, best = emin, e, t
+            elif e < second:
+                second = e
         if second == largest or (second - emin) / temperature >= _CUTOFF:
             # frozen: every other code's weight is 0, so the scan below would pick the best
             # whatever the draw (which is still taken, for the same stream)
