@@ -11,12 +11,13 @@ from functools import partial
 import numpy as np
 import pytest
 
-from bmfdsl import factorize, make_planted_blocks, make_sparse_planted
+from bmfdsl import factorize, make_exact_rank, make_planted_blocks, make_sparse_planted
 from bmfdsl.errors import InvalidParameterError
 from bmfdsl.linalg import as_matrix
 from bmfdsl.pipeline._sampling import choose_sample_size
 from bmfdsl.solvers import solve_bls_with_error
-from bmfdsl.solvers.native import solve_bmf, structure_seeds
+from bmfdsl.solvers.native import _portfolio as portfolio
+from bmfdsl.solvers.native import _seeds, solve_bmf, structure_seeds
 from bmfdsl.solvers.native._seeds import column_cluster_seed, threshold_rows
 
 
@@ -81,7 +82,7 @@ def test_a_larger_explicit_sample_is_not_clearly_worse():
 
 _CHILD = """
 import hashlib, json
-from bmfdsl import factorize, make_planted_blocks, make_sparse_planted
+from bmfdsl import factorize, make_exact_rank, make_planted_blocks, make_sparse_planted
 from bmfdsl.apps._datasets import make_planted_blocks
 
 def fingerprint():
@@ -206,6 +207,28 @@ def test_structure_seeds_are_the_same_for_the_same_generator_state():
     for (U, V), (U2, V2) in zip(first, again, strict=True):
         assert np.array_equal(U, U2) and np.array_equal(V, V2)
     assert threshold_rows((300, 1000), 5) == 300 and threshold_rows((20_000, 2000), 5) < 20_000
+
+
+def test_a_tall_exact_rank_matrix_is_solved_from_a_sampled_probe(monkeypatch):
+    # Table 1's kind of input, tall enough for the probe (more than 2 x 4,096 rows): ALS from
+    # the NMF-threshold seed of 4,096 rows reaches error 0, so the seeds on all rows never run
+    A = make_exact_rank(10_000, 30, 3, random_state=1)
+
+    def no_seeds_on_all_rows(*args, **kwargs):
+        raise AssertionError("the structure seeds ran after the probe reached error 0")
+
+    portfolio.compile_kernels()  # (its warm-up solves run the seeds)
+    with monkeypatch.context() as patched:
+        patched.setattr(portfolio, "structure_seeds", no_seeds_on_all_rows)
+        result = solve_bmf(A, 3, seed=0)
+    assert result.solutions[0][2] == 0 and result.info["certificate"]["optimal"]
+    noisy = A.copy()
+    noisy[0, 0] ^= 1  # one flipped entry: no rank-3 product fits it, and no probe runs
+    assert not list(_seeds.exact_rank_probes(noisy, 3, np.random.default_rng(0)))
+    assert not list(_seeds.exact_rank_probes(A[:8000], 3, np.random.default_rng(0)))  # short
+    probes = list(_seeds.exact_rank_probes(A, 3, np.random.default_rng(0)))
+    assert len(probes) == _seeds.EXACT_PROBES  # each on its own sample
+    assert len({U.any(axis=1).tobytes() for U, _ in probes}) == len(probes)
 
 
 def test_native_solver_finds_a_sparse_planted_core():

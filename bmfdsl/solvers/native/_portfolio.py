@@ -50,7 +50,13 @@ from bmfdsl.solvers.native._beyond import (
     polish_one_hot_beyond,
 )
 from bmfdsl.solvers.native._certify import exact_rank1
-from bmfdsl.solvers.native._seeds import seed_work, structure_seeds
+from bmfdsl.solvers.native._seeds import (
+    EXACT_PROBE_ROWS,
+    exact_rank_probes,
+    nmf_threshold_work,
+    seed_work,
+    structure_seeds,
+)
 from bmfdsl.solvers.native._settings import (
     NativeSettings,
     auto_work_limit,
@@ -340,9 +346,19 @@ def _polish_seeds(solver: PortfolioSolver, warm: list[tuple[np.ndarray, np.ndarr
         return
     if not solver.budget.affords(seed_work(A.shape, rank)):  # the budget counts them too
         return
-    started = time.perf_counter()
     # a generator of their own: the restarts draw the same states as without these seeds
-    structured = list(structure_seeds(A, rank, solver.rng.spawn(1)[0]))
+    generator = solver.rng.spawn(1)[0]
+    started = time.perf_counter()
+    probe_work = nmf_threshold_work(A.shape, rank, max_rows=EXACT_PROBE_ROWS)
+    # (a generator spawned from the seeds' own leaves their draws as they were)
+    for U, V in exact_rank_probes(A, rank, generator.spawn(1)[0]):
+        solver.budget.spend(probe_work, time.perf_counter() - started)
+        solver.polish(U, V, within_work_limit=True)
+        solver.counts["seeds"] += 1
+        if solver.pool.best_error == 0:
+            return
+        started = time.perf_counter()
+    structured = list(structure_seeds(A, rank, generator))
     solver.budget.spend(seed_work(A.shape, rank), time.perf_counter() - started)
     for U, V in structured:
         solver.polish(U, V, within_work_limit=True)
