@@ -178,7 +178,9 @@ def main() -> None:
             if (c["table"], c["dataset"], c["m"], c["rank"]) not in fresh
         ]
         cells = sorted(kept + cells, key=lambda c: (c["table"], c["dataset"], c["m"], c["rank"]))
-        commands = previous["meta"].get("commands", [previous["meta"]["command"]]) + commands
+        earlier = previous["meta"].get("commands", [previous["meta"]["command"]])
+        # a rerun of an earlier command replaces its cells: it is listed once
+        commands = [c for c in earlier if c != meta["command"]] + commands
     meta["commands"] = commands
     meta["command"] = "; ".join(commands)
     (out / "native.json").write_text(json.dumps({"meta": meta, "cells": cells}, indent=1))
