@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bmfdsl.errors import InvalidParameterError, UnknownNameError
-from bmfdsl.solvers.methods import METHODS, baseline, get_method
+from bmfdsl.solvers.methods import METHODS, _thresholded, baseline, get_method
 from bmfdsl.solvers.methods._penalized import penalized, penalized_factors
 from bmfdsl.solvers.methods._thresholded import (
     nmf,
@@ -183,6 +183,21 @@ def test_nmf_is_seeded_and_fits_a_nonnegative_rank_r_matrix() -> None:
     np.testing.assert_array_equal(W1, W2)
     assert (W1 >= 0).all() and (H1 >= 0).all()
     assert np.linalg.norm(A - W1 @ H1) < np.linalg.norm(A)
+
+
+@pytest.mark.parametrize(("shape", "rank"), [((300, 13), 1), ((200, 70), 3), ((64, 8), 2)])
+def test_nmf_by_byte_tables_equals_the_blas_products(shape, rank, monkeypatch) -> None:
+    # the tables' route (tall dense 0/1 input) against BLAS's on the same draws: the same
+    # factors up to the last bits, across byte boundaries and a last partial byte
+    A = (np.random.default_rng(6).random(shape) < 0.4).astype(np.int8)
+    A[0] = 1  # a row of all ones: every byte value 255
+    monkeypatch.setattr(_thresholded, "_BYTE_TABLE_MIN_ROWS", 1)
+    assert _thresholded._byte_tables_pay(A) and not _thresholded._byte_tables_pay(A * 2)
+    W, H = nmf(A, rank, random_state=1, iterations=40)
+    monkeypatch.setattr(_thresholded, "_byte_tables_pay", lambda A: False)
+    W_blas, H_blas = nmf(A, rank, random_state=1, iterations=40)
+    np.testing.assert_allclose(W, W_blas, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(H, H_blas, rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("rank", [1, 2, 3])
