@@ -81,6 +81,9 @@ _DESCRIPTIONS = {
     "work_patience": "start no restart that would take the work since the last improvement "
     "past this many units and past what it took to find the best (default: no such stop; "
     "the default factorize sets it for its core solve)",
+    "flip_sweeps": "sweeps of the final flip descent of the short side's factor, the other "
+    "re-solved exactly, in work beside the budget (0: none; the default factorize polishes "
+    f"its full-data answer so instead) {_default('flip_sweeps')}",
 }
 
 
@@ -128,6 +131,7 @@ class NativeSampler(StructuredSampler):
         num_solutions: int | None = None,
         patience: int | None = None,
         work_patience: float | None = None,
+        flip_sweeps: int | None = None,
     ) -> dimod.SampleSet:
         """Solve the BMF of ``structure``; solutions best first, energy = objective.
 
@@ -157,6 +161,7 @@ class NativeSampler(StructuredSampler):
             "max_enumeration": max_enumeration,
             "patience": patience,
             "work_patience": work_patience,
+            "flip_sweeps": flip_sweeps,
         }
         weights = structure.effective_weights
         if not structure.is_integer_bmf:

@@ -465,6 +465,7 @@ def test_native_passes_the_structured_conformance_kit():
         "num_solutions": 2,
         "patience": 3,
         "work_patience": 1e8,
+        "flip_sweeps": 1,
     }
     check_structured_sampler(
         NativeSampler(), example_values=examples, sample_params={"num_reads": 3}

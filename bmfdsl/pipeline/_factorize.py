@@ -307,6 +307,7 @@ def factorize(
             device=device,
             seeds_ahead=seeds_ahead,
         )
+        U, V, error = _flip_polish(data, U, V, error, backend_params, timer, info, time_limit_end)
     else:
         if seeds_ahead is not None:
             seeds_ahead.close()
@@ -342,6 +343,41 @@ def factorize(
         info=info,
         lower_bound=proof.bound.value,
     )
+
+
+def _flip_polish(
+    data: BinaryMatrix,
+    U: np.ndarray,
+    V: np.ndarray,
+    error: int,
+    backend_params: Mapping[str, Any],
+    timer: StageTimer,
+    info: dict[str, Any],
+    deadline: float | None,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """The portfolio's answer after the native solver's final flip descent on the full data
+    (:func:`~bmfdsl.solvers.native.flip_descent`: one bit of the short side's factor at a
+    time, the other re-solved exactly), where ``A`` is in memory and small enough
+    (:data:`FLIP_MAX_CELLS`); ``info["flip_descent"]`` says what it did. The caller's
+    ``flip_sweeps`` (the native backend's keyword) sets its sweeps, 0 none."""
+    from bmfdsl.solvers.native import FLIP_SWEEPS, auto_work_limit, flip_allowance, flip_descent
+
+    sweeps = backend_params.get("flip_sweeps")
+    sweeps = FLIP_SWEEPS if sweeps is None else sweeps
+    m, n = data.shape
+    if not data.in_memory or m * n > FLIP_MAX_CELLS or error == 0:
+        return U, V, error
+    allowance = flip_allowance((m, n), U.shape[1], auto_work_limit((m, n)), sweeps)
+    if allowance <= 0 or (deadline is not None and time.perf_counter() > deadline):
+        return U, V, error
+    with timer("als"):
+        result = flip_descent(data.dense(), U, V, allowance)
+    if result is None:
+        return U, V, error
+    info["flip_descent"] = {"flips": result.flips, "error_before": error}
+    if result.error < error:
+        return result.U, result.V, result.error
+    return U, V, error
 
 
 def _with_jit(
@@ -884,6 +920,10 @@ def _check_model_data(model_data: Any, method: str, sample_rows: int | None) -> 
     return dict(model_data)
 
 
+#: Largest ``A`` (entries) whose full-data answer gets the native solver's flip descent
+#: (:func:`_flip_polish`): its dense copy stays small, and so does the table of every row's
+#: code errors (at most ``MAX_FLIP_TABLE`` entries, which the descent checks itself).
+FLIP_MAX_CELLS = 2**24
 #: With a ``time_limit``, the lower bound gets what is left of it, and at least this share.
 BOUNDS_TIME_SHARE = 0.05
 

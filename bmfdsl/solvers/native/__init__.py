@@ -12,6 +12,9 @@
 * :func:`solve_family` with :class:`FamilyProblem`: the rest of the BMF family (Boolean OR and
   XOR products, L1 terms, at-most/at-least-k rows) by exact row updates over the allowed
   codes, ASSO-style seeds and an iterated local search, within a work budget;
+* :func:`flip_descent`: the final polish of a free answer, one bit of the short side's factor
+  at a time with the other re-solved exactly (after :func:`solve_bmf`'s search, and on the
+  full data's answer of the default ``factorize``);
 * :func:`structure_seeds`: the NMF-threshold and cluster seeds of a whole-matrix solve (the
   pipeline's portfolio tries them on a row sample of a large matrix).
 
@@ -26,6 +29,7 @@ from bmfdsl.solvers.native._family import (
     polish_family,
     solve_family,
 )
+from bmfdsl.solvers.native._flips import FLIP_SWEEPS, FlipResult, flip_allowance, flip_descent
 from bmfdsl.solvers.native._portfolio import NativeResult, compile_kernels, solve_bmf
 from bmfdsl.solvers.native._seeds import (
     SEED_NAMES,
@@ -46,17 +50,21 @@ from bmfdsl.solvers.native._weighted import solve_weighted_bmf, weighted_als, we
 
 __all__ = [
     "DEFAULT_FAMILY_WORK",
+    "FLIP_SWEEPS",
     "PRACTICAL_MAX_RANK",
     "SEED_NAMES",
     "WORK_PER_SECOND",
     "FamilyProblem",
     "FamilyResult",
+    "FlipResult",
     "NativeResult",
     "NativeSettings",
     "auto_work_limit",
     "compile_kernels",
     "exact_rank1",
     "exact_solve_seconds",
+    "flip_allowance",
+    "flip_descent",
     "one_blas_thread",
     "polish_family",
     "portfolio_work_patience",

@@ -50,6 +50,7 @@ from bmfdsl.solvers.native._beyond import (
     polish_one_hot_beyond,
 )
 from bmfdsl.solvers.native._certify import exact_rank1
+from bmfdsl.solvers.native._flips import flip_allowance, flip_descent
 from bmfdsl.solvers.native._seeds import (
     EXACT_PROBE_ROWS,
     exact_rank_probes,
@@ -58,6 +59,7 @@ from bmfdsl.solvers.native._seeds import (
     structure_seeds,
 )
 from bmfdsl.solvers.native._settings import (
+    WORK_PER_SECOND,
     NativeSettings,
     auto_work_limit,
     check_warm_starts,
@@ -169,6 +171,8 @@ def solve_bmf(
         search = _search(solver, reserve if math.isfinite(reserve) else 0.0)
         if clusters:  # what the model asks for: k-means++ (_beyond.kmeans_restarts)
             solver.cluster_restarts()
+        else:
+            _flip_polish(solver)
     if solver.pool.best_error == 0:
         certificate = {"optimal": True, "reason": "zero error"}
     if certified_first:  # warm starts are kept among the answers even when certified
@@ -363,6 +367,34 @@ def _polish_seeds(solver: PortfolioSolver, warm: list[tuple[np.ndarray, np.ndarr
     for U, V in structured:
         solver.polish(U, V, within_work_limit=True)
         solver.counts["seeds"] += 1
+
+
+def _flip_polish(solver: PortfolioSolver) -> None:
+    """The flip descent of a free model from the best answer, after the search and beside its
+    budget (the search runs as without it: the same restarts), within
+    :func:`~bmfdsl.solvers.native._flips.flip_allowance` units and, under an opt-in time
+    limit, half what the clock leaves; its answer joins the pool when it is better."""
+    if solver.one_hot_u or solver.one_hot_v or not solver.settings.flip_sweeps:
+        return
+    error, U, V = solver.pool.items[0]
+    limit = solver.budget.work_limit
+    budget = limit if limit is not None else auto_work_limit(solver.A.shape)
+    allowance = flip_allowance(solver.A.shape, solver.rank, budget, solver.settings.flip_sweeps)
+    deadline = solver.budget.deadline
+    if deadline is not None:  # an opt-in time limit: half what the clock leaves, at the
+        # calibration speed (the descent does not look at the clock inside)
+        seconds = max(0.0, deadline - time.perf_counter())
+        allowance = min(allowance, seconds * WORK_PER_SECOND / 2)
+    if error == 0 or allowance <= 0:
+        return
+    started = time.perf_counter()
+    result = flip_descent(solver.A, U, V, allowance)
+    if result is None:
+        return
+    solver.budget.spend(result.work, time.perf_counter() - started)
+    solver.counts["flips"] += result.flips
+    if result.error < error:
+        solver.pool.add(result.error, result.U, result.V)
 
 
 def _restart_modes(solver: PortfolioSolver) -> tuple[tuple[str, int], ...]:

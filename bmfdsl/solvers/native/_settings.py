@@ -87,6 +87,11 @@ class NativeSettings:
             ``patience`` for inputs where only a few costly restarts fit the budget (rank 10
             on a UCI set: 2 to 4 restarts of up to 0.7e9 units each, none of which improved
             on the seeds), so the stop does not depend on how many restarts there were.
+        flip_sweeps: sweeps of the final flip descent of a free model (``0``: none): every
+            bit of the short side's factor flipped in turn, the other factor re-solved exactly,
+            each flip kept when it lowers the error
+            (:func:`~bmfdsl.solvers.native._flips.flip_descent`), in work beside the budget
+            (at most a fifth of it; the search runs as without it).
     """
 
     time_limit: float | None = None
@@ -102,6 +107,7 @@ class NativeSettings:
     num_solutions: int = 1
     patience: int | None = 24
     work_patience: float | None = None
+    flip_sweeps: int = 2
 
     def __post_init__(self) -> None:
         """Each setting checked by the one check of its kind (:mod:`bmfdsl.validation`): the
@@ -119,6 +125,7 @@ class NativeSettings:
             check_count(self.num_reads, "num_reads", minimum=0)
         if self.patience is not None:
             check_count(self.patience, "patience")
+        check_count(self.flip_sweeps, "flip_sweeps", minimum=0)
         t_hot = check_real(self.t_hot, "t_hot", strict=True)
         t_cold = check_real(self.t_cold, "t_cold", strict=True)
         if t_cold > t_hot:

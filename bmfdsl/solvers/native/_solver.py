@@ -82,6 +82,7 @@ class PortfolioSolver:
             "tempering": 0,
             "reheat": 0,
             "kmeans": 0,
+            "flips": 0,
         }
         # work done so far (besides the budget's units): replica sweeps and exact BLS solves
         self.sweeps = 0
