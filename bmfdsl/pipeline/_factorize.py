@@ -307,7 +307,9 @@ def factorize(
             device=device,
             seeds_ahead=seeds_ahead,
         )
-        U, V, error = _flip_polish(data, U, V, error, backend_params, timer, info, time_limit_end)
+        U, V, error = _finish_by_flips(
+            data, U, V, error, backend_params, timer, info, time_limit_end
+        )
     else:
         if seeds_ahead is not None:
             seeds_ahead.close()
@@ -345,7 +347,7 @@ def factorize(
     )
 
 
-def _flip_polish(
+def _finish_by_flips(
     data: BinaryMatrix,
     U: np.ndarray,
     V: np.ndarray,
@@ -359,8 +361,15 @@ def _flip_polish(
     (:func:`~bmfdsl.solvers.native.flip_descent`: one bit of the short side's factor at a
     time, the other re-solved exactly), where ``A`` is in memory and small enough
     (:data:`FLIP_MAX_CELLS`); ``info["flip_descent"]`` says what it did. The caller's
-    ``flip_sweeps`` (the native backend's keyword) sets its sweeps, 0 none."""
-    from bmfdsl.solvers.native import FLIP_SWEEPS, auto_work_limit, flip_allowance, flip_descent
+    ``flip_sweeps`` (the native backend's keyword) sets its sweeps, 0 none; under a
+    ``time_limit`` it takes at most half the time left."""
+    from bmfdsl.solvers.native import (
+        FLIP_SWEEPS,
+        WORK_PER_SECOND,
+        auto_work_limit,
+        flip_allowance,
+        flip_descent,
+    )
 
     sweeps = backend_params.get("flip_sweeps")
     sweeps = FLIP_SWEEPS if sweeps is None else sweeps
@@ -368,7 +377,10 @@ def _flip_polish(
     if not data.in_memory or m * n > FLIP_MAX_CELLS or error == 0:
         return U, V, error
     allowance = flip_allowance((m, n), U.shape[1], auto_work_limit((m, n)), sweeps)
-    if allowance <= 0 or (deadline is not None and time.perf_counter() > deadline):
+    if deadline is not None:  # as the native solve's own descent: half what the clock leaves
+        seconds = max(0.0, deadline - time.perf_counter())
+        allowance = min(allowance, seconds * WORK_PER_SECOND / 2)
+    if allowance <= 0:
         return U, V, error
     with timer("als"):
         result = flip_descent(data.dense(), U, V, allowance)
@@ -921,7 +933,7 @@ def _check_model_data(model_data: Any, method: str, sample_rows: int | None) -> 
 
 
 #: Largest ``A`` (entries) whose full-data answer gets the native solver's flip descent
-#: (:func:`_flip_polish`): its dense copy stays small, and so does the table of every row's
+#: (:func:`_finish_by_flips`): its dense copy stays small, and so does the table of every row's
 #: code errors (at most ``MAX_FLIP_TABLE`` entries, which the descent checks itself).
 FLIP_MAX_CELLS = 2**24
 #: With a ``time_limit``, the lower bound gets what is left of it, and at least this share.
