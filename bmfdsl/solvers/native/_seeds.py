@@ -284,8 +284,9 @@ def exact_rank_probes(
     A: np.ndarray, rank: int, rng: np.random.Generator
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Up to :data:`EXACT_PROBES` NMF-threshold seeds, each on its own uniform sample of
-    :data:`EXACT_PROBE_ROWS` rows, made one at a time as they are asked for, for a tall ``A``
-    (more than twice as many rows) of real rank at most ``rank``; none for any other ``A``.
+    :data:`EXACT_PROBE_ROWS` rows, made one at a time as they are asked for, for an ``A`` of
+    more than twice that many rows, at most 512 columns and real rank at most ``rank``; none
+    for any other ``A``.
 
     An answer of error 0 is a real factorization of rank ``rank``: it exists only when the
     eigenvalues of ``AᵀA`` past the ``rank`` largest sum to 0 (below 0.5 here, for rounding),
