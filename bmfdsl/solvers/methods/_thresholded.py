@@ -15,7 +15,6 @@ import numba
 import numpy as np
 
 from bmfdsl.errors import InvalidParameterError
-from bmfdsl.linalg import pack_row_bits
 from bmfdsl.solvers.methods._penalized import (
     COMPILED_CALL_WORK,
     compiled_patterns,
@@ -151,9 +150,13 @@ def _byte_tables_pay(A: np.ndarray) -> bool:
 
 def _column_bytes(A: np.ndarray) -> np.ndarray:
     """A 0/1 ``A`` (``m x n``) as the bytes of its rows, byte column first: ``(ceil(n / 8),
-    m)`` ``uint8``, column ``j`` in bit ``j % 8`` of byte ``j // 8``."""
-    words = pack_row_bits(np.ascontiguousarray(A, dtype=np.int8))
-    return np.ascontiguousarray(words.view(np.uint8)[:, : (A.shape[1] + 7) // 8].T)
+    m)`` ``uint8``, column ``j`` in bit ``j % 8`` of byte ``j // 8`` (whatever the byte order
+    of the machine's words).
+
+    >>> _column_bytes(np.array([[1, 0, 1], [0, 1, 0]])).tolist()
+    [[5, 2]]
+    """
+    return np.ascontiguousarray(np.packbits(A != 0, axis=1, bitorder="little").T)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
