@@ -363,23 +363,14 @@ def _finish_by_flips(
     (:data:`FLIP_MAX_CELLS`); ``info["flip_descent"]`` says what it did. The caller's
     ``flip_sweeps`` (the native backend's keyword) sets its sweeps, 0 none; under a
     ``time_limit`` it takes at most half the time left."""
-    from bmfdsl.solvers.native import (
-        FLIP_SWEEPS,
-        WORK_PER_SECOND,
-        auto_work_limit,
-        flip_allowance,
-        flip_descent,
-    )
+    from bmfdsl.solvers.native import FLIP_SWEEPS, auto_work_limit, flip_allowance, flip_descent
 
     sweeps = backend_params.get("flip_sweeps")
     sweeps = FLIP_SWEEPS if sweeps is None else sweeps
     m, n = data.shape
     if not data.in_memory or m * n > FLIP_MAX_CELLS or error == 0:
         return U, V, error
-    allowance = flip_allowance((m, n), U.shape[1], auto_work_limit((m, n)), sweeps)
-    if deadline is not None:  # as the native solve's own descent: half what the clock leaves
-        seconds = max(0.0, deadline - time.perf_counter())
-        allowance = min(allowance, seconds * WORK_PER_SECOND / 2)
+    allowance = flip_allowance((m, n), U.shape[1], auto_work_limit((m, n)), sweeps, deadline)
     if allowance <= 0:
         return U, V, error
     with timer("als"):

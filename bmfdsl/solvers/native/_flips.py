@@ -17,10 +17,13 @@ m = 2,000, r = 5: mean relative error 0.6583 -> 0.6575).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numba
 import numpy as np
+
+from bmfdsl.solvers.native._settings import WORK_PER_SECOND
 
 #: Work units per (row, code) step of the descent (the cost model's units, a third of a
 #: nanosecond each on the calibration machine; a step, an add and a compare, took about 2 ns:
@@ -61,22 +64,34 @@ def flip_work_per_sweep(shape: tuple[int, int], rank: int) -> float:
 
 
 def flip_allowance(
-    shape: tuple[int, int], rank: int, budget: float, sweeps: int = FLIP_SWEEPS
+    shape: tuple[int, int],
+    rank: int,
+    budget: float,
+    sweeps: int = FLIP_SWEEPS,
+    deadline: float | None = None,
 ) -> float:
     """Work units of a final :func:`flip_descent`: its table and ``sweeps`` sweeps, at most
     :data:`FLIP_SHARE` of ``budget``; 0 where it does not run (no sweeps, rank below 2, whose
     answers the rank-1 search certifies, or an error table above :data:`MAX_FLIP_TABLE`).
+    Under an opt-in ``deadline`` (``time.perf_counter()`` seconds) at most half what the
+    clock leaves, at :data:`~bmfdsl.solvers.native.WORK_PER_SECOND`: the descent does not
+    look at the clock inside.
 
     >>> flip_allowance((2000, 30), 3, 3e9)  # the table and two sweeps
     9024000.0
     >>> flip_allowance((2000, 30), 1, 3e9), flip_allowance((2000, 30), 12, 3e9)
     (0.0, 0.0)
+    >>> flip_allowance((2000, 30), 3, 3e9, deadline=time.perf_counter() - 1)  # past it
+    0.0
     """
     long_side = max(shape)
     if sweeps == 0 or rank < 2 or long_side * 2**rank > MAX_FLIP_TABLE:
         return 0.0
     setup = FLIP_STEP_WORK * long_side * 2**rank * (rank + 1)
-    return float(min(FLIP_SHARE * budget, setup + sweeps * flip_work_per_sweep(shape, rank)))
+    allowance = min(FLIP_SHARE * budget, setup + sweeps * flip_work_per_sweep(shape, rank))
+    if deadline is not None:
+        allowance = min(allowance, max(0.0, deadline - time.perf_counter()) * WORK_PER_SECOND / 2)
+    return float(allowance)
 
 
 def flip_descent(

@@ -59,7 +59,6 @@ from bmfdsl.solvers.native._seeds import (
     structure_seeds,
 )
 from bmfdsl.solvers.native._settings import (
-    WORK_PER_SECOND,
     NativeSettings,
     auto_work_limit,
     check_warm_starts,
@@ -379,12 +378,9 @@ def _flip_polish(solver: PortfolioSolver) -> None:
     error, U, V = solver.pool.items[0]
     limit = solver.budget.work_limit
     budget = limit if limit is not None else auto_work_limit(solver.A.shape)
-    allowance = flip_allowance(solver.A.shape, solver.rank, budget, solver.settings.flip_sweeps)
-    deadline = solver.budget.deadline
-    if deadline is not None:  # an opt-in time limit: half what the clock leaves, at the
-        # calibration speed (the descent does not look at the clock inside)
-        seconds = max(0.0, deadline - time.perf_counter())
-        allowance = min(allowance, seconds * WORK_PER_SECOND / 2)
+    allowance = flip_allowance(
+        solver.A.shape, solver.rank, budget, solver.settings.flip_sweeps, solver.budget.deadline
+    )
     if error == 0 or allowance <= 0:
         return
     started = time.perf_counter()
