@@ -1,8 +1,9 @@
 """scipy sparse input: checked, factorized and scored without densifying the whole matrix.
 
 A sparse matrix must give exactly what its dense form gives (same seed: same U, V, error and
-lower bound), and a sampled run must never make the whole matrix dense: ``toarray`` is
-watched, and the traced peak memory stays far below the dense size.
+lower bound), and a sampled run must never make the whole matrix dense (``toarray`` is
+watched, and the traced peak memory stays far below the dense size) unless it has so many
+ones that a dense copy is small and faster (then exactly once).
 """
 
 from __future__ import annotations
@@ -245,6 +246,33 @@ def test_a_sampled_sparse_run_never_densifies_the_matrix(watch_toarray):
     # the dense int8 matrix alone would be 90 MB; the run's own peak (chunks, O(m r) codes,
     # n x n Grams) stays far below it
     assert peak < m * n / 2, peak
+
+
+def test_a_sampled_sparse_run_with_many_ones_densifies_once_and_equals_dense(watch_toarray):
+    A = _planted(6000, 40, 3, 0.4, 0.4, 0.02, seed=21)
+    sparse = scipy.sparse.csr_array(A)
+    assert SparseMatrix(sparse).dense_pays()
+    assert not SparseMatrix(scipy.sparse.csr_array(_random((6000, 40), 0.1, seed=2))).dense_pays()
+    dense_result = factorize(A, 3, sample_rows="auto", random_state=0)
+    watch_toarray.clear()
+    sparse_result = factorize(sparse, 3, sample_rows="auto", random_state=0)
+    _same(dense_result, sparse_result)
+    assert watch_toarray.count(A.shape) == 1
+    assert sparse_result.info["storage"] == "dense"
+
+
+def test_a_sampled_dense_run_with_few_ones_runs_on_its_pattern():
+    A = _planted(8000, 60, 3, 0.05, 0.1, 0.002, seed=22)
+    assert np.count_nonzero(A) < 0.03 * A.size
+    sparse_result = factorize(scipy.sparse.csr_array(A), 3, sample_rows="auto", random_state=0)
+    dense_result = factorize(A, 3, sample_rows="auto", random_state=0)
+    _same(dense_result, sparse_result)
+    assert dense_result.info["storage"] == sparse_result.info["storage"] == "sparse"
+    # unsampled, the core solve takes A dense as it is; with more ones, dense stays dense
+    assert factorize(A, 3, random_state=0).info["storage"] == "dense"
+    more = _planted(8000, 60, 3, 0.3, 0.3, 0.01, seed=23)
+    assert factorize(more, 3, sample_rows="auto").info["storage"] == "dense"
+    assert factorize(scipy.sparse.csr_array(more), 3, sample_rows=40).info["storage"] == "dense"
 
 
 def test_estimator_on_sparse_equals_dense_and_transform_stays_sparse(watch_toarray):

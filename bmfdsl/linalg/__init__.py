@@ -67,6 +67,7 @@ if TYPE_CHECKING:
         uncovered_ones,
     )
     from bmfdsl.linalg._matrix import (
+        SPARSE_INPUT_DENSITY,
         BinaryMatrix,
         DaskMatrix,
         InMemoryMatrix,

@@ -164,6 +164,9 @@ def factorize(
         and a proven ``lower_bound`` (cheap bounds always, see ``pipeline/_bounds.py``; a masked
         factorization's counts observed entries only). A masked factorization's
         ``info["als_solves"]`` is ``None`` (the masked ALS does not count its solves).
+        ``info["storage"]``: how ``A`` was held, ``"dense"``, ``"sparse"`` (a CSR pattern) or
+        ``"dask"``. A sampled run on the CPU takes the form its stages run faster on, with the
+        same answer: dense from 15% ones up, sparse under 3%, else the form passed in.
 
     Memory: with sampling, every pass over ``A`` (leverage scores, BLS, ALS, errors) works in
     row chunks, so beyond ``A`` itself only ``O(m r)`` results and fixed-size chunk buffers are
@@ -205,7 +208,7 @@ def factorize(
     if mask is not None:
         _check_mask_options(A, method, one_hot, weights, sample_rows, certify, backend_params)
     runtime_start = start_kernels()  # reported in "jit", not in the stage it falls in
-    data, s = _load(A, rank, sample_rows)
+    data, s = _load(A, rank, sample_rows, device)
     rank = check_rank(rank, data.shape)
     one_hot = check_one_hot(one_hot)
     method_key = _check_method(method, one_hot, weights, backend_params)
@@ -803,19 +806,30 @@ class _CoreSolution:
     error: int | None = None  # ||core - U Vᵀ||² when decoding computed it
 
 
-def _load(A: Any, rank: Any, sample_rows: Any) -> tuple[BinaryMatrix, int | None]:
+def _load(A: Any, rank: Any, sample_rows: Any, device: str) -> tuple[BinaryMatrix, int | None]:
     """The validated data and the number of rows to sample (``None``: use all rows).
 
-    A dask input samples with ``"auto"`` by default; one too small to sample is loaded. A
-    sparse input stays sparse when sampled; without sampling the core solve takes all of
-    ``A`` dense, so it is densified here, once.
+    A dask input samples with ``"auto"`` by default; one too small to sample is loaded.
+    Without sampling the core solve takes all of ``A`` dense, so a sparse input is densified
+    here, once. A sampled run takes the form its stages are fastest on, whatever the user
+    passed: a dense copy of a sparse input with many ones
+    (:meth:`~bmfdsl.linalg.SparseMatrix.dense_pays`), the CSR pattern of a dense input with
+    few (:meth:`~bmfdsl.linalg.InMemoryMatrix.sparse_pays`; on the CPU only: a dense ``A``'s
+    products are those that run on a GPU). The answers are the same either way.
     """
     if not is_dask_array(A):
         data = as_matrix(A)
         m, n = data.shape
         s = _sample_size(sample_rows, max(m, n), min(m, n), check_rank(rank, (m, n)))
-        if s is None and isinstance(data, SparseMatrix):
+        if isinstance(data, SparseMatrix) and (s is None or data.dense_pays()):
             data = InMemoryMatrix(data.dense())
+        elif (
+            s is not None
+            and device == "cpu"
+            and isinstance(data, InMemoryMatrix)
+            and data.sparse_pays()
+        ):
+            data = SparseMatrix.from_dense(data.array)
         return data, s
     if A.ndim != 2 or 0 in A.shape:
         raise InvalidMatrixError(f"A must be a non-empty 2-D array; got shape {A.shape}")

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from bmfdsl.errors import InvalidParameterError
-from bmfdsl.linalg import BinaryMatrix, DaskMatrix, SparseMatrix, as_matrix
+from bmfdsl.linalg import SPARSE_INPUT_DENSITY, BinaryMatrix, DaskMatrix, SparseMatrix, as_matrix
 from bmfdsl.pipeline._spectrum import (
     FULL_SPECTRUM_MAX_SIZE,
     gram_inverse,
@@ -63,10 +63,9 @@ SUBSAMPLE_MIN_ROWS = 2**15
 _SVD_MAX_ENTRIES = 2**22
 # Rows converted to float at a time on the Gram route: at most this many entries (8 MB).
 _CHUNK_ENTRIES = 2**20
-# A dense A with at most this share of ones takes the sparse route (pairs of ones instead of
-# dense products; same Gram matrix and projector). 100,000 x 2,000, one BLAS thread: at 1%
-# 24 s -> 4.2 s; at 5% 23 -> 18 s; at 10% 23 -> 36 s.
-_PATTERN_MAX_DENSITY = 0.03
+# A dense A with under SPARSE_INPUT_DENSITY ones takes the sparse route (pairs of ones instead
+# of dense products; same Gram matrix and projector), as factorize holds it. 100,000 x 2,000,
+# one BLAS thread: at 1% 24 s -> 4.2 s; at 5% 23 -> 18 s; at 10% 23 -> 36 s.
 # Scores by pairs of ones (scalar reads of M) rather than BLAS products (m n² flops) while the
 # pairs are at most this share of those flops (125,000 x 200, one BLAS thread: pairs 0.07 s
 # at 30% ones, 0.17 s at 45%, 0.19 s at 60%; products 0.19-0.23 s at every share).
@@ -131,7 +130,7 @@ def _leverage_scores(data: BinaryMatrix, rank: int | None) -> np.ndarray:
         left, singular, _ = np.linalg.svd(A.astype(np.float64), full_matrices=False)
         rank = int(np.sum(singular > singular[0] * max(m, n) * np.finfo(np.float64).eps))
         return np.einsum("ik,ik->i", left[:, :rank], left[:, :rank])
-    if int(np.count_nonzero(A)) <= _PATTERN_MAX_DENSITY * A.size:
+    if int(np.count_nonzero(A)) < SPARSE_INPUT_DENSITY * A.size:
         return _sparse_leverage_scores(SparseMatrix.from_dense(A))
     return _block_scores(A, _score_matrix(data.gram, m))
 
@@ -150,7 +149,7 @@ def shares_gram(data: BinaryMatrix, rank: int | None) -> bool:
         return False
     if isinstance(data, SparseMatrix | DaskMatrix):
         return True
-    return data.total > _PATTERN_MAX_DENSITY * data.shape[0] * data.shape[1]
+    return data.total >= SPARSE_INPUT_DENSITY * data.shape[0] * data.shape[1]
 
 
 def subsamples_scores(data: BinaryMatrix, rank: int | None) -> bool:
