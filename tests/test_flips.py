@@ -12,7 +12,7 @@ from bmfdsl import factorize
 from bmfdsl.apps import make_bernoulli
 from bmfdsl.errors import InvalidParameterError
 from bmfdsl.solvers.native import NativeSettings, flip_allowance, flip_descent, solve_bmf
-from bmfdsl.solvers.native._flips import MAX_FLIP_TABLE
+from bmfdsl.solvers.native._flips import FLIP_STEP_WORK, MAX_FLIP_TABLE, flip_work_per_sweep
 
 
 def brute_error(A: np.ndarray, U: np.ndarray, V: np.ndarray) -> int:
@@ -59,6 +59,26 @@ def test_the_work_limit_stops_the_descent_and_is_counted() -> None:
     assert free.work > none.work > 0
     again = flip_descent(A, U, V, 1e12)
     assert again is not None and np.array_equal(again.V, free.V) and again.work == free.work
+
+
+def test_flips_that_cannot_help_are_passed_over_by_their_bound() -> None:
+    rng = np.random.default_rng(5)
+    m, n, rank = 400, 30, 4
+    U = (rng.random((m, rank)) < 0.3).astype(np.int8)
+    V = np.zeros((n, rank), dtype=np.int8)
+    for k in range(rank):  # disjoint column blocks: U Vᵀ is 0/1
+        V[7 * k : 7 * k + 7, k] = 1
+    A = (U.astype(np.int64) @ V.T > 0).astype(np.int8)
+    A[rng.random(A.shape) < 0.02] ^= 1
+    result = flip_descent(A, U, V, 1e12)
+    assert result is not None and result.flips == 0
+    table = FLIP_STEP_WORK * m * 2**rank * (rank + 1)
+    # every flip bounded (m steps), few judged in full (m 2**(r-1) steps)
+    assert result.work < table + 0.2 * flip_work_per_sweep((m, n), rank)
+    for j, k in itertools.product(range(n), range(rank)):  # and none of those passed helps
+        flipped = V.copy()
+        flipped[j, k] ^= 1
+        assert best_long_factor_error(A, flipped) >= result.error, (j, k)
 
 
 def test_too_large_tables_and_low_ranks_get_no_descent() -> None:

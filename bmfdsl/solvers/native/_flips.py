@@ -6,6 +6,10 @@ row of ``U``: the flip changes the best code of many rows at once, which no sing
 sees. With all ``2**r`` codes' errors of every row kept (``m x 2**r`` integers), flipping
 ``V[j, k]`` changes only column ``j``'s term, and only for the codes that use factor ``k``;
 a flip is judged exactly in ``m 2**(r-1)`` steps, and an accepted one costs ``m 2**r r``.
+Before that, ``m`` steps bound it from below by each row's best with and without factor
+``k`` (kept with the table) and the least change the flip makes to a code: a flip that
+cannot help is passed over (on planted 10,000 x 300 data at r = 5 every flip of a sweep,
+0.6 s -> 0.05 s; about two thirds at 37% ones), and the flips taken are the same.
 The matrix is taken so that ``V`` is the short side's factor (a wide ``A`` is transposed).
 
 As the last step of the default ``factorize`` it lowered 24 of 88 small real-data runs (the
@@ -53,14 +57,14 @@ class FlipResult:
 
 
 def flip_work_per_sweep(shape: tuple[int, int], rank: int) -> float:
-    """Work units of one sweep of :func:`flip_descent` that accepts no flip: every bit of the
-    short side's factor judged once.
+    """Work units of one sweep of :func:`flip_descent` that accepts no flip, at most: every
+    bit of the short side's factor bounded and judged once.
 
-    >>> flip_work_per_sweep((2000, 30), 3)  # 90 flips of 2,000 rows x 4 codes, 6 units each
-    4320000.0
+    >>> flip_work_per_sweep((2000, 30), 3)  # 90 flips of 2,000 rows x (1 + 4 codes), 6 units
+    5400000.0
     """
     long_side, short_side = max(shape), min(shape)
-    return FLIP_STEP_WORK * short_side * rank * long_side * 2 ** (rank - 1)
+    return FLIP_STEP_WORK * short_side * rank * long_side * (1 + 2 ** (rank - 1))
 
 
 def flip_allowance(
@@ -78,7 +82,7 @@ def flip_allowance(
     look at the clock inside.
 
     >>> flip_allowance((2000, 30), 3, 3e9)  # the table and two sweeps
-    9024000.0
+    11184000.0
     >>> flip_allowance((2000, 30), 1, 3e9), flip_allowance((2000, 30), 12, 3e9)
     (0.0, 0.0)
     >>> flip_allowance((2000, 30), 3, 3e9, deadline=time.perf_counter() - 1)  # past it
@@ -116,47 +120,52 @@ def flip_descent(
     if rank == 0 or max(m, n) * 2**rank > MAX_FLIP_TABLE:
         return None
     transposed = m < n
-    long_matrix = np.ascontiguousarray(A.T if transposed else A, dtype=np.int8)
+    # column by column: every flip reads one column of the tall matrix, over all its rows
+    columns = np.ascontiguousarray(A if transposed else A.T, dtype=np.int8)
     short = np.ascontiguousarray(U if transposed else V, dtype=np.int8)
     max_steps = int(max(0.0, work_limit) / FLIP_STEP_WORK)
-    short, long_factor, error, flips, steps = _descend(long_matrix, short, max_steps)
+    short, long_factor, error, flips, steps = _descend(columns, short, max_steps)
     U_out, V_out = (short, long_factor) if transposed else (long_factor, short)
     return FlipResult(U_out, V_out, int(error), int(flips), steps * FLIP_STEP_WORK)
 
 
 @numba.njit(cache=True, nogil=True)
-def _refresh(errors: np.ndarray, without: np.ndarray, best: np.ndarray) -> None:
-    """Each row's best error over all codes and over the codes without factor ``k``."""
+def _refresh(errors: np.ndarray, without: np.ndarray, within: np.ndarray, best: np.ndarray) -> None:
+    """Each row's best error over all codes, over the codes without factor ``k`` and over
+    those with it."""
     m, codes = errors.shape
     rank = without.shape[1]
     for i in range(m):
         lowest = np.iinfo(np.int32).max
         for k in range(rank):
             without[i, k] = lowest
+            within[i, k] = lowest
         for c in range(codes):
             e = errors[i, c]
             lowest = min(lowest, e)
             for k in range(rank):
-                if not (c >> k) & 1:
+                if (c >> k) & 1:
+                    within[i, k] = min(within[i, k], e)
+                else:
                     without[i, k] = min(without[i, k], e)
         best[i] = lowest
 
 
 @numba.njit(cache=True, nogil=True)
 def _descend(
-    A: np.ndarray, V: np.ndarray, max_steps: int
+    columns: np.ndarray, V: np.ndarray, max_steps: int
 ) -> tuple[np.ndarray, np.ndarray, int, int, int]:
-    """The descent on a tall ``A`` with ``V`` its short factor: ``(V, U, error, flips,
-    steps)``, ``steps`` counting (row, code) steps."""
-    m, n = A.shape
+    """The descent on a tall ``A``, given as ``columns = Aᵀ`` (contiguous), with ``V`` its
+    short factor: ``(V, U, error, flips, steps)``, ``steps`` counting (row, code) steps."""
+    n, m = columns.shape
     rank = V.shape[1]
     codes = 1 << rank
     V = V.copy()
     cross = np.zeros((m, rank), dtype=np.int32)  # A V
     ones = np.zeros(m, dtype=np.int32)
-    for i in range(m):
-        for j in range(n):
-            if A[i, j]:
+    for j in range(n):
+        for i in range(m):
+            if columns[j, i]:
                 ones[i] += 1
                 for k in range(rank):
                     cross[i, k] += V[j, k]
@@ -178,14 +187,16 @@ def _descend(
                     dot += cross[i, k]
             errors[i, c] = ones[i] - 2 * dot + square
     without = np.empty((m, rank), dtype=np.int32)
+    within = np.empty((m, rank), dtype=np.int32)
     best = np.empty(m, dtype=np.int32)
-    _refresh(errors, without, best)
+    _refresh(errors, without, within, best)
     total = 0
     for i in range(m):
         total += best[i]
     steps = m * codes * (rank + 1)
     half = codes // 2
     change = np.empty((2, codes), dtype=np.int32)  # a code's change where a_ij = 0 or 1
+    least = np.empty(2, dtype=np.int32)  # the least of them over the codes with factor k
     flips = 0
     improved = True
     while improved and total > 0 and steps < max_steps:
@@ -196,13 +207,26 @@ def _descend(
                     break
                 bit = 1 << k
                 sign = 1 - 2 * V[j, k]  # +1 turns the bit on
+                least[:] = np.iinfo(np.int32).max
                 for c in range(codes):
                     if c & bit:
                         change[0, c] = 1 + 2 * sign * column_of[c, j]
                         change[1, c] = 1 - 2 * sign + 2 * sign * column_of[c, j]
+                        least[0] = min(least[0], change[0, c])
+                        least[1] = min(least[1], change[1, c])
+                # A row's error after the flip is at least its best without factor k or its
+                # best with it plus the least change: when those sum to the total, the flip
+                # cannot help, and m steps spare the m 2**(r-1) of judging it (on planted
+                # data nearly every flip; the flips accepted are the same)
+                bound = 0
+                for i in range(m):
+                    bound += min(without[i, k], within[i, k] + least[columns[j, i]])
+                steps += m
+                if bound >= total:
+                    continue
                 after = 0
                 for i in range(m):
-                    row_change = change[1] if A[i, j] else change[0]
+                    row_change = change[1] if columns[j, i] else change[0]
                     lowest = without[i, k]
                     for high in range(0, codes, 2 * bit):
                         for low in range(bit):
@@ -216,11 +240,11 @@ def _descend(
                         if c & bit:
                             column_of[c, j] += sign
                     for i in range(m):
-                        row_change = change[1] if A[i, j] else change[0]
+                        row_change = change[1] if columns[j, i] else change[0]
                         for c in range(codes):
                             if c & bit:
                                 errors[i, c] += row_change[c]
-                    _refresh(errors, without, best)
+                    _refresh(errors, without, within, best)
                     total = after
                     flips += 1
                     improved = True
