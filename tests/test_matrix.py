@@ -236,7 +236,11 @@ def test_every_matrix_kind_implements_the_binary_matrix_protocol_alike():
         assert data.squared_error(U, V) == squared_error(data, U, V) == expected_error
         assert data.T.shape == (6, 23) and data.T.dense().tolist() == A.T.tolist()
     assert [data.in_memory for data in kinds] == [True, True, False]
-    assert [data.layout() for data in kinds] == [{}, {}, {"dask_blocks": 5}]
+    assert [data.layout() for data in kinds] == [
+        {"storage": "dense"},
+        {"storage": "sparse"},
+        {"storage": "dask", "dask_blocks": 5},
+    ]
 
 
 def test_dask_take_rows_gathers_slices_and_scattered_rows_alike(

@@ -41,13 +41,21 @@ def test_scores_match_projector_diagonal_and_sum_to_rank(seed: int) -> None:
     assert (probabilities >= 0).all()
 
 
-def test_gram_route_matches_svd_route(monkeypatch: pytest.MonkeyPatch) -> None:
+def _svd_scores(A: np.ndarray) -> np.ndarray:
+    """The paper's scores by a thin SVD (numpy's ``matrix_rank`` cut), independent of the
+    Gram route."""
+    left, singular, _ = np.linalg.svd(A.astype(np.float64), full_matrices=False)
+    rank = int(np.sum(singular > singular[0] * max(A.shape) * np.finfo(np.float64).eps))
+    return np.einsum("ik,ik->i", left[:, :rank], left[:, :rank])
+
+
+def test_the_gram_route_matches_the_svd(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(5)
     A = (rng.random((300, 10)) < 0.4).astype(np.int8)
     A[:, 9] = A[:, 1]
-    expected = leverage_scores(A)
-    monkeypatch.setattr(sampling, "_SVD_MAX_ENTRIES", 64)  # forces chunked Gram accumulation
-    np.testing.assert_allclose(leverage_scores(A), expected, atol=1e-9)
+    np.testing.assert_allclose(leverage_scores(A), _svd_scores(A), atol=1e-9)
+    monkeypatch.setattr(sampling, "_CHUNK_ENTRIES", 64)  # forces chunked products
+    np.testing.assert_allclose(leverage_scores(A), _svd_scores(A), atol=1e-9)
 
 
 def test_a_dense_matrix_with_few_ones_takes_the_pattern_route(
@@ -56,14 +64,12 @@ def test_a_dense_matrix_with_few_ones_takes_the_pattern_route(
     rng = np.random.default_rng(6)
     A = (rng.random((600, 40)) < 0.025).astype(np.int8)
     A[:, 39] = A[:, 2]  # rank-deficient, as real data often is
-    expected = leverage_scores(A)  # the SVD route
-    monkeypatch.setattr(sampling, "_SVD_MAX_ENTRIES", 64)
 
     def dense_gram(_: object) -> np.ndarray:
         raise AssertionError("a matrix with 2.5% ones should not take the dense Gram route")
 
     monkeypatch.setattr(InMemoryMatrix, "gram", property(dense_gram))
-    np.testing.assert_allclose(leverage_scores(A), expected, atol=1e-9)
+    np.testing.assert_allclose(leverage_scores(A), _svd_scores(A), atol=1e-9)
 
 
 def test_matrix_without_ones_gets_uniform_probabilities() -> None:

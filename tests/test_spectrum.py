@@ -110,7 +110,6 @@ def test_the_cholesky_scores_match_the_eigendecomposition(
     A[:, 5] = 0  # a column without ones: its row and column of G are zero
     gram = dense_gram(A)
     assert gram_inverse(gram) is not None
-    monkeypatch.setattr(sampling, "_SVD_MAX_ENTRIES", 64)  # the Gram route, by Cholesky
     cholesky = leverage_scores(A)
     monkeypatch.setattr(sampling, "gram_inverse", lambda gram: None)  # by eigenvectors
     eigen = leverage_scores(A)
