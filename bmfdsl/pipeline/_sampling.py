@@ -86,9 +86,10 @@ def leverage_scores(A: Any, rank: int | None = None) -> np.ndarray:
     of 2,000-50,000 x 20-200 matrices drew the same rows), at a tenth of its time (50,000 x 30:
     0.12 s by SVD, 0.013 s; 10,000 x 200: 0.16 s, 0.016 s).
 
-    A scipy sparse ``A`` (or a dense one with few ones) takes it without densifying: ``AᵀA``
-    and the scores are sums over the pairs of ones of each row. A wrapped ``A``
-    (:func:`~bmfdsl.linalg.as_matrix`) keeps its Gram matrix for the lower bound.
+    A scipy sparse ``A`` (or a dense one with under 3% ones) takes the pattern route, with
+    nothing made dense: ``AᵀA`` and the scores are sums over the pairs of ones of each row.
+    A wrapped ``A`` (:func:`~bmfdsl.linalg.as_matrix`) keeps its Gram matrix for the lower
+    bound.
 
     Args:
         A: ``m x n`` 0/1 matrix (array-like, scipy sparse or ``dask.array``; a dask array must
