@@ -67,7 +67,6 @@ if TYPE_CHECKING:
         uncovered_ones,
     )
     from bmfdsl.linalg._matrix import (
-        SPARSE_INPUT_DENSITY,
         BinaryMatrix,
         DaskMatrix,
         InMemoryMatrix,

@@ -323,7 +323,7 @@ class InMemoryMatrix:
         False
         """
         m, n = self.shape
-        return bool(np.count_nonzero(self.A) < SPARSE_INPUT_DENSITY * m * n)
+        return self.total < SPARSE_INPUT_DENSITY * m * n
 
     def on_device(self, device: str) -> Any:
         """``A`` where ``device`` computes (see :data:`~bmfdsl.linalg.DEVICES`): the array
@@ -352,10 +352,10 @@ class InMemoryMatrix:
         """``AᵀA`` as exact float64 (see :func:`dense_gram`), computed once."""
         return dense_gram(self.A)
 
-    @property
+    @functools.cached_property
     def total(self) -> int:
-        """``||A||²_F``: the number of ones."""
-        return int(self.column_norms.sum())
+        """``||A||²_F``: the number of ones, counted once."""
+        return int(np.count_nonzero(self.A))
 
     def take_rows(self, indices: Any) -> np.ndarray:
         """Rows ``indices`` (repeats allowed, any order) as a contiguous ``int8`` array."""

@@ -33,7 +33,13 @@ from typing import Any
 import numpy as np
 
 from bmfdsl.errors import InvalidParameterError
-from bmfdsl.linalg import SPARSE_INPUT_DENSITY, BinaryMatrix, DaskMatrix, SparseMatrix, as_matrix
+from bmfdsl.linalg import (
+    BinaryMatrix,
+    DaskMatrix,
+    InMemoryMatrix,
+    SparseMatrix,
+    as_matrix,
+)
 from bmfdsl.pipeline._spectrum import (
     FULL_SPECTRUM_MAX_SIZE,
     gram_inverse,
@@ -60,9 +66,6 @@ SUBSAMPLE_MIN_ROWS = 2**15
 
 # Rows converted to float at a time on the Gram route: at most this many entries (8 MB).
 _CHUNK_ENTRIES = 2**20
-# A dense A with under SPARSE_INPUT_DENSITY ones takes the sparse route (pairs of ones instead
-# of dense products; same Gram matrix and projector), as factorize holds it. 100,000 x 2,000,
-# one BLAS thread: at 1% 24 s -> 4.2 s; at 5% 23 -> 18 s; at 10% 23 -> 36 s.
 # Scores by pairs of ones (scalar reads of M) rather than BLAS products (m n² flops) while the
 # pairs are at most this share of those flops (125,000 x 200, one BLAS thread: pairs 0.07 s
 # at 30% ones, 0.17 s at 45%, 0.19 s at 60%; products 0.19-0.23 s at every share).
@@ -123,10 +126,18 @@ def _leverage_scores(data: BinaryMatrix, rank: int | None) -> np.ndarray:
     m = data.shape[0]
     if data.total == 0:
         return np.zeros(m)
-    A = data.dense()
-    if int(np.count_nonzero(A)) < SPARSE_INPUT_DENSITY * A.size:
-        return _sparse_leverage_scores(SparseMatrix.from_dense(A))
-    return _block_scores(A, _score_matrix(data.gram, m))
+    if _few_ones(data):
+        return _sparse_leverage_scores(_pattern(data))
+    return _block_scores(data.dense(), _score_matrix(data.gram, m))
+
+
+def _few_ones(data: BinaryMatrix) -> bool:
+    """Whether ``data`` is a dense array with so few ones that its scores take the pattern
+    route (:meth:`~bmfdsl.linalg.InMemoryMatrix.sparse_pays`, the rule by which ``factorize``
+    holds it as a pattern): pairs of ones instead of dense products, the same Gram matrix and
+    projector. 100,000 x 2,000, one BLAS thread: at 1% 24 s -> 4.2 s; at 5% 23 -> 18 s; at
+    10% 23 -> 36 s."""
+    return isinstance(data, InMemoryMatrix) and data.sparse_pays()
 
 
 def shares_gram(data: BinaryMatrix, rank: int | None) -> bool:
@@ -141,9 +152,7 @@ def shares_gram(data: BinaryMatrix, rank: int | None) -> bool:
     """
     if rank is None or data.shape[1] <= FULL_SPECTRUM_MAX_SIZE:
         return False
-    if isinstance(data, SparseMatrix | DaskMatrix):
-        return True
-    return data.total >= SPARSE_INPUT_DENSITY * data.shape[0] * data.shape[1]
+    return not _few_ones(data)
 
 
 def subsamples_scores(data: BinaryMatrix, rank: int | None) -> bool:
