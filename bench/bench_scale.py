@@ -9,7 +9,8 @@ Instances (each ``(instance, method)`` in a fresh process, so that peak RSS is i
   removed and added) at 10⁵ rows (500-2,000 columns, r = 5 and 10: all four pairs), 10⁶
   rows (one instance of each generator) and 5·10⁶ rows (``make_sparse_planted`` x 1,000 at
   r = 5, 53 M ones: 2,000 columns would double the four calls' time on this shared 2-core
-  machine), sampled with ``sample_rows="auto"``; both return their planted factors, so the
+  machine; ``--large`` adds 5·10⁶ x 2,000 at r = 5 and 10 for a bigger host), sampled
+  with ``sample_rows="auto"``; both return their planted factors, so the
   planted error is known;
 * dense numpy arrays (``make_planted_blocks`` at 30% density, ``toarray()``): 60,000 x 400 at
   r = 5, and 30,000 x 300 at r = 12 (up to 4,096 codes a dense row in every exact BLS);
@@ -29,6 +30,7 @@ pays).
     .venv/bin/python bench/bench_scale.py                 # writes bench/results/scale.{json,md}
     .venv/bin/python bench/bench_scale.py --quick         # 10⁵ rows only, no UCI
     .venv/bin/python bench/bench_scale.py --only sparse_planted --rows 5000000 --name scale_5m
+    python bench/bench_scale.py --large --rows 5000000 --columns 2000 --name scale_5m_device
 
 BLAS runs single-threaded by default (``--blas-threads``): the machine's 2 cores are shared,
 and multi-threaded BLAS under that load made a 250 x 1,000 NMF 25x slower.
@@ -68,6 +70,12 @@ PLANTED = (
     ("sparse_planted", "sparse", 5_000_000, 1000, 5, None),
     ("dask_planted", "dask", 1_000_000, 200, 5, None),
 )
+# the issue's own largest case, 106 M ones: opt-in (``--large``), for a host with the memory
+# and cores (about 5 GB a call; four calls take minutes on a shared 2-core machine)
+LARGE = (
+    ("sparse_planted", "sparse", 5_000_000, 2000, 5, None),
+    ("sparse_planted", "sparse", 5_000_000, 2000, 10, None),
+)
 INSTANCES = (*UCI_SETS, *sorted({name for name, *_ in PLANTED}))
 DASK_WORKERS = 2
 WARM_UP_ROWS = 40_000
@@ -85,6 +93,14 @@ def _parse() -> argparse.Namespace:
     parser.add_argument(
         "--rows", nargs="+", type=int, metavar="M",
         help="run only the planted instances with these row counts (e.g. 1000000 5000000)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--columns", nargs="+", type=int, metavar="N",
+        help="run only the planted instances with these column counts",
+    )  # fmt: skip
+    parser.add_argument(
+        "--large", action="store_true",
+        help="add the 5,000,000 x 2,000 instances (r = 5 and 10; about 5 GB a call)",
     )  # fmt: skip
     parser.add_argument("--blas-threads", default="1", help="BLAS threads (default 1)")
     parser.add_argument("--name", default="scale", help="results file stem (default scale)")
@@ -190,7 +206,7 @@ def _on_cluster(matrices: list[Any], spec: dict[str, Any]) -> list[tuple[Any, fl
 
 def _specs(args: argparse.Namespace) -> list[dict[str, Any]]:
     specs = []
-    if not args.quick and args.rows is None and args.data.is_dir():
+    if not args.quick and args.rows is None and args.columns is None and args.data.is_dir():
         for name in UCI_SETS:
             if args.only and name not in args.only:
                 continue
@@ -199,10 +215,12 @@ def _specs(args: argparse.Namespace) -> list[dict[str, Any]]:
                     {"instance": name, "kind": "uci", "path": str(args.data / f"{name}.txt"),
                      "m": None, "n": None, "rank": rank, "density": None, "sample_rows": None}
                 )  # fmt: skip
-    for name, kind, m, n, rank, density in PLANTED:
+    for name, kind, m, n, rank, density in PLANTED + (LARGE if args.large else ()):
         if args.quick and m > 100_000:
             continue
         if (args.only and name not in args.only) or (args.rows and m not in args.rows):
+            continue
+        if args.columns and n not in args.columns:
             continue
         specs.append(
             {"instance": name, "kind": kind, "m": m, "n": n, "rank": rank,

@@ -441,6 +441,31 @@ def test_the_background_bound_equals_the_bound_summed_in_the_caller(kind: str) -
     assert start_bound(as_matrix(np.eye(40, dtype=np.int8)), 3) is None  # small
 
 
+def test_the_background_sparse_gram_is_split_over_all_cpus_but_one(monkeypatch) -> None:
+    import scipy.sparse
+
+    from bmfdsl import make_sparse_planted
+    from bmfdsl.linalg import _kernels, as_matrix
+    from bmfdsl.pipeline import _bounds as bounds_module
+
+    monkeypatch.setattr(bounds_module, "default_threads", lambda: 6)
+    assert bounds_module._background_threads() == 5
+    splits = []
+    in_threads = _kernels._in_threads
+
+    def counted(function, ranges):
+        splits.append(len(ranges))
+        return in_threads(function, ranges)
+
+    monkeypatch.setattr(_kernels, "_in_threads", counted)
+    A = make_sparse_planted(30_000, 400, 3, random_state=2)
+    job = bounds_module.start_bound(as_matrix(A), 3)
+    assert job is not None
+    bound = job.result()
+    assert splits[0] == 5  # the Gram's rows over five threads (the caller's stages get one)
+    assert bound == spectral_bound(scipy.sparse.csr_array(A.toarray()), 3) > 0
+
+
 def test_the_background_bound_does_not_depend_on_blas_threads() -> None:
     from threadpoolctl import threadpool_limits
 

@@ -465,8 +465,9 @@ def _pattern_transposed_cross_rows(
 
 
 # The partial Grams of all threads together (10 n² bytes each: float64 sums, uint16 counts)
-# stay below this; fewer threads are used where they would not.
-_PARALLEL_GRAM_BYTES = 2**28
+# stay below this; fewer threads are used where they would not (2,000 columns: 26 threads;
+# at 2**28 there were 6, and 5·10⁶ x 2,000's background bound on 16 CPUs waited 0.24 s more).
+_PARALLEL_GRAM_BYTES = 2**30
 # A thread's share of the pairs is at least this many times its n² partial Gram (which it
 # allocates, flushes and adds): more threads would spend their time on those.
 _PAIRS_PER_GRAM_ENTRY = 4

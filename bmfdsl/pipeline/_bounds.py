@@ -52,6 +52,7 @@ from bmfdsl.linalg import (
     InMemoryMatrix,
     SparseMatrix,
     bit_gram_work,
+    default_threads,
     dense_gram,
     exact_gram,
 )
@@ -156,9 +157,10 @@ class BoundJob:
     the pipeline solves (start it with :func:`start_bound`).
 
     The thread sums the exact ``AᵀA`` (integer counts, by numba kernels: the CSR pattern
-    kernel or bit-packed popcounts for a dense array) and, beyond 256 columns, proves the
-    top-``r`` eigenvalue sum (Lanczos by a numba product and one Cholesky, see
-    ``pipeline/_spectrum.py``; with ``eigenvalues=False`` these two steps wait for
+    kernel on all CPUs but one, :func:`_background_threads`, or bit-packed popcounts for a
+    dense array) and, beyond 256 columns, proves the top-``r`` eigenvalue sum (Lanczos by a
+    numba product and one Cholesky, see ``pipeline/_spectrum.py``; with
+    ``eigenvalues=False`` these two steps wait for
     :meth:`result`, in the caller's thread). BLAS's thread count is one
     process-wide setting that the caller's stages change meanwhile, so no number of the bound
     comes from a BLAS product: the Gram counts and the Lanczos products are numba's, ARPACK's
@@ -214,10 +216,10 @@ class BoundJob:
         tall = self._tall
         if "gram" in vars(tall):
             return np.asarray(tall.gram)
-        if isinstance(tall, SparseMatrix):  # one thread: the caller's stages run beside it
+        if isinstance(tall, SparseMatrix):
             # the kernel reads the rows in place and checks between its chunks: slicing the
             # CSR into chunks and summing their Grams cost as much as the counting
-            return exact_gram(tall.csr, threads=1, between_chunks=self._check)
+            return exact_gram(tall.csr, threads=_background_threads(), between_chunks=self._check)
         return dense_gram(tall.array, between_chunks=self._check)
 
     def result(self) -> int:
@@ -245,6 +247,20 @@ class BoundJob:
     def alive(self) -> bool:
         """Whether the thread still runs."""
         return self._thread.is_alive()
+
+
+def _background_threads() -> int:
+    """The threads the background bound sums a sparse Gram matrix with: all CPUs but the one
+    the caller's serial stages need (one thread on two CPUs). The counts are exact integers,
+    so the bound does not depend on it. ``make_sparse_planted`` 5·10⁶ x 2,000
+    (``Σ nnz_i² = 9.5·10⁹``) at r = 5 on 16 CPUs: on one thread the run waited 1.7-2.3 s
+    for the bound (2.9-3.4 s in all), on 8 threads 0.21-0.24 s, on 15 0.13-0.15 s (1.37 s
+    in all; ``bench/results/scale_5m_device.md``).
+
+    >>> 1 <= _background_threads() <= max(1, default_threads())
+    True
+    """
+    return max(1, default_threads() - 1)
 
 
 def _blas_spares_the_caller() -> bool:
