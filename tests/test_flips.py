@@ -81,6 +81,28 @@ def test_flips_that_cannot_help_are_passed_over_by_their_bound() -> None:
         assert best_long_factor_error(A, flipped) >= result.error, (j, k)
 
 
+def test_open_flips_are_judged_only_on_rows_their_bound_leaves_open() -> None:
+    """Dense noisy data: the bound leaves flips open, and judging them row by row (only rows
+    whose bound is below their best without the factor, stopping at the total) costs a
+    fraction of judging every row, with the same local optimum."""
+    rng = np.random.default_rng(11)
+    m, n, rank = 600, 24, 5
+    U0 = (rng.random((m, rank)) < 0.4).astype(np.int64)
+    V0 = (rng.random((n, rank)) < 0.4).astype(np.int64)
+    A = ((U0 @ V0.T > 0) ^ (rng.random((m, n)) < 0.1)).astype(np.int8)
+    first = flip_descent(A, U0.astype(np.int8), V0.astype(np.int8), 1e12)
+    assert first is not None
+    result = flip_descent(A, first.U, first.V, 1e12)  # from a local optimum: one sweep, no flip
+    assert result is not None and result.flips == 0 and result.error == first.error
+    table = FLIP_STEP_WORK * m * 2**rank * (rank + 1)
+    bounds = FLIP_STEP_WORK * n * rank * m
+    assert result.work - table - bounds < 0.25 * (flip_work_per_sweep((m, n), rank) - bounds)
+    for j, k in itertools.product(range(n), range(rank)):
+        flipped = result.V.copy()
+        flipped[j, k] ^= 1
+        assert best_long_factor_error(A, flipped) >= result.error, (j, k)
+
+
 def test_too_large_tables_and_low_ranks_get_no_descent() -> None:
     rows = MAX_FLIP_TABLE // 2**10 + 1
     A = np.zeros((rows, 3), dtype=np.int8)

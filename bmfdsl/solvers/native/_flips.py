@@ -9,7 +9,12 @@ a flip is judged exactly in ``m 2**(r-1)`` steps, and an accepted one costs ``m 
 Before that, ``m`` steps bound it from below by each row's best with and without factor
 ``k`` (kept with the table) and the least change the flip makes to a code: a flip that
 cannot help is passed over (on planted 10,000 x 300 data at r = 5 every flip of a sweep,
-0.6 s -> 0.05 s; about two thirds at 37% ones), and the flips taken are the same.
+0.6 s -> 0.05 s; about two thirds at 37% ones), and the flips taken are the same. A flip
+the bound leaves open is judged row by row, each row's exact error replacing its bound, and
+only rows whose bound is below their best without factor ``k`` (the others' error is that
+best exactly); the sum only grows, so it stops once it reaches the total (planted blocks of
+30,000 x 300 at 30% ones, r = 7: a sweep without a flip took 10.8·10⁹ units and 3.3 s, now
+1.25·10⁹ and 0.55-0.7 s).
 The matrix is taken so that ``V`` is the short side's factor (a wide ``A`` is transposed).
 
 As the last step of the default ``factorize`` it lowered 24 of 88 small real-data runs (the
@@ -131,23 +136,23 @@ def flip_descent(
 
 @numba.njit(cache=True, nogil=True)
 def _refresh(errors: np.ndarray, without: np.ndarray, within: np.ndarray, best: np.ndarray) -> None:
-    """Each row's best error over all codes, over the codes without factor ``k`` and over
-    those with it."""
+    """Each row's best error over all codes, and (``rank x m``: a flip's bound reads one
+    factor's row) over the codes without factor ``k`` and over those with it."""
     m, codes = errors.shape
-    rank = without.shape[1]
+    rank = without.shape[0]
     for i in range(m):
         lowest = np.iinfo(np.int32).max
         for k in range(rank):
-            without[i, k] = lowest
-            within[i, k] = lowest
+            without[k, i] = lowest
+            within[k, i] = lowest
         for c in range(codes):
             e = errors[i, c]
             lowest = min(lowest, e)
             for k in range(rank):
                 if (c >> k) & 1:
-                    within[i, k] = min(within[i, k], e)
+                    within[k, i] = min(within[k, i], e)
                 else:
-                    without[i, k] = min(without[i, k], e)
+                    without[k, i] = min(without[k, i], e)
         best[i] = lowest
 
 
@@ -186,8 +191,8 @@ def _descend(
                 if (c >> k) & 1:
                     dot += cross[i, k]
             errors[i, c] = ones[i] - 2 * dot + square
-    without = np.empty((m, rank), dtype=np.int32)
-    within = np.empty((m, rank), dtype=np.int32)
+    without = np.empty((rank, m), dtype=np.int32)
+    within = np.empty((rank, m), dtype=np.int32)
     best = np.empty(m, dtype=np.int32)
     _refresh(errors, without, within, best)
     total = 0
@@ -197,6 +202,8 @@ def _descend(
     half = codes // 2
     change = np.empty((2, codes), dtype=np.int32)  # a code's change where a_ij = 0 or 1
     least = np.empty(2, dtype=np.int32)  # the least of them over the codes with factor k
+    row_bound = np.empty(m, dtype=np.int32)  # each row's bound on its error after a flip
+    open_rows_of = np.empty(m, dtype=np.int64)  # rows whose bound is below their best without k
     flips = 0
     improved = True
     while improved and total > 0 and steps < max_steps:
@@ -219,21 +226,36 @@ def _descend(
                 # cannot help, and m steps spare the m 2**(r-1) of judging it (on planted
                 # data nearly every flip; the flips accepted are the same)
                 bound = 0
+                open_rows = 0
                 for i in range(m):
-                    bound += min(without[i, k], within[i, k] + least[columns[j, i]])
+                    row_bound[i] = min(without[k, i], within[k, i] + least[columns[j, i]])
+                    bound += row_bound[i]
+                    if row_bound[i] < without[k, i]:
+                        open_rows_of[open_rows] = i
+                        open_rows += 1
                 steps += m
                 if bound >= total:
                     continue
-                after = 0
-                for i in range(m):
+                # Judged row by row, each row's exact error replacing its bound. A row whose
+                # bound is its best without factor k has that error exactly (no code can do
+                # better than its bound), so only the others are judged; the sum only grows,
+                # so once it reaches the total the flip cannot help and the rest are not
+                # judged either (the same flips, fewer steps)
+                after = bound
+                judged = 0
+                for index in range(open_rows):
+                    i = open_rows_of[index]
                     row_change = change[1] if columns[j, i] else change[0]
-                    lowest = without[i, k]
+                    lowest = without[k, i]
                     for high in range(0, codes, 2 * bit):
                         for low in range(bit):
                             c = high + bit + low
                             lowest = min(lowest, errors[i, c] + row_change[c])
-                    after += lowest
-                steps += m * half
+                    after += lowest - row_bound[i]
+                    judged += 1
+                    if after >= total:
+                        break
+                steps += judged * half
                 if after < total:
                     V[j, k] = 1 - V[j, k]
                     for c in range(codes):
