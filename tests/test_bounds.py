@@ -441,15 +441,17 @@ def test_the_background_bound_equals_the_bound_summed_in_the_caller(kind: str) -
     assert start_bound(as_matrix(np.eye(40, dtype=np.int8)), 3) is None  # small
 
 
-def test_the_background_sparse_gram_is_split_over_all_cpus_but_one(monkeypatch) -> None:
+@pytest.mark.parametrize("kind", ["sparse", "dense"])
+def test_the_background_gram_is_split_over_all_cpus_but_one(monkeypatch, kind: str) -> None:
     import scipy.sparse
 
     from bmfdsl import make_sparse_planted
-    from bmfdsl.linalg import _kernels, as_matrix
+    from bmfdsl.linalg import _kernels, _matrix, as_matrix
     from bmfdsl.pipeline import _bounds as bounds_module
 
     monkeypatch.setattr(bounds_module, "default_threads", lambda: 6)
     assert bounds_module._background_threads() == 5
+    monkeypatch.setattr(_matrix, "_BIT_GRAM_CHUNK_ROWS", 4096)  # dense: 8 chunks to share
     splits = []
     in_threads = _kernels._in_threads
 
@@ -459,7 +461,7 @@ def test_the_background_sparse_gram_is_split_over_all_cpus_but_one(monkeypatch) 
 
     monkeypatch.setattr(_kernels, "_in_threads", counted)
     A = make_sparse_planted(30_000, 400, 3, random_state=2)
-    job = bounds_module.start_bound(as_matrix(A), 3)
+    job = bounds_module.start_bound(as_matrix(A if kind == "sparse" else A.toarray()), 3)
     assert job is not None
     bound = job.result()
     assert splits[0] == 5  # the Gram's rows over five threads (the caller's stages get one)

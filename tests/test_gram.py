@@ -471,3 +471,15 @@ def test_the_dense_pattern_lists_every_one_in_order(n: int, dtype: type) -> None
     assert indptr.dtype == indices.dtype == np.int64
     np.testing.assert_array_equal(indptr, expected.indptr)
     np.testing.assert_array_equal(indices, expected.indices)
+
+
+def test_the_chunked_bit_gram_does_not_depend_on_its_threads() -> None:
+    from bmfdsl.linalg._kernels import bit_gram, chunked_bit_gram
+
+    rng = np.random.default_rng(4)
+    block = (rng.random((1000, 130)) < 0.3).astype(np.int8)
+    expected = block.T.astype(np.int64) @ block.astype(np.int64)
+    for threads in (1, 2, 3, 7):
+        assert np.array_equal(chunked_bit_gram(block, 97, threads=threads), expected)
+    assert np.array_equal(bit_gram(block), expected)
+    assert chunked_bit_gram(block[:0], 97, threads=4).shape == (130, 130)

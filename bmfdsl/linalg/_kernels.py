@@ -1818,6 +1818,43 @@ def bit_gram(block: np.ndarray, gram: np.ndarray | None = None) -> np.ndarray:
     return gram
 
 
+def chunked_bit_gram(
+    block: np.ndarray,
+    chunk_rows: int,
+    *,
+    threads: int = 1,
+    between_chunks: Callable[[], object] | None = None,
+) -> np.ndarray:
+    """:func:`bit_gram` of a dense 0/1 ``block`` over chunks of ``chunk_rows`` rows (the
+    packed copy stays small), the chunks split over up to ``threads`` threads, each with its
+    own partial Gram (all of them within :data:`_PARALLEL_GRAM_BYTES`): integer counts, so
+    the result does not depend on the split. ``between_chunks`` (optional) is called before
+    each chunk, in the thread that sums it: a background caller raises from it to stop.
+
+    >>> block = np.array([[1, 1], [0, 1], [1, 1]], dtype=np.int8)
+    >>> chunked_bit_gram(block, 1, threads=2).tolist()
+    [[2.0, 2.0], [2.0, 3.0]]
+    """
+    rows, n = block.shape
+    chunks = -(-rows // chunk_rows) if rows else 0
+    affordable = _PARALLEL_GRAM_BYTES // (8 * max(n, 1) ** 2)
+    workers = max(1, min(threads, chunks, int(affordable)))
+
+    def part(first: int, stop: int) -> np.ndarray:
+        gram = np.zeros((n, n), dtype=np.float64)
+        for chunk in range(first, stop):
+            if between_chunks is not None:
+                between_chunks()
+            bit_gram(block[chunk * chunk_rows : (chunk + 1) * chunk_rows], gram)
+        return gram
+
+    parts = _in_threads(part, _even_ranges(chunks, workers))
+    gram = parts[0]
+    for other in parts[1:]:
+        gram += other  # exact: integer counts below 2**53
+    return gram
+
+
 @numba.njit(cache=True, nogil=True)
 def symmetric_matvec(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     """``matrix @ vector`` for a symmetric ``matrix`` (C order; float64, or float32 holding

@@ -156,9 +156,9 @@ class BoundJob:
     """The spectral bound of a large in-memory matrix, computed in a background thread while
     the pipeline solves (start it with :func:`start_bound`).
 
-    The thread sums the exact ``AᵀA`` (integer counts, by numba kernels: the CSR pattern
-    kernel on all CPUs but one, :func:`_background_threads`, or bit-packed popcounts for a
-    dense array) and, beyond 256 columns, proves the top-``r`` eigenvalue sum (Lanczos by a
+    The thread sums the exact ``AᵀA`` (integer counts, by numba kernels on all CPUs but one,
+    :func:`_background_threads`: the CSR pattern kernel, or bit-packed popcounts for a dense
+    array) and, beyond 256 columns, proves the top-``r`` eigenvalue sum (Lanczos by a
     numba product and one Cholesky, see ``pipeline/_spectrum.py``; with
     ``eigenvalues=False`` these two steps wait for
     :meth:`result`, in the caller's thread). BLAS's thread count is one
@@ -220,7 +220,7 @@ class BoundJob:
             # the kernel reads the rows in place and checks between its chunks: slicing the
             # CSR into chunks and summing their Grams cost as much as the counting
             return exact_gram(tall.csr, threads=_background_threads(), between_chunks=self._check)
-        return dense_gram(tall.array, between_chunks=self._check)
+        return dense_gram(tall.array, self._check, threads=_background_threads())
 
     def result(self) -> int:
         """The spectral bound (waits for the thread); eigenvalues it left to the caller (256
@@ -250,7 +250,7 @@ class BoundJob:
 
 
 def _background_threads() -> int:
-    """The threads the background bound sums a sparse Gram matrix with: all CPUs but the one
+    """The threads the background bound sums a Gram matrix with: all CPUs but the one
     the caller's serial stages need (one thread on two CPUs). The counts are exact integers,
     so the bound does not depend on it. ``make_sparse_planted`` 5·10⁶ x 2,000
     (``Σ nnz_i² = 9.5·10⁹``) at r = 5 on 16 CPUs: on one thread the run waited 1.7-2.3 s
