@@ -158,21 +158,19 @@ class BoundJob:
 
     The thread sums the exact ``AᵀA`` (integer counts, by numba kernels on all CPUs but one,
     :func:`_background_threads`: the CSR pattern kernel, or bit-packed popcounts for a dense
-    array) and, beyond 256 columns, proves the top-``r`` eigenvalue sum (Lanczos by a
-    numba product and one Cholesky, see ``pipeline/_spectrum.py``; with
-    ``eigenvalues=False`` these two steps wait for
-    :meth:`result`, in the caller's thread). BLAS's thread count is one
+    array) and, beyond 256 columns, proves the top-``r`` eigenvalue sum (Lanczos by a numba
+    product and one Cholesky, see ``pipeline/_spectrum.py``; with ``eigenvalues=False`` these
+    two steps wait for :meth:`result`, in the caller's thread). BLAS's thread count is one
     process-wide setting that the caller's stages change meanwhile, so no number of the bound
     comes from a BLAS product: the Gram counts and the Lanczos products are numba's, ARPACK's
-    own vector steps do not depend on it (checked under 1, 2 and 4 threads), and of the
-    Cholesky factorization (LAPACK) only its success is used, not its digits. The bound is
-    then the same number whatever the main thread does, and equal to
-    :func:`spectral_bound`'s (Cholesky's outcome could only change if ``λ_max(G - Z)`` fell
-    within its rounding, ``n·eps·‖X‖``, of a tried shift). :meth:`result` waits for it;
-    :meth:`cancel` stops it between row chunks and joins it (the pipeline does so when it
-    fails, so no thread outlives a failed call). ``blas_hold``: a context the starting thread
-    entered (BLAS on one thread, see :func:`start_bound`), left by that thread's
-    :meth:`result` or :meth:`cancel`.
+    own vector steps do not depend on it (checked under 1, 2 and 4 threads), and of the Cholesky
+    factorization (LAPACK) only its success is used, not its digits. The bound is then the same
+    number whatever the main thread does, and equal to :func:`spectral_bound`'s (Cholesky's
+    outcome could only change if ``λ_max(G - Z)`` fell within its rounding, ``n·eps·‖X‖``, of a
+    tried shift). :meth:`result` waits for it; :meth:`cancel` stops it between row chunks and
+    joins it (the pipeline does so when it fails, so no thread outlives a failed call).
+    ``blas_hold``: a context the starting thread entered (BLAS on one thread, see
+    :func:`start_bound`), left by that thread's :meth:`result` or :meth:`cancel`.
     """
 
     def __init__(
@@ -255,7 +253,7 @@ def _background_threads() -> int:
     so the bound does not depend on it. ``make_sparse_planted`` 5·10⁶ x 2,000
     (``Σ nnz_i² = 9.5·10⁹``) at r = 5 on 16 CPUs: on one thread the run waited 1.7-2.3 s
     for the bound (2.9-3.4 s in all), on 8 threads 0.21-0.24 s, on 15 0.13-0.15 s (1.37 s
-    in all; ``bench/results/scale_5m_device.md``).
+    in all; ``bench/results/bound_threads_device.md``).
 
     >>> 1 <= _background_threads() <= max(1, default_threads())
     True
