@@ -1819,23 +1819,25 @@ def bit_gram(block: np.ndarray, gram: np.ndarray | None = None) -> np.ndarray:
 
 
 def chunked_bit_gram(
-    block: np.ndarray,
+    shape: tuple[int, int],
+    chunk_of: Callable[[int, int], np.ndarray],
     chunk_rows: int,
     *,
     threads: int = 1,
     between_chunks: Callable[[], object] | None = None,
 ) -> np.ndarray:
-    """:func:`bit_gram` of a dense 0/1 ``block`` over chunks of ``chunk_rows`` rows (the
-    packed copy stays small), the chunks split over up to ``threads`` threads, each with its
-    own partial Gram (all of them within :data:`_PARALLEL_GRAM_BYTES`): integer counts, so
-    the result does not depend on the split. ``between_chunks`` (optional) is called before
-    each chunk, in the thread that sums it: a background caller raises from it to stop.
+    """:func:`bit_gram` of a 0/1 matrix of ``shape`` over chunks of ``chunk_rows`` rows, each
+    made dense by ``chunk_of(start, stop)`` (a slice of a dense array, or of a CSR made dense:
+    the packed copy stays small), the chunks split over up to ``threads`` threads, each with
+    its own partial Gram (all of them within :data:`_PARALLEL_GRAM_BYTES`): integer counts,
+    so the result does not depend on the split. ``between_chunks`` (optional) is called
+    before each chunk, in the thread that sums it: a background caller raises from it to stop.
 
     >>> block = np.array([[1, 1], [0, 1], [1, 1]], dtype=np.int8)
-    >>> chunked_bit_gram(block, 1, threads=2).tolist()
+    >>> chunked_bit_gram(block.shape, lambda a, b: block[a:b], 1, threads=2).tolist()
     [[2.0, 2.0], [2.0, 3.0]]
     """
-    rows, n = block.shape
+    rows, n = shape
     chunks = -(-rows // chunk_rows) if rows else 0
     affordable = _PARALLEL_GRAM_BYTES // (8 * max(n, 1) ** 2)
     workers = max(1, min(threads, chunks, int(affordable)))
@@ -1845,7 +1847,7 @@ def chunked_bit_gram(
         for chunk in range(first, stop):
             if between_chunks is not None:
                 between_chunks()
-            bit_gram(block[chunk * chunk_rows : (chunk + 1) * chunk_rows], gram)
+            bit_gram(chunk_of(chunk * chunk_rows, (chunk + 1) * chunk_rows), gram)
         return gram
 
     parts = _in_threads(part, _even_ranges(chunks, workers))

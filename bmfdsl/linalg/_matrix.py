@@ -157,11 +157,12 @@ def exact_gram(
     Counts of pairs of ones, summed from the pattern (no dense copy of ``A``): the same
     numbers as the dense route's bit counts. Rows with many ones are cheaper as bits: when
     ``Σ nnz_i²`` is above :func:`bit_gram_work`, row chunks are made dense and their bits
-    counted. A CSR holding duplicate entries is canonicalized first (on a copy), so that
-    each stored position counts once. ``threads``: those of the
-    pattern kernel (default: every CPU; the counts do not depend on it). ``between_chunks``
-    (optional) is called before each chunk of rows (see
-    :func:`~bmfdsl.linalg._kernels.pattern_gram`): raise from it to stop a background sum.
+    counted (:func:`~bmfdsl.linalg._kernels.chunked_bit_gram`, as :func:`dense_gram`). A CSR
+    holding duplicate entries is canonicalized first (on a copy), so that each stored
+    position counts once. ``threads``: those of either kernel (default: every CPU; the counts
+    do not depend on it). ``between_chunks`` (optional) is called before each chunk of rows
+    (see :func:`~bmfdsl.linalg._kernels.pattern_gram`): raise from it to stop a background
+    sum.
 
     >>> import scipy.sparse
     >>> exact_gram(scipy.sparse.csr_array([[1, 1], [0, 1]])).tolist()
@@ -169,7 +170,7 @@ def exact_gram(
     >>> exact_gram(scipy.sparse.csr_array([[1, 1], [0, 1]]), rows=True).tolist()
     [[2.0, 1.0], [1.0, 1.0]]
     """
-    from bmfdsl.linalg._kernels import bit_gram, pattern_gram
+    from bmfdsl.linalg._kernels import chunked_bit_gram, default_threads, pattern_gram
 
     if rows:
         csr = csr.T.tocsr()
@@ -178,12 +179,13 @@ def exact_gram(
         csr.sum_duplicates()
     counts = np.diff(csr.indptr).astype(np.float64)
     if float(np.dot(counts, counts)) > bit_gram_work(*csr.shape):  # dense rows: count bits
-        gram = np.zeros((csr.shape[1], csr.shape[1]))
-        for start in range(0, csr.shape[0], _BIT_GRAM_CHUNK_ROWS):
-            if between_chunks is not None:
-                between_chunks()
-            bit_gram(csr[start : start + _BIT_GRAM_CHUNK_ROWS].toarray(), gram)
-        return gram
+        return chunked_bit_gram(
+            csr.shape,
+            lambda start, stop: csr[start:stop].toarray(),
+            _BIT_GRAM_CHUNK_ROWS,
+            threads=threads or default_threads(),
+            between_chunks=between_chunks,
+        )
     return pattern_gram(
         csr.indptr,
         csr.indices,
@@ -268,8 +270,24 @@ def dense_gram(
 
     block = np.asarray(block)
     return chunked_bit_gram(
-        block, _BIT_GRAM_CHUNK_ROWS, threads=threads, between_chunks=between_chunks
+        block.shape,
+        lambda start, stop: block[start:stop],
+        _BIT_GRAM_CHUNK_ROWS,
+        threads=threads,
+        between_chunks=between_chunks,
     )
+
+
+def _pattern_of(block: np.ndarray) -> SparseMatrix:
+    """The :class:`SparseMatrix` of an already validated 0/1 ``int8`` array, read from its
+    nonzero bytes (:func:`~bmfdsl.linalg.dense_pattern`)."""
+    import scipy.sparse
+
+    from bmfdsl.linalg._kernels import dense_pattern
+
+    indptr, indices = dense_pattern(block)
+    ones = np.ones(indices.size, dtype=np.int8)
+    return SparseMatrix(scipy.sparse.csr_array((ones, indices, indptr), shape=block.shape))
 
 
 class InMemoryMatrix:
@@ -323,6 +341,15 @@ class InMemoryMatrix:
         """
         m, n = self.shape
         return self.total < SPARSE_INPUT_DENSITY * m * n
+
+    def pattern(self) -> SparseMatrix:
+        """``A``'s CSR pattern (see :meth:`sparse_pays`), read from the validated array
+        without checking it again.
+
+        >>> InMemoryMatrix(np.eye(3, dtype=np.int8)).pattern().csr.nnz
+        3
+        """
+        return _pattern_of(self.A)
 
     def on_device(self, device: str) -> Any:
         """``A`` where ``device`` computes (see :data:`~bmfdsl.linalg.DEVICES`): the array
@@ -443,14 +470,7 @@ class SparseMatrix:
         >>> SparseMatrix.from_dense(np.array([[0, 1], [1, 1]], dtype=np.int8)).total
         3
         """
-        import scipy.sparse
-
-        from bmfdsl.linalg._kernels import dense_pattern
-
-        block = check_binary_matrix(block)
-        indptr, indices = dense_pattern(block)
-        ones = np.ones(indices.size, dtype=np.int8)
-        return cls(scipy.sparse.csr_array((ones, indices, indptr), shape=block.shape))
+        return _pattern_of(check_binary_matrix(block))
 
     @functools.cached_property
     def column_norms(self) -> np.ndarray:

@@ -829,7 +829,7 @@ def _load(A: Any, rank: Any, sample_rows: Any, device: str) -> tuple[BinaryMatri
             and isinstance(data, InMemoryMatrix)
             and data.sparse_pays()
         ):
-            data = SparseMatrix.from_dense(data.array)
+            data = data.pattern()
         return data, s
     if A.ndim != 2 or 0 in A.shape:
         raise InvalidMatrixError(f"A must be a non-empty 2-D array; got shape {A.shape}")

@@ -28,7 +28,7 @@ background while the pipeline solves.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -115,7 +115,7 @@ def _leverage_scores(data: BinaryMatrix, rank: int | None) -> np.ndarray:
     ):
         raise InvalidParameterError(f"rank must be None or a positive integer; got {rank!r}")
     if rank is not None and data.shape[1] > FULL_SPECTRUM_MAX_SIZE and data.total > 0:
-        source = data if shares_gram(data, rank) else _pattern(data)
+        source = data.pattern() if _few_ones(data) else data  # (shares_gram is its negation)
         projector = _top_projector(_top_pairs(source, rank), rank)
         if projector is not None:
             return _rank_scores(source, projector)
@@ -127,11 +127,11 @@ def _leverage_scores(data: BinaryMatrix, rank: int | None) -> np.ndarray:
     if data.total == 0:
         return np.zeros(m)
     if _few_ones(data):
-        return _sparse_leverage_scores(_pattern(data))
+        return _sparse_leverage_scores(data.pattern())
     return _block_scores(data.dense(), _score_matrix(data.gram, m))
 
 
-def _few_ones(data: BinaryMatrix) -> bool:
+def _few_ones(data: BinaryMatrix) -> TypeGuard[InMemoryMatrix]:
     """Whether ``data`` is a dense array with so few ones that its scores take the pattern
     route (:meth:`~bmfdsl.linalg.InMemoryMatrix.sparse_pays`, the rule by which ``factorize``
     holds it as a pattern): pairs of ones instead of dense products, the same Gram matrix and
@@ -177,11 +177,6 @@ def _row_subset(data: BinaryMatrix, rows: np.ndarray) -> BinaryMatrix:
     if isinstance(data, SparseMatrix):
         return SparseMatrix(data.csr[rows])
     return as_matrix(data.take_rows(rows))
-
-
-def _pattern(data: BinaryMatrix) -> SparseMatrix:
-    """A dense ``A`` with few ones as a CSR pattern (its Gram matrix from pairs of ones)."""
-    return SparseMatrix.from_dense(data.dense())
 
 
 def _top_pairs(source: BinaryMatrix, rank: int) -> tuple[np.ndarray, np.ndarray] | None:
