@@ -259,17 +259,25 @@ def test_the_default_holds_baselines_answer_on_a_large_unsampled_matrix():
     assert ours.error <= factorize(A, 3, method="baseline", random_state=0).error
 
 
-def test_never_worse_than_a_comparison_method_on_unsampled_dense_random_data():
+@pytest.mark.parametrize(
+    ("shape", "whole_seed"),
+    [((700, 200), "thresholded"), ((40, 4000), "thresholded"), ((1400, 200), "thresholded-whole")],
+)
+def test_never_worse_than_a_comparison_method_on_unsampled_dense_random_data(shape, whole_seed):
     # a Bernoulli(0.5) matrix has no structure but its own noise, which a row sample of it
-    # does not show: thresholded on all of A beat the default before it took A whole too
-    A = (np.random.default_rng(1).random((700, 200)) < 0.5).astype(np.int8)
+    # does not show: thresholded on all of A beat the default before it took A whole too.
+    # Up to 2**18 cells it takes A whole beside its row sample (a wide A's 27 of 40 rows);
+    # beyond, the seed "thresholded-whole" runs after the core solve.
+    A = (np.random.default_rng(1).random(shape) < 0.5).astype(np.int8)
     assert A.size > 2**17  # the other methods see a row sample of it
     ours = factorize(A, 3, random_state=0)
+    seeds = ours.info["portfolio"]["seeds"]
+    assert ("thresholded-rows" in seeds) == (A.size <= 2**18)
     for method in ("baseline", "thresholded", "penalized"):
         theirs = factorize(A, 3, method=method, random_state=0)
         assert ours.error <= theirs.error, method
         if method == "thresholded":  # its own answer is a candidate
-            assert ours.info["portfolio"]["errors"]["thresholded-whole"] == theirs.error
+            assert ours.info["portfolio"]["errors"][whole_seed] == theirs.error
 
 
 def test_thresholded_whole_only_where_the_core_leaves_most_of_a_unexplained():
@@ -279,7 +287,7 @@ def test_thresholded_whole_only_where_the_core_leaves_most_of_a_unexplained():
     assert A.shape[0] * A.shape[1] > 2**17 and planted.error < 0.75 * A.nnz
     assert "thresholded-whole" not in planted.info["portfolio"]["errors"]
     # dense random data: it runs, except under a time limit (its NMF cannot stop at one)
-    B = (np.random.default_rng(1).random((700, 200)) < 0.5).astype(np.int8)
+    B = (np.random.default_rng(1).random((1400, 200)) < 0.5).astype(np.int8)
     assert "thresholded-whole" in factorize(B, 3, random_state=0).info["portfolio"]["errors"]
     limited = factorize(B, 3, random_state=0, time_limit=60.0)
     assert "thresholded-whole" not in limited.info["portfolio"]["errors"]
@@ -671,7 +679,7 @@ def test_blas_gets_its_threads_back_when_the_core_solve_fails(monkeypatch):
     [
         dense_planted(120, 30, 5, seed=3),  # UCI-sized: the seeds run beside the core solve
         # dense random: "thresholded-whole" is added after the core answer, in this thread
-        (np.random.default_rng(1).random((700, 200)) < 0.5).astype(np.int8),
+        (np.random.default_rng(1).random((1400, 200)) < 0.5).astype(np.int8),
     ],
     ids=["small", "thresholded-whole"],
 )
@@ -714,7 +722,7 @@ def test_unsampled_seeds_start_before_the_core_solve_and_end_as_when_started_aft
     assert ahead.info["portfolio"]["errors"] == after.info["portfolio"]["errors"]
     assert ahead.info["portfolio"]["chosen"] == after.info["portfolio"]["chosen"]
     whole = "thresholded-whole" in ahead.info["portfolio"]["errors"]
-    assert whole == (A.size > 2**17)
+    assert whole == (A.size > 2**18)
 
 
 def test_a_core_proven_optimal_waits_for_no_seed(monkeypatch):
