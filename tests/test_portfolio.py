@@ -517,6 +517,48 @@ def test_the_repair_swaps_in_a_small_block_every_start_missed():
     assert repair_seed(A, V) is None  # nothing to swap in at the planted answer
 
 
+def test_a_later_answers_repair_is_kept_only_below_the_first_answer():
+    from bmfdsl.pipeline._strategy import best_distinct, repair_seeds
+
+    rng = np.random.default_rng(3)
+    U = (rng.random((600, 4)) < 0.15).astype(np.int8)
+    V = np.zeros((80, 4), dtype=np.int8)
+    for k, (start, width) in enumerate([(0, 20), (20, 20), (40, 20), (60, 3)]):
+        V[start : start + width, k] = 1
+    A = ((U.astype(int) @ V.T.astype(int)) > 0).astype(np.int8)
+    A[rng.random(A.shape) < 0.01] ^= 1
+    missed, merged = V.copy(), V.copy()
+    missed[:, 3] = V[:, 0]  # the small block lost, two ways
+    merged[:, 3] = V[:, 1]
+    first, second = repair_seeds(A, [missed, merged])
+    assert first is not None and first.name == "repair"
+    assert second is not None and second.name == "repair-2"  # below missed's error too
+    # the planted answer first: the other's repair can at best tie it, so it is not kept
+    assert repair_seeds(A, [V, missed]) == [None, None]
+    # a start that is the best one up to column order is not repaired twice
+    assert len(best_distinct([(5, V), (5, V[:, ::-1]), (9, missed)], 2)) == 2
+    assert np.array_equal(best_distinct([(5, V), (5, V[:, ::-1]), (9, missed)], 2)[1], missed)
+
+
+def test_the_second_best_answer_is_repaired_too(monkeypatch):
+    import bmfdsl.pipeline._factorize as pipeline
+
+    rng = np.random.default_rng(5)  # noisy Boolean blocks
+    U = (rng.random((120, 6)) < 0.25).astype(int)
+    V = (rng.random((30, 6)) < 0.25).astype(int)
+    A = ((U @ V.T) > 0).astype(np.int8)
+    A[rng.random(A.shape) < 0.08] ^= 1
+    ours = factorize(A, 6, random_state=0)
+    errors = ours.info["portfolio"]["errors"]
+    # thresholded's answer was the best, and no swap helped it; the core's repaired beat it
+    assert "repair" not in errors and errors["repair-2"] < errors["thresholded"] < errors["core"]
+    assert ours.info["portfolio"]["chosen"] == "repair-2"
+    monkeypatch.setattr(pipeline, "REPAIR_STARTS", 1)
+    best_only = factorize(A, 6, random_state=0)
+    assert "repair-2" not in best_only.info["portfolio"]["errors"]
+    assert ours.error < best_only.error
+
+
 def test_the_repair_ranks_its_swaps_on_fewer_rows_and_judges_the_best_on_all(monkeypatch):
     from bmfdsl.pipeline import _strategy
 

@@ -57,10 +57,12 @@ from bmfdsl.pipeline._bounds import (
     start_bound,
 )
 from bmfdsl.pipeline._strategy import (
+    REPAIR_STARTS,
     SeedsAhead,
+    best_distinct,
     portfolio_core_params,
     ranking_rows,
-    repair_seed,
+    repair_seeds,
     repeats,
     screening_rows,
     shortlist,
@@ -694,8 +696,10 @@ def _best_of_seeds(
     )
     best = answer
     chosen = "core"
+    answers = [] if answer is None else [(answer[2], answer[1])]  # (error, V), in order
     for name, done in zip(names, results, strict=True):
         errors[name] = done.error
+        answers.append((done.error, done.V))
         if name == "core":
             info.update(_core_finish_info(done, als))
         if best is None or done.error < best[2]:  # the first of the lowest error
@@ -703,23 +707,26 @@ def _best_of_seeds(
     assert best is not None  # the core's answer at least
     best_U, best_V, best_error = best
     in_time = deadline is None or time.perf_counter() <= deadline
-    with timer("seeds"):  # a component the best answer missed, judged where seeds were
+    with timer("seeds"):  # components the best answers missed, judged where seeds were
         rows = screening_rows(data, seed_set, rank) if in_time else None
-        repair = (
-            None
+        repairs = (
+            []
             if rows is None
-            else repair_seed(
-                rows, best_V, deadline=deadline, ranked_on=ranking_rows(data, seed_set, rank)
+            else repair_seeds(
+                rows,
+                best_distinct(answers, REPAIR_STARTS),
+                deadline=deadline,
+                ranked_on=ranking_rows(data, seed_set, rank),
             )
         )
-    if repair is not None and (deadline is None or time.perf_counter() <= deadline):
-        start = _CoreSolution(U=repair.V, V=repair.V)  # (U: unread)
-        U, V, error = _extend_and_polish(
-            data, start, objective, True, None, als, timer, {}, deadline, device
-        )
-        errors[repair.name] = error
-        if error < best_error:
-            best_U, best_V, best_error, chosen = U, V, error, repair.name
+    repairs_found = [repair for repair in repairs if repair is not None]
+    if repairs_found and (deadline is None or time.perf_counter() <= deadline):
+        starts = [(None, repair.V) for repair in repairs_found]  # finished in the same passes
+        ends = _finish(data, starts, [None] * len(starts), None, als, timer, deadline, device)
+        for repair, done in zip(repairs_found, ends, strict=True):
+            errors[repair.name] = done.error
+            if done.error < best_error:
+                best_U, best_V, best_error, chosen = done.U, done.V, done.error, repair.name
     for seed, twin in zip(seed_set.seeds, repeats(seed_set.seeds), strict=True):
         if twin in errors:  # the same start, not finished twice: the same end
             errors[seed.name] = errors[twin]

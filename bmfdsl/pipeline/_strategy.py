@@ -33,12 +33,12 @@ the sample ranks starts well, only those that come within :data:`METHOD_SCREEN_M
 core solve's answer there), and at most :data:`SHORTLIST` other seeds that beat it; a seed
 whose screened ``V`` equals one already kept or the answer's (column order aside; see
 :func:`shortlist`) is skipped, except, on dense data, a method's own answer. Last,
-:func:`repair_seed` swaps one component of the best answer for a block of ones it leaves
-uncovered, judged on :func:`screening_rows` (on more than :data:`REPAIR_RANK_CELLS` entries,
-only the swaps :func:`ranking_rows` rank best and that beat the answer there), and the
-pipeline finishes that start too when
-the swap helps there. The work is counted, not timed (fixed iteration counts, ALS at most 20
-solves), so a seed gives bit-identical answers.
+:func:`repair_seeds` swaps one component of each of the :data:`REPAIR_STARTS` best answers
+for a block of ones it leaves uncovered, judged on :func:`screening_rows` (on more than
+:data:`REPAIR_RANK_CELLS` entries, only the swaps :func:`ranking_rows` rank best and that beat
+the answer there), and the pipeline finishes such a start too when the swap helps there (a
+later answer's only when it also beats the best one there). The work is counted, not timed
+(fixed iteration counts, ALS at most 20 solves), so a seed gives bit-identical answers.
 """
 
 from __future__ import annotations
@@ -116,6 +116,14 @@ SEEDS_ONLY_CELLS = 2**21
 SEEDS_ONLY_DENSITY = 0.125
 #: Rounds of :func:`repair_seed` (one component swapped per round).
 REPAIR_ROUNDS = 2
+#: How many of the finished answers :func:`repair_seeds` starts from (best first, distinct
+#: ``V``): the best answer's repair can end above the second-best's (a seed that became the
+#: best ended worse after its repair than the answer it displaced would have). On 88 small
+#: real-data runs 10 answers got better, none worse (zoo, r = 10: 54 -> 50; 15% more time);
+#: on bench_scale 3 of 22 (dense blocks 30,000 x 300, r = 12: 428,763 -> 426,249), on
+#: bench_families none of 41; MNIST 8,000 x 784 unsampled, r = 10: 620,881 -> 613,893
+#: (thresholded's 619,840).
+REPAIR_STARTS = 2
 #: Data (entries) beyond which the repair ranks its ``r`` swaps on a row sample first and
 #: judges only the best :data:`REPAIR_CONFIRMED` of them on all of ``A`` (up to
 #: :data:`FULL_POLISH_CELLS`; beyond it every swap is judged on the sample): ``r`` ALS runs on
@@ -543,50 +551,110 @@ def repair_seed(
     >>> seed.name, sorted(seed.V.sum(axis=0).tolist())
     ('repair', [3, 3])
     """
+    (repair,) = repair_seeds(sample, [answer_V], rounds, deadline=deadline, ranked_on=ranked_on)
+    return repair
+
+
+def repair_seeds(
+    sample: np.ndarray,
+    answers_V: list[np.ndarray],
+    rounds: int = REPAIR_ROUNDS,
+    *,
+    deadline: float | None = None,
+    ranked_on: np.ndarray | None = None,
+) -> list[Seed | None]:
+    """:func:`repair_seed` of each answer in ``answers_V`` (best first, as
+    :func:`best_distinct` gives them), named ``"repair"``, ``"repair-2"``, ...: a later
+    answer's repair only where it also ends below the first answer on ``sample`` (else it
+    would likely not beat it on all of ``A`` either). ``None`` where an answer has none.
+
+    >>> A = np.kron(np.eye(3, dtype=np.int8), np.ones((4, 3), dtype=np.int8))
+    >>> merged = np.array([[1, 1], [1, 1], [1, 1], [1, 0], [1, 0], [1, 0], [0, 0], [0, 0], [0, 0]])
+    >>> [seed and seed.name for seed in repair_seeds(A, [merged.astype(np.int8)] * 2)]
+    ['repair', 'repair-2']
+    """
     from bmfdsl.solvers.native import one_blas_thread
 
     matrix = _screening_matrix(sample)  # wrapped once for every batch below
     ranking = None if ranked_on is None else _screening_matrix(ranked_on)
+    repairs: list[Seed | None] = []
+    to_beat = None
     with one_blas_thread():
-        best = _screened_answer(matrix, answer_V)
-        improved = False
-        for _ in range(rounds):
-            block = _uncovered_block(sample, best[1], best[2])
-            if block is None:
+        for index, answer_V in enumerate(answers_V):
+            start, (error, _, V) = _repaired(sample, matrix, ranking, answer_V, rounds, deadline)
+            to_beat = start if to_beat is None else to_beat
+            name = "repair" if index == 0 else f"repair-{index + 1}"
+            helps = error < to_beat and error < start
+            repairs.append(Seed(name, np.ascontiguousarray(V, dtype=np.int8)) if helps else None)
+    return repairs
+
+
+def _repaired(
+    sample: np.ndarray,
+    matrix: BinaryMatrix,
+    ranking: BinaryMatrix | None,
+    answer_V: np.ndarray,
+    rounds: int,
+    deadline: float | None,
+) -> tuple[int, tuple[int, np.ndarray, np.ndarray]]:
+    """The answer's screened error and the best screened answer its swaps reached (itself
+    when none helps): :func:`repair_seed`'s rounds, BLAS already on one thread."""
+    best = _screened_answer(matrix, answer_V)
+    start = best[0]
+    for _ in range(rounds):
+        block = _uncovered_block(sample, best[1], best[2])
+        if block is None:
+            break
+        round_best = best
+        swaps = _swaps(best[2], block)
+        if ranking is not None and len(swaps) > REPAIR_CONFIRMED:
+            # the answer judged with its swaps: only a swap that beats it there is
+            # confirmed (see REPAIR_CONFIRMED)
+            judged = list(
+                _screened_many(ranking, [best[2], *swaps], deadline, threads_for(len(swaps) + 1))
+            )
+            if not judged:  # past a deadline
                 break
-            round_best = best
-            swaps = _swaps(best[2], block)
-            if ranking is not None and len(swaps) > REPAIR_CONFIRMED:
-                # the answer judged with its swaps: only a swap that beats it there is
-                # confirmed (see REPAIR_CONFIRMED)
-                judged = list(
-                    _screened_many(
-                        ranking, [best[2], *swaps], deadline, threads_for(len(swaps) + 1)
-                    )
-                )
-                if not judged:  # past a deadline
-                    break
-                (to_beat, _, judged_V), *ranked = judged
-                answer_key = _column_set(judged_V)
-                order = sorted(range(len(ranked)), key=lambda k: (ranked[k][0], k))
-                swaps = [
-                    swaps[k]
-                    for k in sorted(order[:REPAIR_CONFIRMED])  # the first on ties
-                    # a tie with other factors too: a block the ranking rows miss can tie
-                    if ranked[k][0] < to_beat
-                    or (ranked[k][0] == to_beat and _column_set(ranked[k][2]) != answer_key)
-                ]
-                if not swaps:  # none beats the answer: no round can
-                    break
-            for tried in _screened_many(matrix, swaps, deadline, threads_for(len(swaps))):
-                if tried[0] < round_best[0]:
-                    round_best = tried
-            if round_best[0] >= best[0]:
+            (to_beat, _, judged_V), *ranked = judged
+            answer_key = _column_set(judged_V)
+            order = sorted(range(len(ranked)), key=lambda k: (ranked[k][0], k))
+            swaps = [
+                swaps[k]
+                for k in sorted(order[:REPAIR_CONFIRMED])  # the first on ties
+                # a tie with other factors too: a block the ranking rows miss can tie
+                if ranked[k][0] < to_beat
+                or (ranked[k][0] == to_beat and _column_set(ranked[k][2]) != answer_key)
+            ]
+            if not swaps:  # none beats the answer: no round can
                 break
-            best = round_best
-            improved = True
-    best_V = best[2]
-    return Seed("repair", np.ascontiguousarray(best_V, dtype=np.int8)) if improved else None
+        for tried in _screened_many(matrix, swaps, deadline, threads_for(len(swaps))):
+            if tried[0] < round_best[0]:
+                round_best = tried
+        if round_best[0] >= best[0]:
+            break
+        best = round_best
+    return start, best
+
+
+def best_distinct(answers: list[tuple[int, np.ndarray]], count: int) -> list[np.ndarray]:
+    """The ``V`` of the ``count`` lowest-error answers ``(error, V)`` (the first on ties), one
+    per set of columns: an answer whose ``V`` is an earlier one's up to column order is
+    skipped (its repair would be the same).
+
+    >>> V = np.array([[1, 0], [1, 1]], dtype=np.int8)
+    >>> zeros = np.zeros((2, 2), dtype=np.int8)
+    >>> [v.tolist() for v in best_distinct([(3, V), (3, V[:, ::-1]), (4, zeros)], 2)]
+    [[[1, 0], [1, 1]], [[0, 0], [0, 0]]]
+    """
+    chosen: list[np.ndarray] = []
+    seen: set[bytes] = set()
+    for index in sorted(range(len(answers)), key=lambda k: (answers[k][0], k)):
+        V = np.asarray(answers[index][1], dtype=np.int8)
+        key = _column_set(V)
+        if key not in seen and len(chosen) < count:
+            seen.add(key)
+            chosen.append(V)
+    return chosen
 
 
 def screening_rows(data: BinaryMatrix, seed_set: SeedSet, rank: int) -> np.ndarray:
