@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from functools import partial
 
 import numpy as np
@@ -535,6 +536,8 @@ def test_a_later_answers_repair_is_kept_only_below_the_first_answer():
     assert second is not None and second.name == "repair-2"  # below missed's error too
     # the planted answer first: the other's repair can at best tie it, so it is not kept
     assert repair_seeds(A, [V, missed]) == [None, None]
+    # past an opt-in deadline no later answer is repaired
+    assert repair_seeds(A, [missed, merged], deadline=time.perf_counter() - 1.0)[1] is None
     # a start that is the best one up to column order is not repaired twice
     assert len(best_distinct([(5, V), (5, V[:, ::-1]), (9, missed)], 2)) == 2
     assert np.array_equal(best_distinct([(5, V), (5, V[:, ::-1]), (9, missed)], 2)[1], missed)

@@ -119,7 +119,7 @@ REPAIR_ROUNDS = 2
 #: How many of the finished answers :func:`repair_seeds` starts from (best first, distinct
 #: ``V``): the best answer's repair can end above the second-best's (a seed that became the
 #: best ended worse after its repair than the answer it displaced would have). On 88 small
-#: real-data runs 10 answers got better, none worse (zoo, r = 10: 54 -> 50; 15% more time);
+#: real-data runs 10 answers got better, none worse (zoo, r = 10: 54 -> 50; 5% more time);
 #: on bench_scale 3 of 22 (dense blocks 30,000 x 300, r = 12: 428,763 -> 426,249), on
 #: bench_families none of 41; MNIST 8,000 x 784 unsampled, r = 10: 620,881 -> 613,893
 #: (thresholded's 619,840).
@@ -581,6 +581,9 @@ def repair_seeds(
     to_beat = None
     with one_blas_thread():
         for index, answer_V in enumerate(answers_V):
+            if index and deadline is not None and time.perf_counter() > deadline:
+                repairs.append(None)  # past an opt-in deadline: the best answer's repair only
+                continue
             start, (error, _, V) = _repaired(sample, matrix, ranking, answer_V, rounds, deadline)
             to_beat = start if to_beat is None else to_beat
             name = "repair" if index == 0 else f"repair-{index + 1}"
