@@ -496,18 +496,26 @@ def test_uncovered_ones_refuses_shapes_that_do_not_fit() -> None:
             uncovered_ones(A, U_bad, V_bad)
 
 
-def test_the_repair_swaps_in_a_small_block_every_start_missed():
-    from bmfdsl.pipeline._strategy import repair_seed
-
+def small_block_missed() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Planted ``A = U Vᵀ`` (600 x 80, Boolean, 1% noise both ways) of three 20-column blocks
+    and one of only three columns, its ``U`` and ``V``, and ``V`` with the small block merged
+    away (component 0 twice): the repair's test instance."""
     rng = np.random.default_rng(3)
     U = (rng.random((600, 4)) < 0.15).astype(np.int8)
     V = np.zeros((80, 4), dtype=np.int8)
     for k, (start, width) in enumerate([(0, 20), (20, 20), (40, 20), (60, 3)]):
-        V[start : start + width, k] = 1  # the last block has only three columns
+        V[start : start + width, k] = 1
     A = ((U.astype(int) @ V.T.astype(int)) > 0).astype(np.int8)
-    A[rng.random(A.shape) < 0.01] ^= 1  # noise both ways
+    A[rng.random(A.shape) < 0.01] ^= 1
     missed = V.copy()
-    missed[:, 3] = V[:, 0]  # the small block merged away: component 0 twice
+    missed[:, 3] = V[:, 0]
+    return A, U, V, missed
+
+
+def test_the_repair_swaps_in_a_small_block_every_start_missed():
+    from bmfdsl.pipeline._strategy import repair_seed
+
+    A, U, V, missed = small_block_missed()
     seed = repair_seed(A, missed)
     assert seed is not None and seed.name == "repair"
     columns = {tuple(np.flatnonzero(column)) for column in seed.V.T}
@@ -521,16 +529,9 @@ def test_the_repair_swaps_in_a_small_block_every_start_missed():
 def test_a_later_answers_repair_is_kept_only_below_the_first_answer():
     from bmfdsl.pipeline._strategy import best_distinct, repair_seeds
 
-    rng = np.random.default_rng(3)
-    U = (rng.random((600, 4)) < 0.15).astype(np.int8)
-    V = np.zeros((80, 4), dtype=np.int8)
-    for k, (start, width) in enumerate([(0, 20), (20, 20), (40, 20), (60, 3)]):
-        V[start : start + width, k] = 1
-    A = ((U.astype(int) @ V.T.astype(int)) > 0).astype(np.int8)
-    A[rng.random(A.shape) < 0.01] ^= 1
-    missed, merged = V.copy(), V.copy()
-    missed[:, 3] = V[:, 0]  # the small block lost, two ways
-    merged[:, 3] = V[:, 1]
+    A, _, V, missed = small_block_missed()
+    merged = V.copy()
+    merged[:, 3] = V[:, 1]  # the small block lost another way
     first, second = repair_seeds(A, [missed, merged])
     assert first is not None and first.name == "repair"
     assert second is not None and second.name == "repair-2"  # below missed's error too
@@ -565,15 +566,7 @@ def test_the_second_best_answer_is_repaired_too(monkeypatch):
 def test_the_repair_ranks_its_swaps_on_fewer_rows_and_judges_the_best_on_all(monkeypatch):
     from bmfdsl.pipeline import _strategy
 
-    rng = np.random.default_rng(3)
-    U = (rng.random((600, 4)) < 0.15).astype(np.int8)
-    V = np.zeros((80, 4), dtype=np.int8)
-    for k, (start, width) in enumerate([(0, 20), (20, 20), (40, 20), (60, 3)]):
-        V[start : start + width, k] = 1
-    A = ((U.astype(int) @ V.T.astype(int)) > 0).astype(np.int8)
-    A[rng.random(A.shape) < 0.01] ^= 1
-    missed = V.copy()
-    missed[:, 3] = V[:, 0]
+    A, _, V, missed = small_block_missed()
     judged: list[tuple[int, list[np.ndarray]]] = []  # (rows, starts) of every batch
     screened = _strategy._screened_answers
 
