@@ -13,9 +13,10 @@ the default backend, nothing constrained) also tries, beside the core solve:
   is a smaller sample), or a uniform sample of its rows when it is all of ``A``, except for
   ``baseline``, which takes an unsampled ``A`` whole up to :data:`BASELINE_WHOLE_CELLS`
   entries, and
-  ``thresholded``, which takes an unsampled ``A`` whole up to
-  :data:`THRESHOLDED_BOTH_CELLS` entries (its row sample's answer then being the seed
-  ``"thresholded-rows"``), and beyond that also on it whole up to
+  ``thresholded`` and ``penalized``, which take an unsampled ``A`` whole up to
+  :data:`METHODS_BOTH_CELLS` entries (their row sample's answers then being the seeds
+  ``"thresholded-rows"`` and ``"penalized-rows"``), and ``thresholded`` beyond that also on it
+  whole up to
   :data:`THRESHOLDED_WHOLE_CELLS` entries (the seed ``"thresholded-whole"``: on dense
   random data no row sample shows what it finds);
 * on a sampled run, the native solver's structure seeds (NMF-threshold, row and column
@@ -67,15 +68,26 @@ METHOD_CELLS = 2**17
 #: prefix 2.2% to penalized's on dense planted blocks, 60,000 x 800, r = 10; penalized then
 #: takes 0.11 -> 0.18 s on the first, its products summed over the ones of the core).
 SAMPLED_METHOD_CELLS = 2**19
-#: Largest unsampled core (entries) ``thresholded`` takes whole beside its row sample (that
-#: seed named ``"thresholded-rows"``) once the core is past :data:`METHOD_CELLS`: the sample
-#: holds at least half the rows, so the whole costs at most twice as much, and the default then
-#: holds thresholded's own answer (leukemia's transpose, 38 x 4,806, r = 10: 25,740 without it,
-#: thresholded's 25,730). The sample's answer stays a seed: on leukemia and its transpose at
-#: r = 3, 7, 10 and 12 it ended best in 3 of the 8 runs, which the whole's alone left 0.02%,
-#: 0.1% and 3% worse. On 24 runs of 131,072-262,144 entries (leukemia, MNIST slices, noisy
-#: Boolean and Bernoulli data, tall and wide) 6 answers got better, none worse, in 13% more time.
-THRESHOLDED_BOTH_CELLS = 2 * METHOD_CELLS
+#: Largest unsampled core (entries) ``thresholded`` and ``penalized`` take whole beside their
+#: row sample (those seeds named ``"thresholded-rows"``, ``"penalized-rows"``) once the core is
+#: past :data:`METHOD_CELLS`: the default then holds their own answers. On noisy Boolean data
+#: at ranks 6-13 (market baskets, mixtures) the row sample's answers had lost to the whole's
+#: by up to 2% (basket-like 2,567 x 184, r = 8: 15,065 against penalized's 14,942), and on
+#: leukemia's transpose, 38 x 4,806, r = 10, to thresholded's (25,740 against 25,730). The
+#: sample's answers stay seeds: on leukemia and its transpose at r = 3, 7, 10 and 12
+#: thresholded's ended best in 3 of the 8 runs, which the whole's alone left 0.02%, 0.1% and 3%
+#: worse. The core solve meanwhile gets :data:`BOTH_CORE_WORK_SHARE` of its budget. Beyond
+#: 2^20 entries the two methods cost more than the rest of the run (taken whole up to 2^22,
+#: 58 runs of 1-8 million entries took 2.3x the time in all), and the default lost to one of
+#: them in 3 of those 58 runs.
+METHODS_BOTH_CELLS = 2**20
+#: Share of the default budget (:func:`~bmfdsl.solvers.native.auto_work_limit`) the core solve
+#: gets on an unsampled core where the methods take it whole (:data:`METHODS_BOTH_CELLS`): on
+#: 58 runs of 0.1-1.2 million entries (noisy Boolean, basket-like, power-law, genotype-like,
+#: MNIST slices) the two methods' whole runs and this share took 7-22% more time than the full
+#: budget without them, 10 answers were better (6 of them had lost to a method), 4 worse (by
+#: at most 0.2%); with the full budget too, 52% more time.
+BOTH_CORE_WORK_SHARE = 0.5
 #: Largest unsampled core (entries) ``baseline`` takes whole however big the others' share:
 #: the greedy costs about one pass (0.5 s at 20,000 x 2,000, r = 10), and a prefix of the
 #: rows lost to it there (18,846,586 against its 18,846,410).
@@ -214,7 +226,9 @@ def portfolio_core_params(
 ) -> dict[str, Any]:
     """The native solver's parameters for the core solve of the portfolio: the caller's,
     plus the budget of a core that is one seed among several, unless the caller set the
-    budget (``work_limit``, ``time_limit`` or ``num_reads``). A sampled core is solved by its
+    budget (``work_limit``, ``time_limit`` or ``num_reads``). An unsampled core that the
+    comparison methods take whole beside their row samples (:data:`METHODS_BOTH_CELLS`) gets
+    :data:`BOTH_CORE_WORK_SHARE` of the default budget. A sampled core is solved by its
     own seeds only (``num_reads=0``: no annealing restart) within a work budget sized from
     the core (:func:`~bmfdsl.solvers.native.sampled_core_work_limit`): the portfolio's
     seeds on the larger uniform sample beside it cover what the restarts found (on the 35
@@ -238,23 +252,31 @@ def portfolio_core_params(
     ['flip_sweeps', 'work_patience']
     >>> sorted(portfolio_core_params({"patience": 5}, (100, 17), 5, sampled=False))
     ['flip_sweeps', 'patience']
+    >>> portfolio_core_params({"patience": 5}, (2_000, 200), 5, sampled=False)["work_limit"]
+    2000000000.0
     >>> portfolio_core_params({}, (20_000, 300), 5, sampled=False, seeds_only=True)
     {'flip_sweeps': 0, 'num_reads': 0}
     >>> portfolio_core_params({"flip_sweeps": 1}, (20_000, 300), 5, sampled=False, seeds_only=True)
     {'flip_sweeps': 1, 'num_reads': 0}
     """
-    from bmfdsl.solvers.native import portfolio_work_patience, sampled_core_work_limit
+    from bmfdsl.solvers.native import (
+        auto_work_limit,
+        portfolio_work_patience,
+        sampled_core_work_limit,
+    )
 
     params = {"flip_sweeps": 0, **backend_params}
     if any(name in params for name in ("work_limit", "time_limit", "num_reads")):
         return params
     if sampled:
         return {**params, "work_limit": sampled_core_work_limit(shape, rank), "num_reads": 0}
+    if METHOD_CELLS < shape[0] * shape[1] <= METHODS_BOTH_CELLS:  # the methods take it whole
+        params["work_limit"] = BOTH_CORE_WORK_SHARE * auto_work_limit(shape)
     if any(name in params for name in ("patience", "work_patience")):
         return params
     if seeds_only:
         return {**params, "num_reads": 0}
-    return {**params, "work_patience": portfolio_work_patience(shape)}
+    return {**params, "work_patience": portfolio_work_patience(shape, rank)}
 
 
 def structure_sample_rows(shape: tuple[int, int], rank: int) -> int:
@@ -380,7 +402,10 @@ def start_portfolio_seeds(
 
     takes_whole = {
         "baseline": not sampled and core.size <= BASELINE_WHOLE_CELLS,
-        "thresholded": not sampled and not covers_all and core.size <= THRESHOLDED_BOTH_CELLS,
+        **dict.fromkeys(
+            ("thresholded", "penalized"),
+            not sampled and not covers_all and core.size <= METHODS_BOTH_CELLS,
+        ),
     }
 
     def method_seed(name: str, whole: bool, label: str) -> list[Seed]:
@@ -392,8 +417,11 @@ def start_portfolio_seeds(
     jobs: list[Callable[[], list[Seed]]] = [
         partial(method_seed, name, takes_whole.get(name, False), name) for name in SEED_METHODS
     ]
-    if takes_whole["thresholded"]:  # its row sample's answer too: another start
-        jobs.append(partial(method_seed, "thresholded", False, "thresholded-rows"))
+    jobs += [  # their row sample's answers too: other starts
+        partial(method_seed, name, False, f"{name}-rows")
+        for name in ("thresholded", "penalized")
+        if takes_whole[name]
+    ]
     if sample is not None and rank <= min(sample.shape):
         jobs.append(partial(_structure_seeds, sample, rank, own))
     return SeedsAhead(jobs, sample if sampled and m * n > FULL_POLISH_CELLS else None)
@@ -421,7 +449,7 @@ def takes_thresholded_whole(
     constant_error = min(ones, cells - ones)  # all zeros, or one all-ones component
     return (
         not sampled
-        and THRESHOLDED_BOTH_CELLS < cells <= THRESHOLDED_WHOLE_CELLS
+        and METHODS_BOTH_CELLS < cells <= THRESHOLDED_WHOLE_CELLS
         and core_error >= THRESHOLDED_WHOLE_MIN_ERROR_SHARE * constant_error
     )
 
