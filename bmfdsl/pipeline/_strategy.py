@@ -83,10 +83,12 @@ SAMPLED_METHOD_CELLS = 2**19
 METHODS_BOTH_CELLS = 2**20
 #: Share of the default budget (:func:`~bmfdsl.solvers.native.auto_work_limit`) the core solve
 #: gets on an unsampled core where the methods take it whole (:data:`METHODS_BOTH_CELLS`): on
-#: 58 runs of 0.1-1.2 million entries (noisy Boolean, basket-like, power-law, genotype-like,
-#: MNIST slices) the two methods' whole runs and this share took 7-22% more time than the full
-#: budget without them, 10 answers were better (6 of them had lost to a method), 4 worse (by
-#: at most 0.2%); with the full budget too, 52% more time.
+#: three draws of noisy Boolean, basket-like, power-law, genotype-like and MNIST data (98 runs
+#: of up to 1.2 million entries) the two methods' whole runs and this share took 7-22% more
+#: time than the full budget without them; 12 answers were better (6 of them had lost to a
+#: method), 8 worse, by at most 0.27% and none above the best method's (a method's answer
+#: can take a repair start that the core's answer had used). With the full budget too: 34-52%
+#: more time, and still 2 of 40 worse.
 BOTH_CORE_WORK_SHARE = 0.5
 #: Largest unsampled core (entries) ``baseline`` takes whole however big the others' share:
 #: the greedy costs about one pass (0.5 s at 20,000 x 2,000, r = 10), and a prefix of the
