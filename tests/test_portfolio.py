@@ -297,9 +297,9 @@ def basket_like(m: int, n: int, sets: int, noise: float, seed: int) -> np.ndarra
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_never_worse_than_a_comparison_method_on_unsampled_basket_data(seed):
-    # 1,500 x 180 at rank 8: the methods' row samples (728 rows) ended at 12,627 and 13,768
-    # after the polish, against thresholded's own 12,279 and 13,624 (and penalized's 13,624)
-    # on all of A; up to 2**20 cells both take A whole beside their row sample
+    # 1,500 x 180 at rank 8: while the methods saw a row sample (728 rows) the default ended
+    # at 12,627 and 13,768, against thresholded's own 12,279 and 13,624 (and penalized's
+    # 13,624) on all of A; up to 2**20 cells both take A whole beside their row sample
     A = basket_like(1500, 180, 12, 0.03, seed)
     assert 2**17 < A.size <= 2**20
     ours = factorize(A, 8, random_state=0)

@@ -77,9 +77,9 @@ SAMPLED_METHOD_CELLS = 2**19
 #: sample's answers stay seeds: on leukemia and its transpose at r = 3, 7, 10 and 12
 #: thresholded's ended best in 3 of the 8 runs, which the whole's alone left 0.02%, 0.1% and 3%
 #: worse. The core solve meanwhile gets :data:`BOTH_CORE_WORK_SHARE` of its budget. Beyond
-#: 2^20 entries the two methods cost more than the rest of the run (taken whole up to 2^22,
-#: 58 runs of 1-8 million entries took 2.3x the time in all), and the default lost to one of
-#: them in 3 of those 58 runs.
+#: 2^20 entries the two methods cost more than the rest of the run: taken whole up to 2^22,
+#: 46 runs of 1-4 million entries took 2.6x the time in all, to fix the 4 that had lost to
+#: one of them (9 better in all, 2 worse).
 METHODS_BOTH_CELLS = 2**20
 #: Share of the default budget (:func:`~bmfdsl.solvers.native.auto_work_limit`) the core solve
 #: gets on an unsampled core where the methods take it whole (:data:`METHODS_BOTH_CELLS`): on
