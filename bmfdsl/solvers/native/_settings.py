@@ -232,7 +232,7 @@ def portfolio_work_patience(shape: tuple[int, int], rank: int) -> float:
     rank 3 the comparison methods and the repair find what later restarts would: on 76 small
     real-data runs (the UCI sets and their row and column subsamples, MNIST slices, melanoma
     and leukemia slices, ranks 2-12) a twelfth changed no answer; the core solves at ranks
-    4-12 spent 30% less work (rank 7: 55% less) and the runs took 15% less time in all. At
+    4-12 spent 34% less work (rank 7: 55% less) and the runs took 15% less time in all. At
     ranks 2 and 3 a sixth left 2 answers worse (heart at rank 2: 1,185 -> 1,187).
 
     >>> portfolio_work_patience((30, 30), 3), portfolio_work_patience((30, 30), 4)
