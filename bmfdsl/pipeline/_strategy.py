@@ -272,13 +272,42 @@ def portfolio_core_params(
         return params
     if sampled:
         return {**params, "work_limit": sampled_core_work_limit(shape, rank), "num_reads": 0}
-    if METHOD_CELLS < shape[0] * shape[1] <= METHODS_BOTH_CELLS:  # the methods take it whole
+    if takes_whole_and_rows(shape, rank, sampled=False):  # the methods' two runs
         params["work_limit"] = BOTH_CORE_WORK_SHARE * auto_work_limit(shape)
     if any(name in params for name in ("patience", "work_patience")):
         return params
     if seeds_only:
         return {**params, "num_reads": 0}
     return {**params, "work_patience": portfolio_work_patience(shape, rank)}
+
+
+def rows_for_methods(shape: tuple[int, int], rank: int, *, sampled: bool) -> int:
+    """Rows of the core the comparison methods see (:data:`METHOD_CELLS`, a sampled core's
+    :data:`SAMPLED_METHOD_CELLS`; at least ``rank``).
+
+    >>> rows_for_methods((2_000, 200), 5, sampled=False)
+    655
+    >>> rows_for_methods((2_000, 200), 5, sampled=True)
+    2000
+    """
+    cells = SAMPLED_METHOD_CELLS if sampled else METHOD_CELLS
+    return int(min(shape[0], max(rank, cells // max(shape[1], 1))))
+
+
+def takes_whole_and_rows(shape: tuple[int, int], rank: int, *, sampled: bool) -> bool:
+    """Whether ``thresholded`` and ``penalized`` take an unsampled core of ``shape`` whole
+    beside their row sample (:data:`METHODS_BOTH_CELLS`); the core solve then gets
+    :data:`BOTH_CORE_WORK_SHARE` of its budget.
+
+    >>> takes_whole_and_rows((2_000, 200), 5, sampled=False)  # 655 rows of 2,000
+    True
+    >>> takes_whole_and_rows((600, 200), 5, sampled=False)  # the row sample is all of it
+    False
+    >>> takes_whole_and_rows((6_000, 200), 5, sampled=False)  # beyond 2**20 cells
+    False
+    """
+    rows = rows_for_methods(shape, rank, sampled=sampled)
+    return not sampled and rows < shape[0] and shape[0] * shape[1] <= METHODS_BOTH_CELLS
 
 
 def structure_sample_rows(shape: tuple[int, int], rank: int) -> int:
@@ -386,8 +415,7 @@ def start_portfolio_seeds(
     """
     from bmfdsl.solvers.methods import get_method
 
-    cells = SAMPLED_METHOD_CELLS if sampled else METHOD_CELLS
-    rows = min(core.shape[0], max(rank, cells // max(core.shape[1], 1)))
+    rows = rows_for_methods(core.shape, rank, sampled=sampled)
     own = np.random.default_rng(copy.deepcopy(method_rng).integers(2**63 - 1))
     if sampled or rows == core.shape[0]:
         method_rows = np.arange(rows)  # a sampled core is random already: its first rows
@@ -405,8 +433,7 @@ def start_portfolio_seeds(
     takes_whole = {
         "baseline": not sampled and core.size <= BASELINE_WHOLE_CELLS,
         **dict.fromkeys(
-            ("thresholded", "penalized"),
-            not sampled and not covers_all and core.size <= METHODS_BOTH_CELLS,
+            ("thresholded", "penalized"), takes_whole_and_rows(core.shape, rank, sampled=sampled)
         ),
     }
 
