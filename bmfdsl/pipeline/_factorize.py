@@ -57,12 +57,12 @@ from bmfdsl.pipeline._bounds import (
     start_bound,
 )
 from bmfdsl.pipeline._strategy import (
-    REPAIR_STARTS,
     SeedsAhead,
     best_distinct,
     portfolio_core_params,
     ranking_rows,
     repair_seeds,
+    repair_start_count,
     repeats,
     screening_rows,
     shortlist,
@@ -258,6 +258,7 @@ def factorize(
                 core.shape,
                 rank_core,
                 sampled=s is not None,
+                ones=data.total,
                 seeds_only=s is None and solved_by_seeds_only(core, data.total),
             )
             # the seeds start beside the core solve (under a time limit none starts late)
@@ -714,7 +715,7 @@ def _best_of_seeds(
             if rows is None
             else repair_seeds(
                 rows,
-                best_distinct(answers, REPAIR_STARTS),
+                best_distinct(answers, repair_start_count(seed_set)),
                 deadline=deadline,
                 ranked_on=ranking_rows(data, seed_set, rank),
             )

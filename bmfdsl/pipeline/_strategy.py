@@ -14,7 +14,8 @@ the default backend, nothing constrained) also tries, beside the core solve:
   ``baseline``, which takes an unsampled ``A`` whole up to :data:`BASELINE_WHOLE_CELLS`
   entries, and
   ``thresholded`` and ``penalized``, which take an unsampled ``A`` whole up to
-  :data:`METHODS_BOTH_CELLS` entries (their row sample's answers then being the seeds
+  :data:`METHODS_BOTH_CELLS` entries as their products count them (:func:`method_cells`:
+  sparse data by its ones; their row sample's answers then being the seeds
   ``"thresholded-rows"`` and ``"penalized-rows"``), and ``thresholded`` beyond that also on it
   whole up to
   :data:`THRESHOLDED_WHOLE_CELLS` entries (the seed ``"thresholded-whole"``: on dense
@@ -34,10 +35,10 @@ the sample ranks starts well, only those that come within :data:`METHOD_SCREEN_M
 core solve's answer there), and at most :data:`SHORTLIST` other seeds that beat it; a seed
 whose screened ``V`` equals one already kept or the answer's (column order aside; see
 :func:`shortlist`) is skipped, except, on dense data, a method's own answer. Last,
-:func:`repair_seeds` swaps one component of each of the :data:`REPAIR_STARTS` best answers
-for a block of ones it leaves uncovered, judged on :func:`screening_rows` (on more than
-:data:`REPAIR_RANK_CELLS` entries, only the swaps :func:`ranking_rows` rank best and that beat
-the answer there), and the pipeline finishes such a start too when the swap helps there (a
+:func:`repair_seeds` swaps one component of each of the :func:`repair_start_count` best
+answers for a block of ones it leaves uncovered, judged on :func:`screening_rows` (on more
+than :data:`REPAIR_RANK_CELLS` entries, only the swaps :func:`ranking_rows` rank best and that
+beat the answer there), and the pipeline finishes such a start too when the swap helps there (a
 later answer's only when it also beats the best one there). The work is counted, not timed
 (fixed iteration counts, ALS at most 20 solves), so a seed gives bit-identical answers.
 """
@@ -50,7 +51,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -79,7 +80,12 @@ SAMPLED_METHOD_CELLS = 2**19
 #: worse. The core solve meanwhile gets :data:`BOTH_CORE_WORK_SHARE` of its budget. Beyond
 #: 2^20 entries the two methods cost more than the rest of the run: taken whole up to 2^22,
 #: 46 runs of 1-4 million entries took 2.6x the time in all, to fix the 4 that had lost to
-#: one of them (9 better in all, 2 worse).
+#: one of them (9 better in all, 2 worse). The entries are counted as the methods' products
+#: pass over them (:func:`method_cells`): on sparse data their products sum over the ones,
+#: so a sparse core of many more entries costs them as little. On 34 runs of power-law,
+#: sparse basket, rare-variant and sparse Boolean data of 1.1-9.2 million entries with up to
+#: 2^17 ones, 6 had lost to a method's whole answer (power-law 8,986 x 556, r = 11: 66,552
+#: against penalized's 66,269), none now; 11 answers better, none worse, 1.43x the time.
 METHODS_BOTH_CELLS = 2**20
 #: Share of the default budget (:func:`~bmfdsl.solvers.native.auto_work_limit`) the core solve
 #: gets on an unsampled core where the methods take it whole (:data:`METHODS_BOTH_CELLS`): on
@@ -136,7 +142,8 @@ REPAIR_ROUNDS = 2
 #: real-data runs 10 answers got better, none worse (zoo, r = 10: 54 -> 50; 5% more time);
 #: on bench_scale 3 of 22 (dense blocks 30,000 x 300, r = 12: 428,763 -> 426,249), on
 #: bench_families none of 41; MNIST 8,000 x 784 unsampled, r = 10: 620,881 -> 613,893
-#: (thresholded's 619,840).
+#: (thresholded's 619,840). One more where the methods take a core whole beside their row
+#: samples (:func:`repair_start_count`).
 REPAIR_STARTS = 2
 #: Data (entries) beyond which the repair ranks its ``r`` swaps on a row sample first and
 #: judges only the best :data:`REPAIR_CONFIRMED` of them on all of ``A`` (up to
@@ -224,19 +231,21 @@ def portfolio_core_params(
     rank: int,
     *,
     sampled: bool,
+    ones: int,
     seeds_only: bool = False,
 ) -> dict[str, Any]:
     """The native solver's parameters for the core solve of the portfolio: the caller's,
     plus the budget of a core that is one seed among several, unless the caller set the
-    budget (``work_limit``, ``time_limit`` or ``num_reads``). An unsampled core that the
-    comparison methods take whole beside their row samples (:data:`METHODS_BOTH_CELLS`) gets
+    budget (``work_limit``, ``time_limit`` or ``num_reads``). An unsampled core (with ``ones``
+    ones) that the comparison methods take whole beside their row samples
+    (:func:`takes_whole_and_rows`) gets
     :data:`BOTH_CORE_WORK_SHARE` of the default budget. A sampled core is solved by its
     own seeds only (``num_reads=0``: no annealing restart) within a work budget sized from
     the core (:func:`~bmfdsl.solvers.native.sampled_core_work_limit`): the portfolio's
     seeds on the larger uniform sample beside it cover what the restarts found (on the 35
     sampled runs of bench_scale and bench_families, no restart changed the final error, and
     they took 0.2-1.5 s of a 0.5-4 s run). An unsampled core that
-    :func:`solved_by_seeds_only` (``seeds_only``) also gets ``num_reads=0``, within the default
+    :func:`solved_by_seeds_only` (``seeds_only``) also gets ``num_reads=0``, within that
     budget, unless the caller set a patience (then it anneals). Any other unsampled core
     stops its restarts once they stall for
     :func:`~bmfdsl.solvers.native.portfolio_work_patience` work units (counted, so the same
@@ -246,19 +255,22 @@ def portfolio_core_params(
     runs it on the full data's answer instead (a core's answer improved by it was finished
     worse on all of ``A`` in 2 of 18 small real-data runs).
 
-    >>> portfolio_core_params({"num_reads": 3}, (100, 1000), 5, sampled=True)
+    >>> portfolio_core_params({"num_reads": 3}, (100, 1000), 5, sampled=True, ones=9_000)
     {'flip_sweeps': 0, 'num_reads': 3}
-    >>> sorted(portfolio_core_params({}, (100, 1000), 5, sampled=True).items())[1]
+    >>> sorted(portfolio_core_params({}, (100, 1000), 5, sampled=True, ones=9_000).items())[1]
     ('num_reads', 0)
-    >>> sorted(portfolio_core_params({}, (100, 17), 5, sampled=False))
+    >>> sorted(portfolio_core_params({}, (100, 17), 5, sampled=False, ones=500))
     ['flip_sweeps', 'work_patience']
-    >>> sorted(portfolio_core_params({"patience": 5}, (100, 17), 5, sampled=False))
+    >>> sorted(portfolio_core_params({"patience": 5}, (100, 17), 5, sampled=False, ones=500))
     ['flip_sweeps', 'patience']
-    >>> portfolio_core_params({"patience": 5}, (2_000, 200), 5, sampled=False)["work_limit"]
+    >>> both = portfolio_core_params({"patience": 5}, (2_000, 200), 5, sampled=False, ones=9e4)
+    >>> both["work_limit"]  # half the default budget: the methods take the core whole
     2000000000.0
-    >>> portfolio_core_params({}, (20_000, 300), 5, sampled=False, seeds_only=True)
+    >>> portfolio_core_params({}, (20_000, 300), 5, sampled=False, ones=600_000, seeds_only=True)
     {'flip_sweeps': 0, 'num_reads': 0}
-    >>> portfolio_core_params({"flip_sweeps": 1}, (20_000, 300), 5, sampled=False, seeds_only=True)
+    >>> portfolio_core_params(
+    ...     {"flip_sweeps": 1}, (20_000, 300), 5, sampled=False, ones=600_000, seeds_only=True
+    ... )
     {'flip_sweeps': 1, 'num_reads': 0}
     """
     from bmfdsl.solvers.native import (
@@ -272,7 +284,7 @@ def portfolio_core_params(
         return params
     if sampled:
         return {**params, "work_limit": sampled_core_work_limit(shape, rank), "num_reads": 0}
-    if takes_whole_and_rows(shape, rank, sampled=False):  # the methods' two runs
+    if takes_whole_and_rows(shape, rank, sampled=False, ones=ones):  # the methods' two runs
         params["work_limit"] = BOTH_CORE_WORK_SHARE * auto_work_limit(shape)
     if any(name in params for name in ("patience", "work_patience")):
         return params
@@ -294,20 +306,38 @@ def rows_for_methods(shape: tuple[int, int], rank: int, *, sampled: bool) -> int
     return int(min(shape[0], max(rank, cells // max(shape[1], 1))))
 
 
-def takes_whole_and_rows(shape: tuple[int, int], rank: int, *, sampled: bool) -> bool:
-    """Whether ``thresholded`` and ``penalized`` take an unsampled core of ``shape`` whole
-    beside their row sample (:data:`METHODS_BOTH_CELLS`); the core solve then gets
-    :data:`BOTH_CORE_WORK_SHARE` of its budget.
+def method_cells(shape: tuple[int, int], ones: int) -> float:
+    """The entries of a core of ``shape`` with ``ones`` ones as the comparison methods'
+    products count them: all of them, or, on sparse data (at most
+    :data:`~bmfdsl.solvers.methods.SPARSE_DENSITY` ones, where the products sum over the
+    ones), ``1 / SPARSE_DENSITY`` per one, where the two ways cost about the same.
 
-    >>> takes_whole_and_rows((2_000, 200), 5, sampled=False)  # 655 rows of 2,000
+    >>> method_cells((6_000, 200), 600_000), method_cells((6_000, 200), 60_000)
+    (1200000, 480000.0)
+    """
+    from bmfdsl.solvers.methods import SPARSE_DENSITY
+
+    cells = shape[0] * shape[1]
+    return cells if ones > SPARSE_DENSITY * cells else ones / SPARSE_DENSITY
+
+
+def takes_whole_and_rows(shape: tuple[int, int], rank: int, *, sampled: bool, ones: int) -> bool:
+    """Whether ``thresholded`` and ``penalized`` take an unsampled core of ``shape`` with
+    ``ones`` ones whole beside their row sample (:data:`METHODS_BOTH_CELLS`, counted by
+    :func:`method_cells`); the core solve then gets :data:`BOTH_CORE_WORK_SHARE` of its
+    budget.
+
+    >>> takes_whole_and_rows((2_000, 200), 5, sampled=False, ones=120_000)  # 655 rows of 2,000
     True
-    >>> takes_whole_and_rows((600, 200), 5, sampled=False)  # the row sample is all of it
+    >>> takes_whole_and_rows((600, 200), 5, sampled=False, ones=36_000)  # the row sample is all
     False
-    >>> takes_whole_and_rows((6_000, 200), 5, sampled=False)  # beyond 2**20 cells
+    >>> takes_whole_and_rows((6_000, 200), 5, sampled=False, ones=600_000)  # beyond 2**20 cells
     False
+    >>> takes_whole_and_rows((6_000, 200), 5, sampled=False, ones=60_000)  # sparse: 480,000
+    True
     """
     rows = rows_for_methods(shape, rank, sampled=sampled)
-    return not sampled and rows < shape[0] and shape[0] * shape[1] <= METHODS_BOTH_CELLS
+    return not sampled and rows < shape[0] and method_cells(shape, ones) <= METHODS_BOTH_CELLS
 
 
 def structure_sample_rows(shape: tuple[int, int], rank: int) -> int:
@@ -323,10 +353,27 @@ def structure_sample_rows(shape: tuple[int, int], rank: int) -> int:
 @dataclass(frozen=True)
 class SeedSet:
     """The portfolio's seeds and the uniform row sample they are screened on (``None``: the
-    data is small enough to finish every seed on it)."""
+    data is small enough to finish every seed on it); ``whole_and_rows``: whether
+    ``thresholded`` and ``penalized`` took the core whole beside their row samples
+    (:func:`takes_whole_and_rows`)."""
 
     seeds: list[Seed]
     sample: np.ndarray | None = None
+    whole_and_rows: bool = False
+
+
+def repair_start_count(seed_set: SeedSet) -> int:
+    """How many of the finished answers :func:`repair_seeds` starts from: :data:`REPAIR_STARTS`,
+    one more where the methods took the core whole beside their row samples. Their two whole
+    answers then join the best ones and can push out an answer whose repair would have ended
+    best: on power-law data of 1.1 million entries at 3% ones (18 runs, r = 7-13) two starts
+    left 7 answers worse than the row samples alone had (by up to 0.3%), three none. On 86
+    runs of 2^17-2^20 entries 7 answers were better, none worse, in 17% more time.
+
+    >>> repair_start_count(SeedSet([])), repair_start_count(SeedSet([], whole_and_rows=True))
+    (2, 3)
+    """
+    return REPAIR_STARTS + int(seed_set.whole_and_rows)
 
 
 def with_thresholded_whole(
@@ -341,7 +388,7 @@ def with_thresholded_whole(
 
     U, V = get_method("thresholded")(core, rank, random_state=copy.deepcopy(method_rng))
     whole = Seed("thresholded-whole", np.asarray(V, dtype=np.int8), np.asarray(U, dtype=np.int8))
-    return SeedSet([*seed_set.seeds, whole], seed_set.sample)
+    return replace(seed_set, seeds=[*seed_set.seeds, whole])
 
 
 class SeedsAhead:
@@ -355,10 +402,17 @@ class SeedsAhead:
     thread count changes.
     """
 
-    def __init__(self, jobs: list[Callable[[], list[Seed]]], sample: np.ndarray | None):
+    def __init__(
+        self,
+        jobs: list[Callable[[], list[Seed]]],
+        sample: np.ndarray | None,
+        *,
+        whole_and_rows: bool = False,
+    ):
         from bmfdsl.solvers.native import one_blas_thread
 
         self._sample = sample
+        self._whole_and_rows = whole_and_rows
         self._found: SeedSet | None = None
         self._blas = contextlib.ExitStack()
         self._blas.enter_context(one_blas_thread())
@@ -376,7 +430,7 @@ class SeedsAhead:
                 found = [seed for future in self._futures for seed in future.result()]
             finally:
                 self.close()
-            self._found = SeedSet(found, self._sample)
+            self._found = SeedSet(found, self._sample, self._whole_and_rows)
         return self._found
 
     @property
@@ -433,7 +487,8 @@ def start_portfolio_seeds(
     takes_whole = {
         "baseline": not sampled and core.size <= BASELINE_WHOLE_CELLS,
         **dict.fromkeys(
-            ("thresholded", "penalized"), takes_whole_and_rows(core.shape, rank, sampled=sampled)
+            ("thresholded", "penalized"),
+            takes_whole_and_rows(core.shape, rank, sampled=sampled, ones=data.total),
         ),
     }
 
@@ -453,7 +508,11 @@ def start_portfolio_seeds(
     ]
     if sample is not None and rank <= min(sample.shape):
         jobs.append(partial(_structure_seeds, sample, rank, own))
-    return SeedsAhead(jobs, sample if sampled and m * n > FULL_POLISH_CELLS else None)
+    return SeedsAhead(
+        jobs,
+        sample if sampled and m * n > FULL_POLISH_CELLS else None,
+        whole_and_rows=takes_whole["thresholded"],
+    )
 
 
 def takes_thresholded_whole(

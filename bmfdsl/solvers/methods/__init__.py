@@ -18,7 +18,7 @@ from bmfdsl._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from bmfdsl.solvers.methods._baseline import baseline
-    from bmfdsl.solvers.methods._penalized import penalized
+    from bmfdsl.solvers.methods._penalized import SPARSE_DENSITY, penalized
     from bmfdsl.solvers.methods._registry import METHODS, MethodFunction, get_method
     from bmfdsl.solvers.methods._thresholded import thresholded
 
