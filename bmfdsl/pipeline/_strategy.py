@@ -263,8 +263,8 @@ def portfolio_core_params(
     ['flip_sweeps', 'work_patience']
     >>> sorted(portfolio_core_params({"patience": 5}, (100, 17), 5, sampled=False, ones=500))
     ['flip_sweeps', 'patience']
-    >>> both = portfolio_core_params({"patience": 5}, (2_000, 200), 5, sampled=False, ones=9e4)
-    >>> both["work_limit"]  # half the default budget: the methods take the core whole
+    >>> b = portfolio_core_params({"patience": 5}, (2_000, 200), 5, sampled=False, ones=90_000)
+    >>> b["work_limit"]  # half the default budget: the methods take the core whole
     2000000000.0
     >>> portfolio_core_params({}, (20_000, 300), 5, sampled=False, ones=600_000, seeds_only=True)
     {'flip_sweeps': 0, 'num_reads': 0}
@@ -313,11 +313,11 @@ def method_cells(shape: tuple[int, int], ones: int) -> float:
     ones), ``1 / SPARSE_DENSITY`` per one, where the two ways cost about the same.
 
     >>> method_cells((6_000, 200), 600_000), method_cells((6_000, 200), 60_000)
-    (1200000, 480000.0)
+    (1200000.0, 480000.0)
     """
     from bmfdsl.solvers.methods import SPARSE_DENSITY
 
-    cells = shape[0] * shape[1]
+    cells = float(shape[0] * shape[1])
     return cells if ones > SPARSE_DENSITY * cells else ones / SPARSE_DENSITY
 
 
