@@ -85,7 +85,7 @@ SAMPLED_METHOD_CELLS = 2**19
 #: so a sparse core of many more entries costs them as little. On 34 runs of power-law,
 #: sparse basket, rare-variant and sparse Boolean data of 1.1-9.2 million entries with up to
 #: 2^17 ones, 6 had lost to a method's whole answer (power-law 8,986 x 556, r = 11: 66,552
-#: against penalized's 66,269), none now; 11 answers better, none worse, 1.43x the time.
+#: against penalized's 66,269), none now; 11 answers better, none worse, 1.18-1.24x the time.
 METHODS_BOTH_CELLS = 2**20
 #: Share of the default budget (:func:`~bmfdsl.solvers.native.auto_work_limit`) the core solve
 #: gets on an unsampled core where the methods take it whole (:data:`METHODS_BOTH_CELLS`): on
@@ -368,7 +368,8 @@ def repair_start_count(seed_set: SeedSet) -> int:
     answers then join the best ones and can push out an answer whose repair would have ended
     best: on power-law data of 1.1 million entries at 3% ones (18 runs, r = 7-13) two starts
     left 7 answers worse than the row samples alone had (by up to 0.3%), three none. On 86
-    runs of 2^17-2^20 entries 7 answers were better, none worse, in 17% more time.
+    runs of 2^17-2^20 entries 7 answers were better, none worse, in 0.94-1.17x the time
+    (three reruns: this host's timings move that much).
 
     >>> repair_start_count(SeedSet([])), repair_start_count(SeedSet([], whole_and_rows=True))
     (2, 3)
@@ -530,6 +531,8 @@ def takes_thresholded_whole(
     False
     >>> takes_thresholded_whole((100, 1000), 50_000, 46_000, sampled=False)  # methods see all
     False
+    >>> takes_thresholded_whole((5000, 1000), 100_000, 95_000, sampled=False)  # sparse: too
+    False
     >>> takes_thresholded_whole((5000, 1000), 2_500_000, 2_300_000, sampled=True)
     False
     """
@@ -537,7 +540,8 @@ def takes_thresholded_whole(
     constant_error = min(ones, cells - ones)  # all zeros, or one all-ones component
     return (
         not sampled
-        and METHODS_BOTH_CELLS < cells <= THRESHOLDED_WHOLE_CELLS
+        and method_cells(shape, ones) > METHODS_BOTH_CELLS  # else thresholded took it whole
+        and cells <= THRESHOLDED_WHOLE_CELLS
         and core_error >= THRESHOLDED_WHOLE_MIN_ERROR_SHARE * constant_error
     )
 
