@@ -330,14 +330,14 @@ def test_never_worse_than_a_comparison_method_on_sparse_data_past_the_dense_band
 
     A = power_law(3400, 320, 0.03, seed)
     assert A.size > 2**20 and 8 * int(A.sum()) <= 2**20
-    starts = []
-    real_repair = _factorize.repair_seeds
+    starts = []  # how many answers each run's repair may start from
+    real_best_distinct = _factorize.best_distinct
 
-    def counted_repair(sample, answers_V, *args, **kwargs):
-        starts.append(len(answers_V))
-        return real_repair(sample, answers_V, *args, **kwargs)
+    def counted(answers, count):
+        starts.append(count)
+        return real_best_distinct(answers, count)
 
-    monkeypatch.setattr(_factorize, "repair_seeds", counted_repair)
+    monkeypatch.setattr(_factorize, "best_distinct", counted)
     ours = factorize(A, rank, random_state=0)
     assert {"thresholded-rows", "penalized-rows"} <= set(ours.info["portfolio"]["seeds"])
     # thresholded took A whole: no second run on all of A after the core solve (seed 1's core
@@ -354,6 +354,7 @@ def test_never_worse_than_a_comparison_method_on_sparse_data_past_the_dense_band
     dense[:, :40] = 1  # past an eighth ones: their products pass over every entry
     seeds = factorize(dense, rank, random_state=0).info["portfolio"]["seeds"]
     assert "thresholded-rows" not in seeds
+    assert starts[-1] == 4  # a row sample's answers only: the repair starts from four
 
 
 def test_the_core_solve_gets_half_its_budget_where_the_methods_take_a_whole():

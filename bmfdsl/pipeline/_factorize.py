@@ -715,7 +715,7 @@ def _best_of_seeds(
             if rows is None
             else repair_seeds(
                 rows,
-                best_distinct(answers, repair_start_count(seed_set)),
+                best_distinct(answers, repair_start_count(data.shape, seed_set)),
                 deadline=deadline,
                 ranked_on=ranking_rows(data, seed_set, rank),
             )

@@ -142,9 +142,23 @@ REPAIR_ROUNDS = 2
 #: real-data runs 10 answers got better, none worse (zoo, r = 10: 54 -> 50; 5% more time);
 #: on bench_scale 3 of 22 (dense blocks 30,000 x 300, r = 12: 428,763 -> 426,249), on
 #: bench_families none of 41; MNIST 8,000 x 784 unsampled, r = 10: 620,881 -> 613,893
-#: (thresholded's 619,840). One more where the methods take a core whole beside their row
-#: samples (:func:`repair_start_count`).
+#: (thresholded's 619,840). More on larger data (:func:`repair_start_count`).
 REPAIR_STARTS = 2
+#: ... where the methods take a core whole beside their row samples: their two whole answers
+#: join the best ones and can push out an answer whose repair would have ended best (on
+#: power-law data of 1.1 million entries at 3% ones, 18 runs at r = 7-13, two starts left 7
+#: answers worse than the row samples alone had, by up to 0.3%; three none). On 86 runs of
+#: 2^17-2^20 entries 7 answers were better, none worse, in 0.94-1.17x the time (three reruns:
+#: this host's timings move that much); four or five starts there: 3 more better, 1.39x.
+BOTH_REPAIR_STARTS = 3
+#: ... on data past :data:`METHODS_BOTH_CELLS` entries where the methods see a row sample only
+#: (the repair ranks its swaps on a row sample there, and costs little beside the full data's
+#: passes): on 88 runs of noisy Boolean, basket-like, genotype-like, power-law and sparse data
+#: of 1-16 million entries (r = 3-13), 12 answers better, none worse, in 0.97-1.03x the time
+#: (basket-like 11,397 x 148, r = 12: 68,185 -> 67,354; a Boolean mixture 7,886 x 275, r =
+#: 11: 182,595 -> 181,546). On small data (the UCI sets and slices) four starts left one of 76
+#: answers worse, 6 better, in 7% more time.
+LARGE_REPAIR_STARTS = 4
 #: Data (entries) beyond which the repair ranks its ``r`` swaps on a row sample first and
 #: judges only the best :data:`REPAIR_CONFIRMED` of them on all of ``A`` (up to
 #: :data:`FULL_POLISH_CELLS`; beyond it every swap is judged on the sample): ``r`` ALS runs on
@@ -362,19 +376,22 @@ class SeedSet:
     whole_and_rows: bool = False
 
 
-def repair_start_count(seed_set: SeedSet) -> int:
-    """How many of the finished answers :func:`repair_seeds` starts from: :data:`REPAIR_STARTS`,
-    one more where the methods took the core whole beside their row samples. Their two whole
-    answers then join the best ones and can push out an answer whose repair would have ended
-    best: on power-law data of 1.1 million entries at 3% ones (18 runs, r = 7-13) two starts
-    left 7 answers worse than the row samples alone had (by up to 0.3%), three none. On 86
-    runs of 2^17-2^20 entries 7 answers were better, none worse, in 0.94-1.17x the time
-    (three reruns: this host's timings move that much).
+def repair_start_count(shape: tuple[int, int], seed_set: SeedSet) -> int:
+    """How many of the finished answers :func:`repair_seeds` starts from, on data of
+    ``shape``: :data:`BOTH_REPAIR_STARTS` where the methods took the core whole beside their
+    row samples (``seed_set.whole_and_rows``), :data:`LARGE_REPAIR_STARTS` past
+    :data:`METHODS_BOTH_CELLS` entries otherwise, else :data:`REPAIR_STARTS`.
 
-    >>> repair_start_count(SeedSet([])), repair_start_count(SeedSet([], whole_and_rows=True))
-    (2, 3)
+    >>> repair_start_count((100, 30), SeedSet([]))
+    2
+    >>> repair_start_count((2_000, 200), SeedSet([], whole_and_rows=True))
+    3
+    >>> repair_start_count((20_000, 200), SeedSet([]))
+    4
     """
-    return REPAIR_STARTS + int(seed_set.whole_and_rows)
+    if seed_set.whole_and_rows:
+        return BOTH_REPAIR_STARTS
+    return LARGE_REPAIR_STARTS if shape[0] * shape[1] > METHODS_BOTH_CELLS else REPAIR_STARTS
 
 
 def with_thresholded_whole(
