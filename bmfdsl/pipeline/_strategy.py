@@ -152,12 +152,13 @@ REPAIR_STARTS = 2
 #: this host's timings move that much); four or five starts there: 3 more better, 1.39x.
 BOTH_REPAIR_STARTS = 3
 #: ... on data past :data:`METHODS_BOTH_CELLS` entries where the methods see a row sample only
-#: (the repair ranks its swaps on a row sample there, and costs little beside the full data's
-#: passes): on 88 runs of noisy Boolean, basket-like, genotype-like, power-law and sparse data
-#: of 1-16 million entries (r = 3-13), 12 answers better, none worse, in 0.97-1.03x the time
-#: (basket-like 11,397 x 148, r = 12: 68,185 -> 67,354; a Boolean mixture 7,886 x 275, r =
-#: 11: 182,595 -> 181,546). On small data (the UCI sets and slices) four starts left one of 76
-#: answers worse, 6 better, in 7% more time.
+#: (the repair costs little there beside the full data's passes): on 88 unsampled runs of
+#: noisy Boolean, basket-like, genotype-like, power-law and sparse data of 1-16 million
+#: entries (r = 3-13), 10 answers better, none worse, in 0.98x the time in all (basket-like
+#: 11,397 x 148, r = 12: 68,185 -> 67,354; a Boolean mixture 7,886 x 275, r = 11: 182,595 ->
+#: 181,546); bench_families one better (planted dense 100,000 x 500, r = 5, sampled: 5,172,894
+#: -> 5,047,701), bench_scale none, in 10% more time. On small data (the UCI sets and slices)
+#: four starts left one of 76 answers worse, 6 better, in 7% more time.
 LARGE_REPAIR_STARTS = 4
 #: Data (entries) beyond which the repair ranks its ``r`` swaps on a row sample first and
 #: judges only the best :data:`REPAIR_CONFIRMED` of them on all of ``A`` (up to
