@@ -549,7 +549,7 @@ def takes_thresholded_whole(
     False
     >>> takes_thresholded_whole((100, 1000), 50_000, 46_000, sampled=False)  # methods see all
     False
-    >>> takes_thresholded_whole((5000, 1000), 100_000, 95_000, sampled=False)  # sparse: too
+    >>> takes_thresholded_whole((5000, 1000), 100_000, 95_000, sampled=False)  # taken whole
     False
     >>> takes_thresholded_whole((5000, 1000), 2_500_000, 2_300_000, sampled=True)
     False
