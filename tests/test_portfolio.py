@@ -333,9 +333,9 @@ def test_never_worse_than_a_comparison_method_on_sparse_data_past_the_dense_band
     starts = []  # how many answers each run's repair may start from
     real_best_distinct = _factorize.best_distinct
 
-    def counted(answers, count):
+    def counted(answers, count, **options):
         starts.append(count)
-        return real_best_distinct(answers, count)
+        return real_best_distinct(answers, count, **options)
 
     monkeypatch.setattr(_factorize, "best_distinct", counted)
     ours = factorize(A, rank, random_state=0)
@@ -650,6 +650,36 @@ def test_the_second_best_answer_is_repaired_too(monkeypatch):
     best_only = factorize(A, 6, random_state=0)
     assert "repair-2" not in best_only.info["portfolio"]["errors"]
     assert ours.error < best_only.error
+
+
+def test_the_repair_also_starts_from_baselines_answer(monkeypatch):
+    from bmfdsl.pipeline import _factorize, _strategy
+
+    starts: list[list[np.ndarray]] = []
+    repair_seeds = _factorize.repair_seeds
+
+    def counted(rows, answers_V, **options):
+        starts.append([V.copy() for V in answers_V])
+        return repair_seeds(rows, answers_V, **options)
+
+    monkeypatch.setattr(_factorize, "repair_seeds", counted)
+    for seed in (0, 3):  # noisy Boolean blocks
+        rng = np.random.default_rng(seed)
+        U = (rng.random((150, 6)) < 0.25).astype(int)
+        V = (rng.random((40, 6)) < 0.25).astype(int)
+        A = ((U @ V.T > 0) ^ (rng.random((150, 40)) < 0.08)).astype(np.int8)
+        starts.clear()
+        errors = factorize(A, 5, random_state=0).info["portfolio"]["errors"]
+        (run,) = starts
+        finished = sorted(errors[name] for name in ("core", "thresholded", "penalized"))
+        if seed == 0:  # baseline's answer is above the best two: one more start, the last
+            assert errors["baseline"] > finished[1]
+            assert len(run) == _strategy.REPAIR_STARTS + 1
+            assert solve_bls_with_error(A, run[-1])[1] == errors["baseline"]
+        else:  # it is the best answer: a start already
+            assert errors["baseline"] < finished[0]
+            assert len(run) == _strategy.REPAIR_STARTS
+            assert solve_bls_with_error(A, run[0])[1] == errors["baseline"]
 
 
 def test_the_repair_ranks_its_swaps_on_fewer_rows_and_judges_the_best_on_all(monkeypatch):

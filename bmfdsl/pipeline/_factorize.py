@@ -57,6 +57,7 @@ from bmfdsl.pipeline._bounds import (
     start_bound,
 )
 from bmfdsl.pipeline._strategy import (
+    REPAIR_ALSO,
     SeedsAhead,
     best_distinct,
     portfolio_core_params,
@@ -698,9 +699,12 @@ def _best_of_seeds(
     best = answer
     chosen = "core"
     answers = [] if answer is None else [(answer[2], answer[1])]  # (error, V), in order
+    also_repaired = None  # REPAIR_ALSO's answer, where it was finished
     for name, done in zip(names, results, strict=True):
         errors[name] = done.error
         answers.append((done.error, done.V))
+        if name == REPAIR_ALSO:
+            also_repaired = done.V
         if name == "core":
             info.update(_core_finish_info(done, als))
         if best is None or done.error < best[2]:  # the first of the lowest error
@@ -715,7 +719,9 @@ def _best_of_seeds(
             if rows is None
             else repair_seeds(
                 rows,
-                best_distinct(answers, repair_start_count(data.shape, seed_set)),
+                best_distinct(
+                    answers, repair_start_count(data.shape, seed_set), also=also_repaired
+                ),
                 deadline=deadline,
                 ranked_on=ranking_rows(data, seed_set, rank),
             )
