@@ -811,8 +811,10 @@ def best_distinct(
         if key not in seen and len(chosen) < count:
             seen.add(key)
             chosen.append(V)
-    if also is not None and _column_set(np.asarray(also, dtype=np.int8)) not in seen:
-        chosen.append(np.asarray(also, dtype=np.int8))
+    if also is not None:
+        also = np.asarray(also, dtype=np.int8)
+        if _column_set(also) not in seen:
+            chosen.append(also)
     return chosen
 
 
