@@ -354,7 +354,48 @@ def test_never_worse_than_a_comparison_method_on_sparse_data_past_the_dense_band
     dense[:, :40] = 1  # past an eighth ones: their products pass over every entry
     seeds = factorize(dense, rank, random_state=0).info["portfolio"]["seeds"]
     assert "thresholded-rows" not in seeds
-    assert starts[-1] == 4  # a row sample's answers only: the repair starts from four
+    assert {"thresholded-wide", "penalized-wide"} <= set(seeds)  # a second row sample
+    assert starts[-1] == 5  # row samples' answers only: the repair starts from five
+
+
+def boolean_mixture(m: int, n: int, k: int, density: float, noise: float, seed: int):
+    """Each row the union of the ``k`` random sets (``density`` of the columns each) it draws
+    with probability ``density``, ``noise`` of the entries flipped."""
+    rng = np.random.default_rng(seed)
+    U = rng.random((m, k)) < density
+    V = rng.random((n, k)) < density
+    A = U.astype(np.int32) @ V.T > 0
+    return (A ^ (rng.random((m, n)) < noise)).astype(np.int8)
+
+
+def test_the_methods_see_a_second_row_sample_on_dense_data_past_the_band(monkeypatch):
+    # past 2**20 cells of dense data the methods see 524 of these rows; their answers move
+    # with the rows drawn, and penalized's on 2,097 other rows is a better start here
+    from bmfdsl.pipeline import _factorize, _strategy
+
+    A = boolean_mixture(4500, 250, 11, 0.26, 0.05, seed=1)
+    assert A.size > 2**20 and 8 * int(A.sum()) > 2**20
+    assert _strategy.wide_sample_rows(A.shape, 6, sampled=False, ones=int(A.sum())) == 2097
+    starts = []
+    real_best_distinct = _factorize.best_distinct
+
+    def counted(answers, count, **options):
+        starts.append(count)
+        return real_best_distinct(answers, count, **options)
+
+    monkeypatch.setattr(_factorize, "best_distinct", counted)
+    ours = factorize(A, 6, random_state=0)
+    errors = ours.info["portfolio"]["errors"]
+    assert {"thresholded-wide", "penalized-wide"} <= set(errors)
+    assert starts == [_strategy.WIDE_REPAIR_STARTS]  # their answers join the best
+    assert ours.error == min(errors.values())
+    monkeypatch.setattr(_strategy, "wide_sample_rows", lambda *args, **kwargs: 0)
+    one_sample = factorize(A, 6, random_state=0)
+    assert "thresholded-wide" not in one_sample.info["portfolio"]["errors"]
+    assert starts[-1] == _strategy.LARGE_REPAIR_STARTS
+    assert ours.error < one_sample.error
+    for method in ("thresholded", "penalized"):
+        assert ours.error < factorize(A, 6, method=method, random_state=0).error
 
 
 def test_the_core_solve_gets_half_its_budget_where_the_methods_take_a_whole():

@@ -19,7 +19,9 @@ the default backend, nothing constrained) also tries, beside the core solve:
   ``"thresholded-rows"`` and ``"penalized-rows"``), and ``thresholded`` beyond that also on it
   whole up to
   :data:`THRESHOLDED_WHOLE_CELLS` entries (the seed ``"thresholded-whole"``: on dense
-  random data no row sample shows what it finds);
+  random data no row sample shows what it finds), and both, past :data:`METHODS_BOTH_CELLS`
+  up to :data:`FULL_POLISH_CELLS` entries, also on a second, wider row sample
+  (:func:`wide_sample_rows`: the seeds ``"thresholded-wide"`` and ``"penalized-wide"``);
 * on a sampled run, the native solver's structure seeds (NMF-threshold, row and column
   clusters) on a uniform sample of :func:`structure_sample_rows` rows, sized from rank and
   shape so that every component is seen, independent of ``sample_rows`` (a larger sample never
@@ -87,6 +89,20 @@ SAMPLED_METHOD_CELLS = 2**19
 #: 2^17 ones, 6 had lost to a method's whole answer (power-law 8,986 x 556, r = 11: 66,552
 #: against penalized's 66,269), none now; 11 answers better, none worse, 1.18-1.24x the time.
 METHODS_BOTH_CELLS = 2**20
+#: Beyond it, on an unsampled core, ``thresholded`` and ``penalized`` also see a second,
+#: independent row sample of this many entries (:func:`wide_sample_rows`; the seeds
+#: ``"thresholded-wide"`` and ``"penalized-wide"``): their answers on the first one move by up
+#: to 1% with the rows drawn, and a method's answer on all of ``A`` could end below the
+#: default's (basket-like 8,616 x 183, r = 13: 56,728 against penalized's 56,181, now 55,758).
+#: On 88 runs of noisy Boolean, basket-like, genotype-like, power-law, rare-variant and sparse
+#: Boolean data of 1.1-16 million entries (r = 3-13) 13 answers better, none worse, in
+#: 1.08-1.17x the time in all (two runs; about half thresholded's alone); on 96 fresh Boolean
+#: mixtures (4,400-6,000 x 200-260, r = 6-10) 19 better, none worse. 4x the first sample's
+#: rows instead of a second sample had left 6 of 53 worse. Only up to
+#: :data:`FULL_POLISH_CELLS` entries: on 16 runs of 10-47 million entries 2 answers were
+#: better and 1 worse (a Boolean mixture 75,710 x 274, r = 10: 473,746 -> 476,630, where
+#: penalized alone gives 472,766).
+WIDE_METHOD_CELLS = 2**19
 #: Share of the default budget (:func:`~bmfdsl.solvers.native.auto_work_limit`) the core solve
 #: gets on an unsampled core where the methods take it whole (:data:`METHODS_BOTH_CELLS`): on
 #: three draws of noisy Boolean, basket-like, power-law, genotype-like and MNIST data (98 runs
@@ -160,6 +176,12 @@ BOTH_REPAIR_STARTS = 3
 #: -> 5,047,701), bench_scale none, in 10% more time. On small data (the UCI sets and slices)
 #: four starts left one of 76 answers worse, 6 better, in 7% more time.
 LARGE_REPAIR_STARTS = 4
+#: ... where the methods also see a second row sample (:data:`WIDE_METHOD_CELLS`): their two
+#: answers there join the best and can push out an answer whose repair would have ended best
+#: (Boolean mixtures of 5,288 x 232 and 5,525 x 250 at r = 10: 130,557 -> 131,432 and 42,781
+#: -> 42,784 with four starts, the old answers again with five); on the 88 runs of
+#: :data:`WIDE_METHOD_CELLS` the answers stayed the same.
+WIDE_REPAIR_STARTS = 5
 #: The seed whose finished answer the repair also starts from when it is not among the best
 #: (:func:`best_distinct`'s ``also``): the greedy builds its answer one component at a time,
 #: a structure the other answers do not share. Of 235 runs (small real data; noisy Boolean,
@@ -365,6 +387,33 @@ def takes_whole_and_rows(shape: tuple[int, int], rank: int, *, sampled: bool, on
     return not sampled and rows < shape[0] and method_cells(shape, ones) <= METHODS_BOTH_CELLS
 
 
+def wide_sample_rows(shape: tuple[int, int], rank: int, *, sampled: bool, ones: int) -> int:
+    """Rows of the second row sample ``thresholded`` and ``penalized`` see on a core of
+    ``shape`` with ``ones`` ones (:data:`WIDE_METHOD_CELLS` entries, at least ``rank`` rows):
+    an unsampled core past :data:`METHODS_BOTH_CELLS` entries, as their products count them
+    (:func:`method_cells`), up to :data:`FULL_POLISH_CELLS`; 0 where they take no second
+    sample.
+
+    >>> wide_sample_rows((10_000, 300), 10, sampled=False, ones=900_000)
+    1747
+    >>> wide_sample_rows((10_000, 300), 10, sampled=False, ones=90_000)  # sparse: taken whole
+    0
+    >>> wide_sample_rows((10_000, 300), 10, sampled=True, ones=900_000)
+    0
+    >>> wide_sample_rows((60_000, 300), 10, sampled=False, ones=5_400_000)  # past 2**24
+    0
+    """
+    rows = rows_for_methods(shape, rank, sampled=sampled)
+    wide = int(min(shape[0], max(rank, WIDE_METHOD_CELLS // max(shape[1], 1))))
+    if (
+        sampled
+        or shape[0] * shape[1] > FULL_POLISH_CELLS
+        or takes_whole_and_rows(shape, rank, sampled=sampled, ones=ones)
+    ):
+        return 0
+    return wide if rows < wide < shape[0] else 0
+
+
 def structure_sample_rows(shape: tuple[int, int], rank: int) -> int:
     """Rows of the uniform sample the structure seeds see: 200 per factor, at least 1,000, so
     that a component spanning 1% of the rows shows in about 10 of them (all rows if fewer).
@@ -380,17 +429,20 @@ class SeedSet:
     """The portfolio's seeds and the uniform row sample they are screened on (``None``: the
     data is small enough to finish every seed on it); ``whole_and_rows``: whether
     ``thresholded`` and ``penalized`` took the core whole beside their row samples
-    (:func:`takes_whole_and_rows`)."""
+    (:func:`takes_whole_and_rows`); ``wide_sample``: whether they also saw a second one
+    (:func:`wide_sample_rows`)."""
 
     seeds: list[Seed]
     sample: np.ndarray | None = None
     whole_and_rows: bool = False
+    wide_sample: bool = False
 
 
 def repair_start_count(shape: tuple[int, int], seed_set: SeedSet) -> int:
     """How many of the finished answers :func:`repair_seeds` starts from, on data of
     ``shape``: :data:`BOTH_REPAIR_STARTS` where the methods took the core whole beside their
-    row samples (``seed_set.whole_and_rows``), :data:`LARGE_REPAIR_STARTS` past
+    row samples (``seed_set.whole_and_rows``), :data:`WIDE_REPAIR_STARTS` where they also
+    saw a second one (``seed_set.wide_sample``), :data:`LARGE_REPAIR_STARTS` past
     :data:`METHODS_BOTH_CELLS` entries otherwise, else :data:`REPAIR_STARTS`.
 
     >>> repair_start_count((100, 30), SeedSet([]))
@@ -399,9 +451,13 @@ def repair_start_count(shape: tuple[int, int], seed_set: SeedSet) -> int:
     3
     >>> repair_start_count((20_000, 200), SeedSet([]))
     4
+    >>> repair_start_count((20_000, 200), SeedSet([], wide_sample=True))
+    5
     """
     if seed_set.whole_and_rows:
         return BOTH_REPAIR_STARTS
+    if seed_set.wide_sample:
+        return WIDE_REPAIR_STARTS
     return LARGE_REPAIR_STARTS if shape[0] * shape[1] > METHODS_BOTH_CELLS else REPAIR_STARTS
 
 
@@ -413,11 +469,8 @@ def with_thresholded_whole(
     other seeds' :meth:`SeedsAhead.result`: its NMF's products then use BLAS as the caller
     set it, as that method does, so it is that method's own answer, in its time.
     """
-    from bmfdsl.solvers.methods import get_method
-
-    U, V = get_method("thresholded")(core, rank, random_state=copy.deepcopy(method_rng))
-    whole = Seed("thresholded-whole", np.asarray(V, dtype=np.int8), np.asarray(U, dtype=np.int8))
-    return replace(seed_set, seeds=[*seed_set.seeds, whole])
+    whole = _method_answer("thresholded", core, rank, method_rng, "thresholded-whole", True)
+    return replace(seed_set, seeds=[*seed_set.seeds, *whole])
 
 
 class SeedsAhead:
@@ -431,17 +484,11 @@ class SeedsAhead:
     thread count changes.
     """
 
-    def __init__(
-        self,
-        jobs: list[Callable[[], list[Seed]]],
-        sample: np.ndarray | None,
-        *,
-        whole_and_rows: bool = False,
-    ):
+    def __init__(self, jobs: list[Callable[[], list[Seed]]], found: SeedSet):
+        """``found``: the seed set the jobs' seeds go into (their order)."""
         from bmfdsl.solvers.native import one_blas_thread
 
-        self._sample = sample
-        self._whole_and_rows = whole_and_rows
+        self._template = found
         self._found: SeedSet | None = None
         self._blas = contextlib.ExitStack()
         self._blas.enter_context(one_blas_thread())
@@ -459,7 +506,7 @@ class SeedsAhead:
                 found = [seed for future in self._futures for seed in future.result()]
             finally:
                 self.close()
-            self._found = SeedSet(found, self._sample, self._whole_and_rows)
+            self._found = replace(self._template, seeds=found)
         return self._found
 
     @property
@@ -496,8 +543,6 @@ def start_portfolio_seeds(
     thresholded, penalized and the structure seeds take 0.08, 0.12 and 0.12 s one after the
     other.
     """
-    from bmfdsl.solvers.methods import get_method
-
     rows = rows_for_methods(core.shape, rank, sampled=sampled)
     own = np.random.default_rng(copy.deepcopy(method_rng).integers(2**63 - 1))
     if sampled or rows == core.shape[0]:
@@ -521,26 +566,35 @@ def start_portfolio_seeds(
         ),
     }
 
-    def method_seed(name: str, whole: bool, label: str) -> list[Seed]:
+    def method_seed(name: str, whole: bool, label: str) -> Callable[[], list[Seed]]:
         taken = core if whole else method_core
-        U, V = get_method(name)(taken, rank, random_state=copy.deepcopy(method_rng))
-        full_U = np.asarray(U, dtype=np.int8) if covers_all or whole else None
-        return [Seed(label, np.asarray(V, dtype=np.int8), full_U)]
+        return partial(_method_answer, name, taken, rank, method_rng, label, covers_all or whole)
 
-    jobs: list[Callable[[], list[Seed]]] = [
-        partial(method_seed, name, takes_whole.get(name, False), name) for name in SEED_METHODS
-    ]
+    jobs = [method_seed(name, takes_whole.get(name, False), name) for name in SEED_METHODS]
     jobs += [  # their row sample's answers too: other starts
-        partial(method_seed, name, False, f"{name}-rows")
+        method_seed(name, False, f"{name}-rows")
         for name in ("thresholded", "penalized")
         if takes_whole[name]
     ]
+    wide = wide_sample_rows(core.shape, rank, sampled=sampled, ones=data.total)
+    if wide:
+        wide_core = np.ascontiguousarray(
+            core[np.sort(own.choice(core.shape[0], size=wide, replace=False))]
+        )
+        jobs += [
+            partial(_method_answer, name, wide_core, rank, method_rng, f"{name}-wide", False)
+            for name in ("thresholded", "penalized")
+        ]
     if sample is not None and rank <= min(sample.shape):
         jobs.append(partial(_structure_seeds, sample, rank, own))
     return SeedsAhead(
         jobs,
-        sample if sampled and m * n > FULL_POLISH_CELLS else None,
-        whole_and_rows=takes_whole["thresholded"],
+        SeedSet(
+            [],
+            sample if sampled and m * n > FULL_POLISH_CELLS else None,
+            whole_and_rows=takes_whole["thresholded"],
+            wide_sample=wide > 0,
+        ),
     )
 
 
@@ -941,6 +995,23 @@ def _uncovered_block(sample: np.ndarray, U: np.ndarray, V: np.ndarray) -> np.nda
         return None
     in_rows, rows = uncovered_ones(sample, U, V, column=int(np.argmax(counts)))
     return (2 * in_rows >= rows).astype(np.int8)
+
+
+def _method_answer(
+    name: str,
+    rows: np.ndarray,
+    rank: int,
+    method_rng: np.random.Generator,
+    label: str,
+    covers_all: bool,
+) -> list[Seed]:
+    """The seed ``label``: comparison method ``name`` on ``rows`` (all of the core's or a
+    sample of them) from a copy of ``method_rng``; its ``U`` too where ``covers_all``."""
+    from bmfdsl.solvers.methods import get_method
+
+    U, V = get_method(name)(rows, rank, random_state=copy.deepcopy(method_rng))
+    full_U = np.asarray(U, dtype=np.int8) if covers_all else None
+    return [Seed(label, np.asarray(V, dtype=np.int8), full_U)]
 
 
 def repeats(seeds: list[Seed]) -> list[str | None]:
