@@ -38,8 +38,10 @@ core solve's answer there), and at most :data:`SHORTLIST` other seeds that beat 
 whose screened ``V`` equals one already kept or the answer's (column order aside; see
 :func:`shortlist`) is skipped, except, on dense data, a method's own answer. Last,
 :func:`repair_seeds` swaps one component of each of the :func:`repair_start_count` best
-answers for a block of ones it leaves uncovered, judged on :func:`screening_rows` (on more
-than :data:`REPAIR_RANK_CELLS` entries, only the swaps :func:`ranking_rows` rank best and that
+answers for a block of ones it leaves uncovered (where the methods saw two row samples, the
+best answer's weakest components also for the other answers' components:
+:func:`crossovers`), judged on :func:`screening_rows` (on more than
+:data:`REPAIR_RANK_CELLS` entries, only the swaps :func:`ranking_rows` rank best and that
 beat the answer there), and the pipeline finishes such a start too when the swap helps there (a
 later answer's only when it also beats the best one there). The work is counted, not timed
 (fixed iteration counts, ALS at most 20 solves), so a seed gives bit-identical answers.
@@ -182,6 +184,24 @@ LARGE_REPAIR_STARTS = 4
 #: -> 42,784 with four starts, the old answers again with five); on the 88 runs of
 #: :data:`WIDE_METHOD_CELLS` the answers stayed the same.
 WIDE_REPAIR_STARTS = 5
+#: ... and there the best answer's repair also tries, each round, every component of the
+#: other starts that it lacks in place of each of its this many weakest components (what
+#: dropping one costs on the sample; :func:`crossovers`): answers that share most components
+#: end in different local minima, and ALS from a recombined start can leave both (basket-like
+#: 8,632 x 227, r = 8: 44,287, where thresholded alone gives 43,934; now 43,896, from one of
+#: thresholded's 20-item components in place of a 2-item one). On the 88 runs of
+#: :data:`WIDE_METHOD_CELLS` 14 answers better, none worse, and the 2 that had lost to a
+#: method's answer on all of ``A`` no longer do, in 1.07x the time; on fresh draws 6 of 26
+#: better (one loss gone) and 15 of 24 Boolean mixtures, none worse; bench_families 3 of 41
+#: better, in 15% more time. For every start's repair: 22 of 88 better, 3 worse, in 1.95x
+#: the time; the weakest component alone did not find the example's.
+CROSSOVER_POSITIONS = 2
+#: Of those recombined starts, how many are judged on the sample: the best after BLS and ALS
+#: on :func:`structure_sample_rows` evenly spaced rows of it (where those are at most half).
+#: Judging all of them there gave the same 88 answers and bench_families' 3 (tall dense
+#: 10,000 x 150, r = 10: 178,853, not 178,906) in 29% more time, not 15%; their exact BLS
+#: error alone does not rank them (the example's start was not among the best 8).
+CROSSOVER_KEPT = 4
 #: The seed whose finished answer the repair also starts from when it is not among the best
 #: (:func:`best_distinct`'s ``also``): the greedy builds its answer one component at a time,
 #: a structure the other answers do not share. Of 235 runs (small real data; noisy Boolean,
@@ -764,11 +784,14 @@ def repair_seeds(
     *,
     deadline: float | None = None,
     ranked_on: np.ndarray | None = None,
+    crossover: bool = False,
 ) -> list[Seed | None]:
     """:func:`repair_seed` of each answer in ``answers_V`` (best first, as
     :func:`best_distinct` gives them), named ``"repair"``, ``"repair-2"``, ...: a later
     answer's repair only where it also ends below the first answer on ``sample`` (else it
     would likely not beat it on all of ``A`` either). ``None`` where an answer has none.
+    ``crossover``: the first answer's rounds also try the other answers' components
+    (:func:`crossovers`).
 
     >>> A = np.kron(np.eye(3, dtype=np.int8), np.ones((4, 3), dtype=np.int8))
     >>> merged = np.array([[1, 1], [1, 1], [1, 1], [1, 0], [1, 0], [1, 0], [0, 0], [0, 0], [0, 0]])
@@ -781,12 +804,28 @@ def repair_seeds(
     ranking = None if ranked_on is None else _screening_matrix(ranked_on)
     repairs: list[Seed | None] = []
     to_beat = None
+    pool = _distinct_columns(answers_V) if crossover else None
+    pool_rows = None
+    if crossover and answers_V:
+        size = structure_sample_rows(sample.shape, answers_V[0].shape[1])
+        if 2 * size <= sample.shape[0]:
+            picked = np.linspace(0, sample.shape[0] - 1, size).astype(np.int64)
+            pool_rows = _screening_matrix(np.ascontiguousarray(sample[picked]))
     with one_blas_thread():
         for index, answer_V in enumerate(answers_V):
             if index and deadline is not None and time.perf_counter() > deadline:
                 repairs.append(None)  # past an opt-in deadline: the best answer's repair only
                 continue
-            start, (error, _, V) = _repaired(sample, matrix, ranking, answer_V, rounds, deadline)
+            start, (error, _, V) = _repaired(
+                sample,
+                matrix,
+                ranking,
+                answer_V,
+                rounds,
+                deadline,
+                pool if index == 0 else None,
+                pool_rows,
+            )
             to_beat = start if to_beat is None else to_beat
             name = "repair" if index == 0 else f"repair-{index + 1}"
             helps = error < to_beat and error < start
@@ -801,9 +840,12 @@ def _repaired(
     answer_V: np.ndarray,
     rounds: int,
     deadline: float | None,
+    pool: list[np.ndarray] | None = None,
+    pool_rows: BinaryMatrix | None = None,
 ) -> tuple[int, tuple[int, np.ndarray, np.ndarray]]:
     """The answer's screened error and the best screened answer its swaps reached (itself
-    when none helps): :func:`repair_seed`'s rounds, BLAS already on one thread."""
+    when none helps): :func:`repair_seed`'s rounds, BLAS already on one thread; with
+    ``pool`` (columns), its :func:`crossovers` too."""
     best = _screened_answer(matrix, answer_V)
     start = best[0]
     for _ in range(rounds):
@@ -812,6 +854,10 @@ def _repaired(
             break
         round_best = best
         swaps = _swaps(best[2], block)
+        if pool is not None:
+            swaps += _best_recombined(
+                pool_rows, crossovers(sample, best[1], best[2], pool), deadline
+            )
         if ranking is not None and len(swaps) > REPAIR_CONFIRMED:
             # the answer judged with its swaps: only a swap that beats it there is
             # confirmed (see REPAIR_CONFIRMED)
@@ -911,6 +957,77 @@ def _evenly_spaced_rows(data: BinaryMatrix, size: int) -> np.ndarray:
     """``size`` rows of ``A`` evenly spaced from the first to the last, dense."""
     m = data.shape[0]
     return np.ascontiguousarray(data.take_rows(np.linspace(0, m - 1, size).astype(np.int64)))
+
+
+def crossovers(
+    sample: np.ndarray,
+    U: np.ndarray,
+    V: np.ndarray,
+    pool: list[np.ndarray],
+    positions: int = CROSSOVER_POSITIONS,
+) -> list[np.ndarray]:
+    """``V`` with each column of ``pool`` it lacks in place of each of its ``positions``
+    weakest components: those whose dropping from ``U Vᵀ`` raises the error on ``sample``
+    (rows of ``A``, ``U`` their factor) the least (see :data:`CROSSOVER_POSITIONS`).
+
+    >>> A = np.kron(np.eye(3, dtype=np.int8), np.ones((4, 3), dtype=np.int8))
+    >>> U = np.repeat(np.eye(3, dtype=np.int8), 4, axis=0)[:, :2]
+    >>> V = np.array([[1, 0]] * 3 + [[0, 1]] * 2 + [[0, 0]] * 4, dtype=np.int8)  # a weak 2nd
+    >>> other = np.repeat(np.eye(3, dtype=np.int8), 3, axis=0)[:, 1]
+    >>> [W[:, 1].tolist() for W in crossovers(A, U, V, [V[:, 0], other], positions=1)]
+    [[0, 0, 0, 1, 1, 1, 0, 0, 0]]
+    """
+    costs = [_drop_cost(sample, U[:, k], V[:, k], U, V) for k in range(V.shape[1])]
+    own = {_column_key(V[:, k]) for k in range(V.shape[1])}
+    foreign = [column for column in pool if _column_key(column) not in own]
+    swaps = []
+    for k in np.argsort(costs, kind="stable")[:positions]:
+        for column in foreign:
+            swapped = V.copy()
+            swapped[:, k] = column
+            swaps.append(swapped)
+    return swaps
+
+
+def _best_recombined(
+    rows: BinaryMatrix | None, Vs: list[np.ndarray], deadline: float | None
+) -> list[np.ndarray]:
+    """The :data:`CROSSOVER_KEPT` of ``Vs`` that end lowest after BLS and ALS on ``rows``
+    (the first on ties), in their order; all of them without ``rows``."""
+    if rows is None or len(Vs) <= CROSSOVER_KEPT:
+        return Vs
+    judged = list(_screened_many(rows, Vs, deadline, threads_for(len(Vs))))
+    order = sorted(range(len(judged)), key=lambda k: (judged[k][0], k))
+    return [Vs[k] for k in sorted(order[:CROSSOVER_KEPT])]
+
+
+def _drop_cost(
+    sample: np.ndarray, u: np.ndarray, v: np.ndarray, U: np.ndarray, V: np.ndarray
+) -> int:
+    """How much the error of ``U Vᵀ`` on ``sample`` rises without the component ``u vᵀ``:
+    each of its entries moves from ``p`` to ``p - 1``, adding ``2 (a - p) + 1``."""
+    rows, columns = np.flatnonzero(u), np.flatnonzero(v)
+    block = sample[np.ix_(rows, columns)].astype(np.int16)  # products count at most r ones
+    products = U[rows].astype(np.int16) @ V[columns].astype(np.int16).T
+    return int((2 * (block - products) + 1).sum(dtype=np.int64))
+
+
+def _distinct_columns(answers_V: list[np.ndarray]) -> list[np.ndarray]:
+    """The answers' columns, each once (first seen first), all-zero ones left out."""
+    seen: set[bytes] = set()
+    columns = []
+    for V in answers_V:
+        for k in range(V.shape[1]):
+            column = np.ascontiguousarray(V[:, k], dtype=np.int8)
+            if column.any() and _column_key(column) not in seen:
+                seen.add(_column_key(column))
+                columns.append(column)
+    return columns
+
+
+def _column_key(column: np.ndarray) -> bytes:
+    """A column as a set key (its int8 bytes)."""
+    return np.ascontiguousarray(column, dtype=np.int8).tobytes()
 
 
 def _swaps(V: np.ndarray, block: np.ndarray) -> list[np.ndarray]:
