@@ -724,7 +724,7 @@ def _best_of_seeds(
                 ),
                 deadline=deadline,
                 ranked_on=ranking_rows(data, seed_set, rank),
-                crossover=seed_set.wide_sample,
+                crossover=seed_set.recombine,
             )
         )
     repairs_found = [repair for repair in repairs if repair is not None]

@@ -38,7 +38,7 @@ core solve's answer there), and at most :data:`SHORTLIST` other seeds that beat 
 whose screened ``V`` equals one already kept or the answer's (column order aside; see
 :func:`shortlist`) is skipped, except, on dense data, a method's own answer. Last,
 :func:`repair_seeds` swaps one component of each of the :func:`repair_start_count` best
-answers for a block of ones it leaves uncovered (where the methods saw two row samples, the
+answers for a block of ones it leaves uncovered (where the methods saw row samples only, the
 best answer's weakest components also for the other answers' components:
 :func:`crossovers`), judged on :func:`screening_rows` (on more than
 :data:`REPAIR_RANK_CELLS` entries, only the swaps :func:`ranking_rows` rank best and that
@@ -194,7 +194,9 @@ WIDE_REPAIR_STARTS = 5
 #: method's answer on all of ``A`` no longer do, in 1.07x the time; on fresh draws 6 of 26
 #: better (one loss gone) and 15 of 24 Boolean mixtures, none worse; bench_families 3 of 41
 #: better, in 15% more time. For every start's repair: 22 of 88 better, 3 worse, in 1.95x
-#: the time; the weakest component alone did not find the example's.
+#: the time; the weakest component alone did not find the example's. Past
+#: :data:`FULL_POLISH_CELLS` entries too (:func:`recombines`), where the methods see one row
+#: sample: on 16 runs of 10-47 million entries 2 better, none worse, in the same time.
 CROSSOVER_POSITIONS = 2
 #: Of those recombined starts, how many are judged on the sample: the best after BLS and ALS
 #: on :func:`structure_sample_rows` evenly spaced rows of it (where those are at most half).
@@ -434,6 +436,28 @@ def wide_sample_rows(shape: tuple[int, int], rank: int, *, sampled: bool, ones: 
     return wide if rows < wide < shape[0] else 0
 
 
+def recombines(shape: tuple[int, int], rank: int, *, sampled: bool, ones: int) -> bool:
+    """Whether the best answer's repair also tries the other starts' components
+    (:func:`crossovers`) on a core of ``shape`` with ``ones`` ones: an unsampled core past
+    :data:`METHODS_BOTH_CELLS` entries as the methods' products count them, where they see
+    row samples only (see :data:`CROSSOVER_POSITIONS`).
+
+    >>> recombines((10_000, 300), 10, sampled=False, ones=900_000)
+    True
+    >>> recombines((60_000, 300), 10, sampled=False, ones=5_400_000)  # past 2**24 too
+    True
+    >>> recombines((10_000, 300), 10, sampled=False, ones=90_000)  # sparse: taken whole
+    False
+    >>> recombines((10_000, 300), 10, sampled=True, ones=900_000)
+    False
+    """
+    return (
+        not sampled
+        and rows_for_methods(shape, rank, sampled=False) < shape[0]
+        and not takes_whole_and_rows(shape, rank, sampled=False, ones=ones)
+    )
+
+
 def structure_sample_rows(shape: tuple[int, int], rank: int) -> int:
     """Rows of the uniform sample the structure seeds see: 200 per factor, at least 1,000, so
     that a component spanning 1% of the rows shows in about 10 of them (all rows if fewer).
@@ -450,12 +474,14 @@ class SeedSet:
     data is small enough to finish every seed on it); ``whole_and_rows``: whether
     ``thresholded`` and ``penalized`` took the core whole beside their row samples
     (:func:`takes_whole_and_rows`); ``wide_sample``: whether they also saw a second one
-    (:func:`wide_sample_rows`)."""
+    (:func:`wide_sample_rows`); ``recombine``: whether the best answer's repair recombines
+    (:func:`recombines`)."""
 
     seeds: list[Seed]
     sample: np.ndarray | None = None
     whole_and_rows: bool = False
     wide_sample: bool = False
+    recombine: bool = False
 
 
 def repair_start_count(shape: tuple[int, int], seed_set: SeedSet) -> int:
@@ -614,6 +640,7 @@ def start_portfolio_seeds(
             sample if sampled and m * n > FULL_POLISH_CELLS else None,
             whole_and_rows=takes_whole["thresholded"],
             wide_sample=wide > 0,
+            recombine=recombines(core.shape, rank, sampled=sampled, ones=data.total),
         ),
     )
 
