@@ -370,7 +370,7 @@ def boolean_mixture(m: int, n: int, k: int, density: float, noise: float, seed: 
 
 def test_the_methods_see_a_second_row_sample_on_dense_data_past_the_band(monkeypatch):
     # past 2**20 cells of dense data the methods see 524 of these rows; their answers move
-    # with the rows drawn, and penalized's on 2,097 other rows is a better start here
+    # with the rows drawn, and their answers on 2,097 other rows lead to a better one here
     from bmfdsl.pipeline import _factorize, _strategy
 
     A = boolean_mixture(4500, 250, 11, 0.26, 0.05, seed=1)
@@ -399,7 +399,7 @@ def test_the_methods_see_a_second_row_sample_on_dense_data_past_the_band(monkeyp
 
 
 def test_the_best_answers_repair_recombines_the_other_starts_components(monkeypatch):
-    # where the methods see two row samples, the best answer's repair also tries the other
+    # where the methods see row samples only, the best answer's repair also tries the other
     # starts' components in place of its two weakest: here 232,758 without, 229,149 with
     from bmfdsl.pipeline import _factorize
 
