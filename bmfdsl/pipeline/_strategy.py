@@ -371,7 +371,12 @@ def rows_for_methods(shape: tuple[int, int], rank: int, *, sampled: bool) -> int
     >>> rows_for_methods((2_000, 200), 5, sampled=True)
     2000
     """
-    cells = SAMPLED_METHOD_CELLS if sampled else METHOD_CELLS
+    return _rows_within(shape, rank, SAMPLED_METHOD_CELLS if sampled else METHOD_CELLS)
+
+
+def _rows_within(shape: tuple[int, int], rank: int, cells: int) -> int:
+    """Rows of a core of ``shape`` that fill ``cells`` entries (at least ``rank``, at most
+    all of them)."""
     return int(min(shape[0], max(rank, cells // max(shape[1], 1))))
 
 
@@ -425,15 +430,12 @@ def wide_sample_rows(shape: tuple[int, int], rank: int, *, sampled: bool, ones: 
     >>> wide_sample_rows((60_000, 300), 10, sampled=False, ones=5_400_000)  # past 2**24
     0
     """
-    rows = rows_for_methods(shape, rank, sampled=sampled)
-    wide = int(min(shape[0], max(rank, WIDE_METHOD_CELLS // max(shape[1], 1))))
-    if (
-        sampled
-        or shape[0] * shape[1] > FULL_POLISH_CELLS
-        or takes_whole_and_rows(shape, rank, sampled=sampled, ones=ones)
+    if shape[0] * shape[1] > FULL_POLISH_CELLS or not recombines(
+        shape, rank, sampled=sampled, ones=ones
     ):
         return 0
-    return wide if rows < wide < shape[0] else 0
+    wide = _rows_within(shape, rank, WIDE_METHOD_CELLS)
+    return wide if rows_for_methods(shape, rank, sampled=False) < wide < shape[0] else 0
 
 
 def recombines(shape: tuple[int, int], rank: int, *, sampled: bool, ones: int) -> bool:
@@ -836,7 +838,7 @@ def repair_seeds(
     if crossover and answers_V:
         size = structure_sample_rows(sample.shape, answers_V[0].shape[1])
         if 2 * size <= sample.shape[0]:
-            picked = np.linspace(0, sample.shape[0] - 1, size).astype(np.int64)
+            picked = _evenly_spaced(sample.shape[0], size)
             pool_rows = _screening_matrix(np.ascontiguousarray(sample[picked]))
     with one_blas_thread():
         for index, answer_V in enumerate(answers_V):
@@ -895,10 +897,9 @@ def _repaired(
                 break
             (to_beat, _, judged_V), *ranked = judged
             answer_key = _column_set(judged_V)
-            order = sorted(range(len(ranked)), key=lambda k: (ranked[k][0], k))
             swaps = [
                 swaps[k]
-                for k in sorted(order[:REPAIR_CONFIRMED])  # the first on ties
+                for k in _lowest(ranked, REPAIR_CONFIRMED)
                 # a tie with other factors too: a block the ranking rows miss can tie
                 if ranked[k][0] < to_beat
                 or (ranked[k][0] == to_beat and _column_set(ranked[k][2]) != answer_key)
@@ -982,8 +983,12 @@ def ranking_rows(data: BinaryMatrix, seed_set: SeedSet, rank: int) -> np.ndarray
 
 def _evenly_spaced_rows(data: BinaryMatrix, size: int) -> np.ndarray:
     """``size`` rows of ``A`` evenly spaced from the first to the last, dense."""
-    m = data.shape[0]
-    return np.ascontiguousarray(data.take_rows(np.linspace(0, m - 1, size).astype(np.int64)))
+    return np.ascontiguousarray(data.take_rows(_evenly_spaced(data.shape[0], size)))
+
+
+def _evenly_spaced(m: int, size: int) -> np.ndarray:
+    """``size`` indices of ``m`` rows evenly spaced from the first to the last."""
+    return np.linspace(0, m - 1, size).astype(np.int64)
 
 
 def crossovers(
@@ -1024,8 +1029,13 @@ def _best_recombined(
     if rows is None or len(Vs) <= CROSSOVER_KEPT:
         return Vs
     judged = list(_screened_many(rows, Vs, deadline, threads_for(len(Vs))))
+    return [Vs[k] for k in _lowest(judged, CROSSOVER_KEPT)]
+
+
+def _lowest(judged: list[tuple[int, np.ndarray, np.ndarray]], count: int) -> list[int]:
+    """Indices of the ``count`` lowest errors in ``judged`` (the first on ties), in order."""
     order = sorted(range(len(judged)), key=lambda k: (judged[k][0], k))
-    return [Vs[k] for k in sorted(order[:CROSSOVER_KEPT])]
+    return sorted(order[:count])
 
 
 def _drop_cost(
