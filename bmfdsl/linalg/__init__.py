@@ -69,15 +69,16 @@ if TYPE_CHECKING:
     from bmfdsl.linalg._matrix import (
         BinaryMatrix,
         DaskMatrix,
+        DistinctColumns,
         InMemoryMatrix,
         Orientation,
         SparseMatrix,
         as_matrix,
         bit_gram_work,
         dense_gram,
+        distinct_column_product,
         exact_gram,
         is_dask_array,
-        on_distinct_columns,
         weighted_squared_error,
     )
     from bmfdsl.linalg._products import (

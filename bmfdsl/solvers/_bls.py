@@ -43,6 +43,7 @@ from bmfdsl.linalg import (
     MAX_BRANCH_RANK,
     BinaryMatrix,
     DaskMatrix,
+    DistinctColumns,
     InMemoryMatrix,
     SparseMatrix,
     as_matrix,
@@ -51,11 +52,11 @@ from bmfdsl.linalg import (
     check_device,
     code_table,
     column_bits,
+    distinct_column_product,
     exact_float32_products,
     first_minimum,
     get_array_module,
     integer_statistics,
-    on_distinct_columns,
     row_bits,
     solve_rows_bounded,
     solve_rows_exact,
@@ -291,12 +292,12 @@ def _solve_in_memory(
         # The statistics route: A V is an O(nnz r) pass, A itself is never densified. Exact
         # scores with the same tie rule give the same U as the dense routes.
         rank = Vs[0].shape[1]
-        cross = on_distinct_columns(data.cross, np.concatenate(Vs, axis=1))
+        cross = distinct_column_product(data.cross, np.concatenate(Vs, axis=1))
         row_norms = data.row_norms
         return [
             (
                 *solve_bls_from_stats(
-                    cross[:, index * rank : (index + 1) * rank],
+                    cross.columns(slice(index * rank, (index + 1) * rank)),
                     _gram(V),
                     row_norms,
                     start=start,
@@ -374,7 +375,7 @@ def _block_codes(
     ``k`` factors side by side in ``stacked`` (``k`` int64): one product ``block @ stacked``."""
     if options["device"] == "cpu":  # bit counts (see InMemoryMatrix.cross)
         packed = row_bits(block)
-        cross = on_distinct_columns(lambda F: bit_products(packed, row_bits(F.T)), stacked)
+        cross = distinct_column_product(lambda F: bit_products(packed, row_bits(F.T)), stacked)
     else:
         xp = get_array_module(options["device"])
         cross = _cross_products(block, stacked, options.get("chunk_rows"), xp)
@@ -383,7 +384,9 @@ def _block_codes(
     codes = np.empty((block.shape[0], stacked.shape[1]), dtype=np.int8)
     errors = np.empty(len(groups), dtype=np.int64)
     for index, columns in enumerate(groups):
-        U, error = solve_bls_from_stats(cross[:, columns], _gram(stacked[:, columns]), **options)
+        U, error = solve_bls_from_stats(
+            cross.columns(columns), _gram(stacked[:, columns]), **options
+        )
         codes[:, columns] = U
         errors[index] = ones + error  # (without row norms the solve's error is Σ scores)
     return codes, errors
@@ -461,12 +464,12 @@ def _solve_checked(
         cross = (
             _cross_products(A[rows], stacked, chunk_rows, xp)
             if products is None
-            else on_distinct_columns(partial(products, rows=rows), stacked)
+            else distinct_column_product(partial(products, rows=rows), stacked)
         )
-        row_norms = np.ascontiguousarray(cross[:, -1])
+        row_norms = cross.columns(slice(-1, None)).ravel()
         for index, (columns, gram, start) in enumerate(zip(groups, grams, starts, strict=True)):
             U, error = solve_bls_from_stats(
-                cross[:, columns],
+                cross.columns(columns),
                 gram,
                 row_norms,
                 one_hot=one_hot,
@@ -791,11 +794,11 @@ def _score_dtype(cross_bound: int, quad_bound: int, xp: ModuleType = np) -> type
 
 def _cross_products(
     A: np.ndarray, V: np.ndarray, chunk_rows: int | None, xp: ModuleType = np
-) -> np.ndarray:
+) -> DistinctColumns:
     """``A @ V`` as host int64, computed on the array module ``xp`` in chunks so that the
     float copy of ``A`` stays small (each chunk goes to the device as ``int8``), for ``V``'s
     distinct columns only (a batch's factors share most of theirs)."""
-    return on_distinct_columns(lambda F: _distinct_cross_products(A, F, chunk_rows, xp), V)
+    return distinct_column_product(lambda F: _distinct_cross_products(A, F, chunk_rows, xp), V)
 
 
 def _distinct_cross_products(
