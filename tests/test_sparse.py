@@ -143,6 +143,22 @@ def test_sparse_data_layer_matches_dense_statistics():
     assert relative_error(error, data.csr) == relative_error(error, A)
 
 
+def test_column_counts_are_exact_at_any_thread_count():
+    # past PARALLEL_MIN_WORK indices the counts are summed over threads' ranges
+    from bmfdsl.linalg import kernel_threads, pattern_column_counts
+    from bmfdsl.linalg._kernels import PARALLEL_MIN_WORK
+
+    indices = np.random.default_rng(0).integers(0, 97, PARALLEL_MIN_WORK + 5)
+    expected = np.bincount(indices, minlength=100)
+    with kernel_threads(1):
+        alone = pattern_column_counts(indices, 100)
+    for threads in (2, 3):
+        with kernel_threads(threads):
+            split = pattern_column_counts(indices, 100)
+        assert split.dtype == np.int64 and np.array_equal(split, expected)
+    assert np.array_equal(alone, expected) and alone[97:].tolist() == [0, 0, 0]
+
+
 @pytest.mark.parametrize("shape", [(300, 90), (90, 300)])
 def test_spectral_bound_is_the_dense_number_on_both_routes(shape):
     A = _random(shape, 0.1, seed=3)

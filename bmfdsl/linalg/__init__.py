@@ -54,6 +54,7 @@ if TYPE_CHECKING:
         integer_statistics,
         kernel_threads,
         pack_row_bits,
+        pattern_column_counts,
         pattern_cross_into,
         pattern_gram_matvec,
         pattern_quadratic_forms,

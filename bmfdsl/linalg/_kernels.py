@@ -407,6 +407,34 @@ def _pattern_cross_rows(
                 out[row, k] += factor[j, k]
 
 
+def pattern_column_counts(indices: np.ndarray, columns: int) -> np.ndarray:
+    """Ones per column of a 0/1 CSR pattern (``Aᵀ 1``, int64) from its ``indices``: exact
+    counts over ranges of them split across threads and summed, so the same numbers at any
+    thread count (``np.bincount`` read 5·10⁷ indices in 0.09 s on one thread).
+
+    >>> pattern_column_counts(np.array([0, 2, 2, 1]), 4).tolist()
+    [1, 1, 2, 0]
+    """
+    indices = np.ascontiguousarray(indices)
+    workers = default_threads() if indices.size >= PARALLEL_MIN_WORK else 1
+    parts = _in_threads(
+        lambda first, stop: _column_counts(indices[first:stop], columns),
+        _even_ranges(indices.size, workers),
+    )
+    counts: np.ndarray = parts[0]
+    for part in parts[1:]:
+        counts = counts + part
+    return counts
+
+
+@numba.njit(cache=True, nogil=True)
+def _column_counts(indices: np.ndarray, columns: int) -> np.ndarray:
+    counts = np.zeros(columns, dtype=np.int64)
+    for p in range(indices.shape[0]):
+        counts[indices[p]] += 1
+    return counts
+
+
 def pattern_transposed_cross(
     indptr: np.ndarray,
     indices: np.ndarray,

@@ -501,7 +501,9 @@ class SparseMatrix:
     @functools.cached_property
     def column_norms(self) -> np.ndarray:
         """``||A_:j||²`` per column (int64)."""
-        return np.bincount(self.csr.indices, minlength=self.shape[1]).astype(np.int64)
+        from bmfdsl.linalg._kernels import pattern_column_counts  # numba loads on first use
+
+        return pattern_column_counts(self.csr.indices, self.shape[1])
 
     @functools.cached_property
     def row_norms(self) -> np.ndarray:
