@@ -131,3 +131,21 @@ def test_factorize_polishes_its_full_data_answer_by_flips() -> None:
     assert "flip_descent" in default.info and "flip_descent" not in without.info
     assert default.info["flip_descent"]["error_before"] == without.error
     assert default.error == brute_error(A, default.U, default.V) <= without.error
+
+
+@pytest.mark.data
+def test_the_final_descent_keeps_the_lowest_end_of_the_best_answers(monkeypatch, data_dir):
+    # apb at k = 12: the best answer before the descent (561) ends at 560, the second best
+    # (564) at 558; the descent of the best answer alone would have kept 560
+    from bmfdsl.pipeline import _factorize
+
+    A = np.loadtxt(data_dir / "uci-binary" / "apb.txt", dtype=np.int8)
+    several = factorize(A, 12, random_state=0)
+    monkeypatch.setattr(_factorize, "FLIP_STARTS", 1)
+    alone = factorize(A, 12, random_state=0)
+    descent = several.info["flip_descent"]
+    assert descent["error_before"] == alone.info["flip_descent"]["error_before"]
+    assert several.error == brute_error(A, several.U, several.V) < alone.error
+    assert descent["start"] == several.info["portfolio"]["chosen"]
+    errors = several.info["portfolio"]["errors"]
+    assert errors[descent["start"]] > min(errors.values()) == descent["error_before"]
