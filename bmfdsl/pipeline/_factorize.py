@@ -727,8 +727,6 @@ def _best_of_seeds(
         if starts
         else []
     )
-    best = answer
-    chosen = "core"
     ends = [] if answer is None else [_Answer("core", *answer)]  # every finished answer
     answers = [] if answer is None else [(answer[2], answer[1])]  # (error, V), in order
     also_repaired = None  # REPAIR_ALSO's answer, where it was finished
@@ -740,10 +738,11 @@ def _best_of_seeds(
             also_repaired = done.V
         if name == "core":
             info.update(_core_finish_info(done, als))
-        if best is None or done.error < best[2]:  # the first of the lowest error
-            best, chosen = (done.U, done.V, done.error), name
-    assert best is not None  # the core's answer at least
-    best_error = best[2]
+    assert ends  # the core's answer at least
+    chosen, best_error = ends[0].name, ends[0].error
+    for end in ends[1:]:
+        if end.error < best_error:  # the first of the lowest error
+            chosen, best_error = end.name, end.error
     in_time = deadline is None or time.perf_counter() <= deadline
     with timer("seeds"):  # components the best answers missed, judged where seeds were
         rows = screening_rows(data, seed_set, rank) if in_time else None
