@@ -396,14 +396,15 @@ def _finish_by_flips(
     if not data.in_memory or m * n > FLIP_MAX_CELLS or first.error == 0:
         return first.U, first.V, first.error
     kept = (first.U, first.V, first.error)
+    work_limit = auto_work_limit((m, n))
+    dense = None  # made once for every descent (a sparse A's is a copy)
     for answer in answers:
-        allowance = flip_allowance(
-            (m, n), answer.U.shape[1], auto_work_limit((m, n)), sweeps, deadline
-        )
+        allowance = flip_allowance((m, n), first.U.shape[1], work_limit, sweeps, deadline)
         if allowance <= 0:
             break
+        dense = data.dense() if dense is None else dense
         with timer("als"):
-            result = flip_descent(data.dense(), answer.U, answer.V, allowance)
+            result = flip_descent(dense, answer.U, answer.V, allowance)
         if result is None:
             break
         if answer is first or result.error < kept[2]:
@@ -414,8 +415,7 @@ def _finish_by_flips(
             }
         if result.error < kept[2]:
             kept = (result.U, result.V, result.error)
-            if "portfolio" in info:
-                info["portfolio"]["chosen"] = answer.name
+            info["portfolio"]["chosen"] = answer.name
     return kept
 
 
@@ -728,21 +728,15 @@ def _best_of_seeds(
         else []
     )
     ends = [] if answer is None else [_Answer("core", *answer)]  # every finished answer
-    answers = [] if answer is None else [(answer[2], answer[1])]  # (error, V), in order
     also_repaired = None  # REPAIR_ALSO's answer, where it was finished
     for name, done in zip(names, results, strict=True):
         errors[name] = done.error
         ends.append(_Answer(name, done.U, done.V, done.error))
-        answers.append((done.error, done.V))
         if name == REPAIR_ALSO:
             also_repaired = done.V
         if name == "core":
             info.update(_core_finish_info(done, als))
     assert ends  # the core's answer at least
-    chosen, best_error = ends[0].name, ends[0].error
-    for end in ends[1:]:
-        if end.error < best_error:  # the first of the lowest error
-            chosen, best_error = end.name, end.error
     in_time = deadline is None or time.perf_counter() <= deadline
     with timer("seeds"):  # components the best answers missed, judged where seeds were
         rows = screening_rows(data, seed_set, rank) if in_time else None
@@ -752,7 +746,9 @@ def _best_of_seeds(
             else repair_seeds(
                 rows,
                 best_distinct(
-                    answers, repair_start_count(data.shape, seed_set), also=also_repaired
+                    [(end.error, end.V) for end in ends],
+                    repair_start_count(data.shape, seed_set),
+                    also=also_repaired,
                 ),
                 deadline=deadline,
                 ranked_on=ranking_rows(data, seed_set, rank),
@@ -766,20 +762,20 @@ def _best_of_seeds(
         for repair, done in zip(repairs_found, repaired, strict=True):
             errors[repair.name] = done.error
             ends.append(_Answer(repair.name, done.U, done.V, done.error))
-            if done.error < best_error:
-                best_error, chosen = done.error, repair.name
     for seed, twin in zip(seed_set.seeds, repeats(seed_set.seeds), strict=True):
         if twin in errors:  # the same start, not finished twice: the same end
             errors[seed.name] = errors[twin]
+    # the lowest first, the first on ties (the core's answer, then the seeds in order)
+    best = [ends[k] for k in lowest_distinct([(end.error, end.V) for end in ends], FLIP_STARTS)]
     finished = timer.timings()
     waited = started.get("seeds", 0.0)  # an unsampled run's wait, before the full data's stages
     info["portfolio"] = {
         "seeds": [seed.name for seed in seed_set.seeds],
         "errors": errors,
-        "chosen": chosen,
+        "chosen": best[0].name,
         "seconds": waited + finished["total"] - started["total"],
     }
-    return [ends[k] for k in lowest_distinct([(end.error, end.V) for end in ends], FLIP_STARTS)]
+    return best
 
 
 @dataclass(frozen=True)
